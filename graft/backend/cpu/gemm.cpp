@@ -1,0 +1,73 @@
+#include "graft/backend/cpu/gemm.h"
+
+#include <cstring>
+#include <vector>
+
+#include "graft/backend/cpu/parallel.h"
+
+#ifdef GRAFT_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+namespace graft::cpu {
+
+namespace {
+template <class T>
+void gemm_loop(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
+               T* C, int64_t ldc) {
+  using A_t = std::conditional_t<std::is_same_v<T, bool>, int32_t, compute_t<T>>;
+  parallel_for(M, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, N * K)), [&](int64_t m0, int64_t m1) {
+    std::vector<A_t> row(static_cast<size_t>(N));
+    for (int64_t m = m0; m < m1; ++m) {
+      std::fill(row.begin(), row.end(), A_t(0));
+      for (int64_t k = 0; k < K; ++k) {
+        A_t a = static_cast<A_t>(ta ? A[k * lda + m] : A[m * lda + k]);
+        if (a == A_t(0)) continue;
+        if (!tb) {
+          const T* b = B + k * ldb;
+          for (int64_t n = 0; n < N; ++n) row[n] += a * static_cast<A_t>(b[n]);
+        } else {
+          for (int64_t n = 0; n < N; ++n) row[n] += a * static_cast<A_t>(B[n * ldb + k]);
+        }
+      }
+      for (int64_t n = 0; n < N; ++n) {
+        if constexpr (std::is_same_v<T, bool>) {
+          C[m * ldc + n] = row[n] != 0;
+        } else {
+          C[m * ldc + n] = static_cast<T>(row[n]);
+        }
+      }
+    }
+  });
+}
+}  // namespace
+
+void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,
+          int64_t ldb, void* C, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K == 0) {
+    for (int64_t m = 0; m < M; ++m) std::memset(static_cast<char*>(C) + m * ldc * itemsize(dt), 0, N * itemsize(dt));
+    return;
+  }
+#ifdef GRAFT_HAVE_BLAS
+  if (dt == DType::f32 && M > 0 && N > 0) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
+                1.0f, static_cast<const float*>(A), int(lda), static_cast<const float*>(B), int(ldb), 0.0f,
+                static_cast<float*>(C), int(ldc));
+    return;
+  }
+  if (dt == DType::f64 && M > 0 && N > 0) {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
+                1.0, static_cast<const double*>(A), int(lda), static_cast<const double*>(B), int(ldb), 0.0,
+                static_cast<double*>(C), int(ldc));
+    return;
+  }
+#endif
+  visit_dtype(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gemm_loop<T>(ta, tb, M, N, K, static_cast<const T*>(A), lda, static_cast<const T*>(B), ldb, static_cast<T*>(C),
+                 ldc);
+  });
+}
+
+}  // namespace graft::cpu

@@ -1,0 +1,16 @@
+// Dense matrix multiply on the CPU: C = op(A) * op(B), row-major, C overwritten.
+#pragma once
+
+#include <cstdint>
+
+#include "graft/core/dtype.h"
+
+namespace graft::cpu {
+
+/// `ta`/`tb` transpose A ([K,M] in memory) / B ([N,K] in memory). f32/f64 go to BLAS when graft was
+/// built with it; other dtypes (ints, f16, bf16) use a blocked loop that accumulates in the compute type.
+/// A, B, C all have dtype `dt`.
+void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,
+          int64_t ldb, void* C, int64_t ldc);
+
+}  // namespace graft::cpu

@@ -1,0 +1,104 @@
+#include "graft/compiler/executable.h"
+
+#include <mutex>
+#include <unordered_map>
+
+#include "graft/core/trace.h"
+
+namespace graft {
+
+Executable::Executable(const ClosedJaxpr& cj) {
+  const Jaxpr& j = *cj.jaxpr;
+  std::unordered_map<const Var*, int32_t> slot;
+  auto new_slot = [&](const Var* v) { return slot[v] = num_slots_++; };
+  for (size_t i = 0; i < j.constvars.size(); ++i) {
+    int32_t s = new_slot(j.constvars[i].get());
+    if (slot_init_.size() <= static_cast<size_t>(s)) slot_init_.resize(static_cast<size_t>(s) + 1);
+    slot_init_[static_cast<size_t>(s)] = cj.consts[i];
+  }
+  for (auto& v : j.invars) {
+    in_slots_.push_back(new_slot(v.get()));
+    in_avals_.push_back(v->aval);
+  }
+  auto slot_of = [&](const Atom& a) -> int32_t {
+    if (a.is_literal()) {
+      int32_t s = num_slots_++;
+      slot_init_.resize(static_cast<size_t>(num_slots_));
+      slot_init_[static_cast<size_t>(s)] = a.literal;
+      return s;
+    }
+    return slot.at(a.var.get());
+  };
+  for (const Eqn& e : j.eqns) {
+    Step st{e.prim, {}, {}, {}, {}, e.params};
+    for (auto& a : e.inputs) st.in.push_back(slot_of(a));
+    for (auto& v : e.outputs) {
+      st.out.push_back(new_slot(v.get()));
+      st.out_avals.push_back(v->aval);
+    }
+    steps_.push_back(std::move(st));
+  }
+  for (auto& a : j.outvars) out_slots_.push_back(slot_of(a));
+  slot_init_.resize(static_cast<size_t>(num_slots_));
+  // liveness: release intermediates after their last use (never inputs, consts, literals or outputs)
+  std::vector<int32_t> last_use(static_cast<size_t>(num_slots_), -1);
+  std::vector<int64_t> bytes(static_cast<size_t>(num_slots_), 0);
+  std::vector<bool> produced(static_cast<size_t>(num_slots_), false);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (auto s : steps_[i].in) last_use[static_cast<size_t>(s)] = static_cast<int32_t>(i);
+    for (size_t k = 0; k < steps_[i].out.size(); ++k) {
+      produced[static_cast<size_t>(steps_[i].out[k])] = true;
+      bytes[static_cast<size_t>(steps_[i].out[k])] = static_cast<int64_t>(steps_[i].out_avals[k].nbytes());
+    }
+  }
+  for (auto s : out_slots_) last_use[static_cast<size_t>(s)] = static_cast<int32_t>(steps_.size());
+  int64_t live = 0;
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    for (auto s : steps_[i].out) live += bytes[static_cast<size_t>(s)];
+    peak_bytes_ = std::max(peak_bytes_, live);
+    for (auto s : steps_[i].in)
+      if (produced[static_cast<size_t>(s)] && last_use[static_cast<size_t>(s)] == static_cast<int32_t>(i) &&
+          std::find(steps_[i].release.begin(), steps_[i].release.end(), s) == steps_[i].release.end()) {
+        steps_[i].release.push_back(s);
+        live -= bytes[static_cast<size_t>(s)];
+      }
+    // results nobody reads are dropped at once
+    for (auto s : steps_[i].out)
+      if (last_use[static_cast<size_t>(s)] < 0) {
+        steps_[i].release.push_back(s);
+        live -= bytes[static_cast<size_t>(s)];
+      }
+  }
+}
+
+Arrays Executable::run(std::span<const Array> args) const {
+  if (args.size() != in_slots_.size())
+    fail<ValueError>("jit: expected ", in_slots_.size(), " arguments, got ", args.size());
+  std::vector<Array> slots(slot_init_);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].valid() || !args[i].is_concrete() || !args[i].aval().same_type(in_avals_[i]))
+      fail<TypeError>("jit: argument ", i, " should be a concrete ", in_avals_[i].str(), ", got ",
+                      args[i].valid() ? args[i].aval().str() : std::string("null"));
+    slots[static_cast<size_t>(in_slots_[i])] = args[i];
+  }
+  Arrays in;
+  for (const Step& st : steps_) {
+    in.clear();
+    for (auto s : st.in) in.push_back(slots[static_cast<size_t>(s)]);
+    Arrays out = st.prim->impl(*st.prim, in, st.out_avals, st.params);
+    for (size_t k = 0; k < st.out.size(); ++k) slots[static_cast<size_t>(st.out[k])] = std::move(out[k]);
+    for (auto s : st.release) slots[static_cast<size_t>(s)] = Array();
+  }
+  Arrays result;
+  for (auto s : out_slots_) result.push_back(slots[static_cast<size_t>(s)]);
+  return result;
+}
+
+const Executable& Executable::of(const ClosedJaxpr& j) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lk(mu);
+  if (!j.compiled) j.compiled = std::make_shared<Executable>(j);
+  return *static_cast<const Executable*>(j.compiled.get());
+}
+
+}  // namespace graft

@@ -1,0 +1,47 @@
+// Executable: a jaxpr lowered for repeated CPU execution (what a cached jit call runs).
+//
+// Lowering resolves every variable to a slot, precomputes output types (no shape rules at run
+// time), and computes liveness so that each intermediate buffer is released right after its last
+// use (the peak memory of a run is reported by `peak_bytes`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "graft/ir/jaxpr.h"
+
+namespace graft {
+
+class Executable {
+ public:
+  explicit Executable(const ClosedJaxpr& j);
+  /// Runs on concrete CPU arrays; `args` must match the jaxpr's input types.
+  Arrays run(std::span<const Array> args) const;
+  /// Sum of the bytes of the intermediate values alive at the same time, at the worst step (a
+  /// static estimate from liveness; inputs and constants excluded).
+  int64_t peak_bytes() const { return peak_bytes_; }
+  size_t num_steps() const { return steps_.size(); }
+
+  /// The executable cached on j (built on first use).
+  static const Executable& of(const ClosedJaxpr& j);
+
+ private:
+  struct Step {
+    const Primitive* prim;
+    SmallVector<int32_t, 4> in;
+    SmallVector<int32_t, 2> out;
+    SmallVector<int32_t, 2> release;  ///< slots whose last use is this step
+    std::vector<Aval> out_avals;
+    Params params;
+  };
+  std::vector<Step> steps_;
+  std::vector<Array> slot_init_;  ///< consts and literals, placed before the run
+  std::vector<Aval> in_avals_;
+  std::vector<int32_t> in_slots_, out_slots_;
+  int32_t num_slots_ = 0;
+  int64_t peak_bytes_ = 0;
+};
+
+}  // namespace graft

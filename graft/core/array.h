@@ -1,0 +1,218 @@
+// graft::Array: an immutable n-dimensional array handle.
+//
+// An Array is a cheap value (one counted pointer). It refers either to a concrete array (a Buffer on a
+// Device) or, while a transformation runs, to a Tracer that stands for a value of that transformation.
+// The same user code therefore runs eagerly, under grad, under vmap and under jit.
+//
+//   graft::Array x = graft::array({1.0f, 2.0f, 3.0f});   // f32[3]
+//   x.shape();            // (3)
+//   x.to_vector<float>(); // {1, 2, 3}
+//   graft::Array s = 2.0; // a weakly typed scalar: `x * s` stays f32
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "graft/core/buffer.h"
+#include "graft/core/error.h"
+#include "graft/core/ref.h"
+#include "graft/core/shape.h"
+
+namespace graft {
+
+class Array;
+class Trace;
+
+/// What every array handle points at: a concrete array or a tracer. Holds the aval.
+class ArrayNode : public RefCounted {
+ public:
+  explicit ArrayNode(Aval a, bool tracer) : aval_(std::move(a)), is_tracer_(tracer) {}
+  const Aval& aval() const { return aval_; }
+  bool is_tracer() const { return is_tracer_; }
+
+ protected:
+  Aval aval_;
+  bool is_tracer_;
+};
+
+/// A concrete array: contiguous row-major data on a device. Arrays of up to 16 bytes keep their
+/// data inline, so a scalar costs one allocation.
+class ConcreteNode final : public ArrayNode {
+ public:
+  static constexpr size_t kInlineBytes = 16;
+  /// Uninitialized storage for `aval` on the CPU.
+  explicit ConcreteNode(Aval a);
+  /// Views `buf` (at byte `offset`) as an array of `aval` (used for zero-copy reshape).
+  ConcreteNode(Aval a, Ref<Buffer> buf, size_t offset);
+  void* data() const { return data_; }
+  Device device() const { return buffer_ ? buffer_->device() : Device::cpu(); }
+  /// The underlying buffer; null for inline (small) arrays.
+  const Ref<Buffer>& buffer() const { return buffer_; }
+
+ private:
+  Ref<Buffer> buffer_;
+  void* data_;
+  alignas(16) unsigned char inline_[kInlineBytes];
+};
+
+/// Base of every transformation's tracer. A tracer belongs to exactly one Trace (interpreter).
+class Tracer : public ArrayNode {
+ public:
+  Tracer(Aval a, Ref<Trace> t);
+  ~Tracer() override;
+  Trace* trace() const { return trace_.get(); }
+  /// The concrete value this tracer stands for, if its transformation knows it (jvp and grad do,
+  /// so Python-style control flow works under them; vmap and jit do not).
+  virtual std::optional<Array> concrete_value() const;
+
+ private:
+  Ref<Trace> trace_;
+};
+
+struct AtRef;
+struct IndexItem;
+
+class Array {
+ public:
+  /// The null array: no value (used e.g. for symbolic zero tangents). Most operations reject it.
+  Array() = default;
+  explicit Array(Ref<ArrayNode> n) : node_(std::move(n)) {}
+  /// C++ scalars convert to weakly typed rank-0 arrays: `x * 2.0` keeps x's dtype.
+  Array(double v);    // NOLINT  weak f64
+  Array(float v);     // NOLINT  weak f32
+  Array(int v);       // NOLINT  weak i64
+  Array(int64_t v);   // NOLINT  weak i64
+  Array(bool v);      // NOLINT  strong bool
+  Array(uint32_t v);  // NOLINT  weak u32
+
+  bool valid() const { return static_cast<bool>(node_); }
+  const Aval& aval() const { return node_->aval(); }
+  const Shape& shape() const { return node_->aval().shape; }
+  int64_t shape(int64_t axis) const;
+  DType dtype() const { return node_->aval().dtype; }
+  bool weak_type() const { return node_->aval().weak_type; }
+  int64_t ndim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t size() const { return numel(shape()); }
+  size_t nbytes() const { return node_->aval().nbytes(); }
+  bool is_tracer() const { return node_ && node_->is_tracer(); }
+  bool is_concrete() const { return node_ && !node_->is_tracer(); }
+  Tracer* tracer() const { return is_tracer() ? static_cast<Tracer*>(node_.get()) : nullptr; }
+  ConcreteNode* concrete() const { return is_concrete() ? static_cast<ConcreteNode*>(node_.get()) : nullptr; }
+  ArrayNode* node() const { return node_.get(); }
+  const Ref<ArrayNode>& node_ref() const { return node_; }
+  Device device() const;
+
+  /// Raw pointer to the data of a concrete array (throws ConcretizationError for tracers).
+  const void* raw_data() const;
+  template <class T>
+  const T* data() const {
+    check_dtype(dtype_v<T>, "data");
+    return static_cast<const T*>(raw_data());
+  }
+  /// Copies the elements out, converting to T.
+  template <class T>
+  std::vector<T> to_vector() const;
+  /// The single element of a size-1 array, converted to T.
+  template <class T>
+  T item() const;
+  /// The truth value of a size-1 array. Under jit or vmap this raises ConcretizationError.
+  explicit operator bool() const { return item<bool>(); }
+  /// A concrete array with the same value (resolves tracers that know their value).
+  Array concretize(const char* what) const;
+
+  // ---- method sugar; the definitions live in graft/ops (they are composites) ----------------
+  Array astype(DType d) const;
+  Array reshape(Shape s) const;
+  Array T() const;  ///< transpose (reverses the axes)
+  Array operator[](const IndexItem& i) const;
+  Array operator[](std::initializer_list<IndexItem> idx) const;
+  /// Functional updates: `x.at({0, slice(1, none)}).set(v)` returns a new array.
+  AtRef at(std::initializer_list<IndexItem> idx) const;
+  AtRef at(const IndexItem& i) const;
+
+  /// Uninitialized CPU array.
+  static Array empty(const Aval& a);
+  /// CPU array copied from `data` (which holds numel(shape) elements of `d`).
+  static Array from_data(const void* data, Shape shape, DType d, bool weak = false);
+  /// A rank-0 array holding v converted to d.
+  static Array scalar(double v, DType d, bool weak = false);
+
+ private:
+  void check_dtype(DType d, const char* what) const;
+  Ref<ArrayNode> node_;
+};
+
+/// Prints like NumPy/JAX: `Array([1., 2., 3.], dtype=float32)`; tracers print their aval.
+std::ostream& operator<<(std::ostream& os, const Array& a);
+std::string to_string(const Array& a);
+
+/// Copies the elements of a concrete array into `out` converted to `to` (n = a.size()).
+void convert_elements(const void* in, DType from, void* out, DType to, int64_t n);
+
+template <class T>
+std::vector<T> Array::to_vector() const {
+  Array c = concretize("to_vector()");
+  std::vector<T> out(static_cast<size_t>(c.size()));
+  convert_elements(c.raw_data(), c.dtype(), out.data(), dtype_v<T>, c.size());
+  return out;
+}
+
+template <class T>
+T Array::item() const {
+  Array c = concretize("item()");
+  if (c.size() != 1)
+    fail<ValueError>("item(): only arrays with one element can be converted to a scalar, got ", c.aval().str());
+  T out;
+  convert_elements(c.raw_data(), c.dtype(), &out, dtype_v<T>, 1);
+  return out;
+}
+
+// ---- indexing vocabulary -------------------------------------------------------------------------
+/// A NumPy slice `start:stop:step`; unset ends mean "from the beginning / to the end".
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+};
+/// `slice(1, none)` is `1:`, `slice(none, none, -1)` is `::-1`, `slice()` is `:`.
+inline Slice slice(std::optional<int64_t> start = std::nullopt, std::optional<int64_t> stop = std::nullopt,
+                   int64_t step = 1) {
+  return Slice{start, stop, step};
+}
+inline constexpr std::nullopt_t none = std::nullopt;
+struct NewAxis {};
+struct EllipsisT {};
+inline constexpr NewAxis newaxis{};
+inline constexpr EllipsisT ellipsis{};
+
+/// One entry of an index expression: an integer, a slice, newaxis, ellipsis, or an integer array.
+struct IndexItem {
+  std::variant<int64_t, Slice, NewAxis, EllipsisT, Array> v;
+  IndexItem(int i) : v(int64_t(i)) {}                 // NOLINT
+  IndexItem(int64_t i) : v(i) {}                      // NOLINT
+  IndexItem(Slice s) : v(s) {}                        // NOLINT
+  IndexItem(NewAxis n) : v(n) {}                      // NOLINT
+  IndexItem(EllipsisT e) : v(e) {}                    // NOLINT
+  IndexItem(Array a) : v(std::move(a)) {}             // NOLINT
+};
+using Index = std::vector<IndexItem>;
+
+/// The result of `x.at(idx)`: functional index updates (JAX's `.at[...]`).
+struct AtRef {
+  Array x;
+  Index idx;
+  Array get() const;
+  Array set(const Array& v) const;
+  Array add(const Array& v) const;
+  Array mul(const Array& v) const;
+  Array min(const Array& v) const;
+  Array max(const Array& v) const;
+};
+
+}  // namespace graft

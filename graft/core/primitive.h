@@ -1,0 +1,97 @@
+// Primitive: a named operation together with ALL of its rules.
+//
+// Every computation in graft is a sequence of primitive applications. A primitive's rules give it its
+// meaning under each interpreter:
+//   shape      avals in -> avals out (shape/dtype inference; used by tracing and the verifier)
+//   impl       the eager CPU evaluation
+//   jvp        forward-mode derivative, written with primitives (so it can be differentiated again)
+//   transpose  for primitives linear in some inputs: cotangents out -> cotangents in
+//   batch      the vmap rule: (values, batch dims) -> (values, batch dims)
+// The rules for one primitive family live in one file under graft/prims/; the list of all primitives
+// is graft/prims/primitives.def.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "graft/core/array.h"
+#include "graft/core/params.h"
+#include "graft/core/small_vector.h"
+
+namespace graft {
+
+/// Results and argument lists of primitives (inline for up to two arrays).
+using Arrays = SmallVector<Array, 2>;
+using Avals = SmallVector<Aval, 1>;
+using AvalPtrs = std::span<const Aval* const>;
+/// Batch dimension of each value under vmap; kNotMapped for values without one.
+using BatchDims = SmallVector<int64_t, 2>;
+inline constexpr int64_t kNotMapped = -1;
+
+struct Primitive;
+
+/// Forward derivative: primal and tangent outputs. A null tangent is a symbolic zero.
+struct JvpResult {
+  Arrays primals, tangents;
+};
+
+/// An argument of a primitive being transposed: either a known value (a residual) or a linear input,
+/// whose value is undefined (only its aval is known) and whose cotangent the rule must return.
+struct TArg {
+  Array value;  ///< null for linear inputs
+  Aval aval;
+  bool linear = false;
+};
+
+/// What a batching rule knows about the mapped axis.
+struct BatchInfo {
+  int64_t size = 0;
+  std::string name;  ///< the axis name (for collectives), may be empty
+};
+
+struct BatchResult {
+  Arrays values;
+  BatchDims dims;
+};
+
+using ShapeRule = Avals (*)(const Primitive& p, AvalPtrs in, const Params& params);
+using ImplRule = Arrays (*)(const Primitive& p, std::span<const Array> in, std::span<const Aval> out_avals,
+                            const Params& params);
+using JvpRule = JvpResult (*)(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
+                              const Params& params);
+/// Returns one cotangent per argument: null for non-linear arguments and for zero cotangents.
+/// `cts` has one entry per output; null entries are zero cotangents.
+using TransposeRule = Arrays (*)(const Primitive& p, std::span<const Array> cts, std::span<const TArg> args,
+                                 const Params& params);
+using BatchRule = BatchResult (*)(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                                  const BatchInfo& axis, const Params& params);
+
+/// Properties the interpreters and the compiler use.
+enum PrimFlags : uint32_t {
+  kElementwise = 1u << 0,    ///< same-shape elementwise op (fusible)
+  kMultipleResults = 1u << 1,
+  kHigherOrder = 1u << 2,    ///< carries sub-jaxprs in its params
+  kNotDifferentiable = 1u << 3,  ///< integer/boolean outputs: tangents are always zero
+  kEffectful = 1u << 4,      ///< must not be removed or duplicated by the compiler
+};
+
+struct Primitive {
+  const char* name;
+  uint32_t flags = 0;
+  ShapeRule shape = nullptr;
+  ImplRule impl = nullptr;
+  JvpRule jvp = nullptr;
+  TransposeRule transpose = nullptr;
+  BatchRule batch = nullptr;
+  /// Optional reverse-mode variant of `jvp`, used while linearizing (grad/vjp). It runs with the
+  /// tangent-staging trace current and must keep primal work out of the staged linear program
+  /// (higher-order primitives such as jit split their body into a known and a linear part).
+  JvpRule linearize = nullptr;
+  /// Family-specific data (e.g. the elementwise functor table); opaque to the interpreters.
+  const void* data = nullptr;
+
+  bool has(PrimFlags f) const { return (flags & f) != 0; }
+};
+
+}  // namespace graft

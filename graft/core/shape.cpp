@@ -1,0 +1,64 @@
+#include "graft/core/shape.h"
+
+#include <sstream>
+
+#include "graft/core/error.h"
+
+namespace graft {
+
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
+Shape strides_of(const Shape& s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(s[i]);
+  }
+  return out;
+}
+
+int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op) {
+  if (axis < -ndim || axis >= ndim || (ndim == 0 && axis != 0))
+    fail<ValueError>(op, ": axis ", axis, " is out of bounds for an array of rank ", ndim);
+  return axis < 0 ? axis + ndim : axis;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      fail<ShapeError>(op, ": shapes (", shape_str(a), ") and (", shape_str(b), ") cannot be broadcast together");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::string Aval::str() const {
+  std::string s(short_name(dtype));
+  s += '[';
+  s += shape_str(shape);
+  s += ']';
+  return s;
+}
+
+std::ostream& operator<<(std::ostream& os, const Aval& a) { return os << a.str(); }
+std::ostream& operator<<(std::ostream& os, const Shape& s) { return os << '(' << shape_str(s) << ')'; }
+
+}  // namespace graft

@@ -1,0 +1,84 @@
+#include "graft/core/trace.h"
+
+namespace graft {
+
+Trace::Trace(Ref<Trace> parent, std::string kind)
+    : parent_(std::move(parent)), kind_(std::move(kind)), level_(parent_ ? parent_->level() + 1 : 0) {}
+Trace::~Trace() = default;
+
+std::string Trace::describe() const { return kind_; }
+
+Tracer* Trace::own(const Array& x) const {
+  Tracer* t = x.tracer();
+  if (!t) return nullptr;
+  Trace* tt = t->trace();
+  if (tt == this) return t;
+  if (!tt->alive())
+    fail<TracerLeakError>("a ", x.aval().str(), " tracer of ", tt->describe(),
+                          " was used after that transformation ended (a leaked tracer: it was stored in a "
+                          "variable outside the transformed function, or captured by reference)");
+  // A live tracer of another trace is a constant here only if that trace encloses this one.
+  for (const Trace* p = parent(); p; p = p->parent())
+    if (p == tt) return nullptr;
+  fail<TracerLeakError>("a ", x.aval().str(), " tracer of ", tt->describe(), " reached ", describe(),
+                        ", which does not run inside it (a tracer escaped its transformation)");
+}
+
+// ---- eager ------------------------------------------------------------------------------------
+EvalTrace::EvalTrace() : Trace(Ref<Trace>(), "eval") {}
+
+Arrays eval_primitive(const Primitive& p, std::span<const Array> in, const Params& params) {
+  constexpr size_t kMaxStack = 8;
+  const Aval* stack[kMaxStack];
+  SmallVector<const Aval*, kMaxStack> avals;
+  const Aval** ptrs = stack;
+  if (in.size() > kMaxStack) {
+    avals.resize(in.size());
+    ptrs = avals.data();
+  }
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].valid()) fail<ValueError>(p.name, ": argument ", i, " is a null array");
+    ptrs[i] = &in[i].aval();
+  }
+  Avals outs = p.shape(p, AvalPtrs(ptrs, in.size()), params);
+  return p.impl(p, in, outs, params);
+}
+
+Arrays EvalTrace::process(const Primitive& p, std::span<const Array> in, const Params& params) {
+  for (const Array& x : in)
+    if (x.is_tracer()) {
+      own(x);  // throws: a tracer can only reach the eager interpreter by escaping its transformation
+      fail<TracerLeakError>(p.name, ": a tracer reached eager evaluation");
+    }
+  return eval_primitive(p, in, params);
+}
+
+// ---- current trace ------------------------------------------------------------------------------
+Trace* eval_trace() {
+  static EvalTrace* t = [] {
+    auto* e = new EvalTrace();
+    e->retain();  // immortal
+    return e;
+  }();
+  return t;
+}
+
+namespace {
+thread_local Trace* tl_current = nullptr;
+}
+
+Trace* current_trace() { return tl_current ? tl_current : eval_trace(); }
+
+TraceScope::TraceScope(Trace* t) : saved_(tl_current) { tl_current = t; }
+TraceScope::~TraceScope() { tl_current = saved_; }
+
+Arrays BindFn::operator()(const Primitive& p, std::span<const Array> in, const Params& params) const {
+  return current_trace()->process(p, in, params);
+}
+
+Array bind1(const Primitive& p, std::span<const Array> in, const Params& params) {
+  Arrays out = bind(p, in, params);
+  return std::move(out[0]);
+}
+
+}  // namespace graft

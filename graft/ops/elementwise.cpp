@@ -1,0 +1,348 @@
+// Elementwise NumPy-style operations: promotion, broadcasting, arithmetic, comparisons, activations.
+#include <cmath>
+#include <numbers>
+
+#include "graft/ops/internal.h"
+
+namespace graft {
+
+namespace ops_detail {
+
+const Array& checked(const Array& x, const char* op) {
+  if (!x.valid()) fail<ValueError>(op, ": argument is a null array");
+  return x;
+}
+
+Array convert(const Array& x, DType d, bool weak) {
+  if (x.dtype() == d && x.weak_type() == weak) return x;
+  if (x.is_concrete() && x.ndim() == 0) {
+    Array out = Array::empty(Aval({}, d, weak));
+    convert_elements(x.raw_data(), x.dtype(), out.concrete()->data(), d, 1);
+    return out;
+  }
+  return lax::convert_element_type(x, d, weak);
+}
+
+DType result_type(std::initializer_list<const Array*> xs, bool* weak) {
+  const Array* first = nullptr;
+  DType d = DType::bool_;
+  bool w = true;
+  for (const Array* x : xs) {
+    if (!first) {
+      first = x;
+      d = x->dtype();
+      w = x->weak_type();
+    } else {
+      d = promote_types(d, w, x->dtype(), x->weak_type(), &w);
+    }
+  }
+  if (weak) *weak = w;
+  return d;
+}
+
+Array broadcast_to(const Array& x, const Shape& shape, const char* op) {
+  if (x.shape() == shape) return x;
+  int64_t nd = static_cast<int64_t>(shape.size()), xd = x.ndim();
+  if (xd > nd) fail<ShapeError>(op, ": cannot broadcast ", x.aval().str(), " to shape (", shape_str(shape), ")");
+  Axes dims;
+  for (int64_t i = 0; i < xd; ++i) {
+    int64_t od = nd - xd + i;
+    if (x.shape()[i] != 1 && x.shape()[i] != shape[od])
+      fail<ShapeError>(op, ": cannot broadcast ", x.aval().str(), " to shape (", shape_str(shape), ")");
+    dims.push_back(od);
+  }
+  return lax::broadcast_in_dim(x, shape, dims);
+}
+
+std::pair<Array, Array> promote_broadcast(const Array& a0, const Array& b0, const char* op) {
+  const Array& a = checked(a0, op);
+  const Array& b = checked(b0, op);
+  bool weak;
+  DType d = result_type({&a, &b}, &weak);
+  Array x = convert(a, d, a.weak_type() && weak);
+  Array y = convert(b, d, b.weak_type() && weak);
+  if (x.shape() == y.shape() || x.ndim() == 0 || y.ndim() == 0) return {x, y};
+  Shape s = broadcast_shapes(x.shape(), y.shape(), op);
+  return {broadcast_to(x, s, op), broadcast_to(y, s, op)};
+}
+
+DType float_dtype(const Array& x) { return is_floating(x.dtype()) ? x.dtype() : default_float; }
+
+}  // namespace ops_detail
+
+using namespace ops_detail;
+
+namespace {
+// float ops on integer inputs promote to the default float (as jnp.sin(int) does)
+Array to_float(const Array& x, const char* op) {
+  const Array& c = checked(x, op);
+  return is_floating(c.dtype()) ? c : convert(c, default_float, c.weak_type());
+}
+Array c_like(double v, const Array& x) { return Array::scalar(v, x.dtype(), false); }
+Array as_bool(const Array& x) { return x.dtype() == DType::bool_ ? x : lax::ne(x, Array::scalar(0, x.dtype())); }
+}  // namespace
+
+// ---- unary -----------------------------------------------------------------------------------------------
+Array negative(const Array& x) { return lax::neg(checked(x, "negative")); }
+Array abs(const Array& x) { return lax::abs(checked(x, "abs")); }
+Array sign(const Array& x) { return lax::sign(checked(x, "sign")); }
+Array floor(const Array& x) {
+  return is_floating(checked(x, "floor").dtype()) ? lax::floor(x) : x;
+}
+Array ceil(const Array& x) { return is_floating(checked(x, "ceil").dtype()) ? lax::ceil(x) : x; }
+Array round(const Array& x) { return is_floating(checked(x, "round").dtype()) ? lax::round(x, 1) : x; }
+#define GRAFT_FLOAT_UNARY(name, laxfn) \
+  Array name(const Array& x) { return lax::laxfn(to_float(x, #name)); }
+GRAFT_FLOAT_UNARY(exp, exp)
+GRAFT_FLOAT_UNARY(exp2, exp2)
+GRAFT_FLOAT_UNARY(log, log)
+GRAFT_FLOAT_UNARY(log1p, log1p)
+GRAFT_FLOAT_UNARY(expm1, expm1)
+GRAFT_FLOAT_UNARY(sqrt, sqrt)
+GRAFT_FLOAT_UNARY(rsqrt, rsqrt)
+GRAFT_FLOAT_UNARY(cbrt, cbrt)
+GRAFT_FLOAT_UNARY(sin, sin)
+GRAFT_FLOAT_UNARY(cos, cos)
+GRAFT_FLOAT_UNARY(tan, tan)
+GRAFT_FLOAT_UNARY(arcsin, asin)
+GRAFT_FLOAT_UNARY(arccos, acos)
+GRAFT_FLOAT_UNARY(arctan, atan)
+GRAFT_FLOAT_UNARY(sinh, sinh)
+GRAFT_FLOAT_UNARY(cosh, cosh)
+GRAFT_FLOAT_UNARY(tanh, tanh)
+GRAFT_FLOAT_UNARY(arcsinh, asinh)
+GRAFT_FLOAT_UNARY(arccosh, acosh)
+GRAFT_FLOAT_UNARY(arctanh, atanh)
+GRAFT_FLOAT_UNARY(erf, erf)
+GRAFT_FLOAT_UNARY(erfc, erfc)
+GRAFT_FLOAT_UNARY(erfinv, erf_inv)
+GRAFT_FLOAT_UNARY(sigmoid, logistic)
+#undef GRAFT_FLOAT_UNARY
+Array log2(const Array& x) {
+  Array f = to_float(x, "log2");
+  return lax::div(lax::log(f), c_like(std::numbers::ln2, f));
+}
+Array log10(const Array& x) {
+  Array f = to_float(x, "log10");
+  return lax::div(lax::log(f), c_like(std::numbers::ln10, f));
+}
+Array square(const Array& x) { return lax::square(checked(x, "square")); }
+Array reciprocal(const Array& x) {
+  Array f = to_float(x, "reciprocal");
+  return lax::div(c_like(1, f), f);
+}
+Array isfinite(const Array& x) {
+  return is_floating(checked(x, "isfinite").dtype()) ? lax::is_finite(x) : full(x.shape(), 1, DType::bool_);
+}
+Array isnan(const Array& x) {
+  return is_floating(checked(x, "isnan").dtype()) ? lax::ne(x, x) : full(x.shape(), 0, DType::bool_);
+}
+Array isinf(const Array& x) {
+  if (!is_floating(checked(x, "isinf").dtype())) return full(x.shape(), 0, DType::bool_);
+  return lax::eq(lax::abs(x), c_like(INFINITY, x));
+}
+Array logical_not(const Array& x) { return lax::bitwise_not(as_bool(checked(x, "logical_not"))); }
+Array bitwise_not(const Array& x) { return lax::bitwise_not(checked(x, "bitwise_not")); }
+Array stop_gradient(const Array& x) { return lax::stop_gradient(checked(x, "stop_gradient")); }
+
+Array relu(const Array& x) {
+  checked(x, "relu");
+  return lax::select(lax::gt(x, c_like(0, x)), x, lax::zeros_like(x));
+}
+Array relu6(const Array& x) { return minimum(relu(x), 6.0); }
+Array leaky_relu(const Array& x, double slope) { return where(x >= 0.0, x, x * slope); }
+Array gelu(const Array& x0, bool approximate) {
+  Array x = to_float(x0, "gelu");
+  if (approximate) {
+    double c = std::sqrt(2.0 / std::numbers::pi);
+    Array inner = x + x * x * x * 0.044715;
+    return x * 0.5 * (tanh(inner * c) + 1.0);
+  }
+  return x * 0.5 * (erf(x * (1.0 / std::numbers::sqrt2)) + 1.0);
+}
+Array silu(const Array& x) { return x * sigmoid(x); }
+Array softplus(const Array& x) { return logaddexp(x, 0.0); }
+Array log_sigmoid(const Array& x) { return -softplus(-x); }
+Array elu(const Array& x, double alpha) { return where(x > 0.0, x, expm1(where(x > 0.0, 0.0, x)) * alpha); }
+
+// ---- binary -----------------------------------------------------------------------------------------------
+#define GRAFT_BINARY(name, laxfn)                      \
+  Array name(const Array& a, const Array& b) {         \
+    auto [x, y] = promote_broadcast(a, b, #name);      \
+    return lax::laxfn(x, y);                           \
+  }
+GRAFT_BINARY(add, add)
+GRAFT_BINARY(subtract, sub)
+GRAFT_BINARY(multiply, mul)
+GRAFT_BINARY(maximum, max)
+GRAFT_BINARY(minimum, min)
+GRAFT_BINARY(bitwise_and, bitwise_and)
+GRAFT_BINARY(bitwise_or, bitwise_or)
+GRAFT_BINARY(bitwise_xor, bitwise_xor)
+GRAFT_BINARY(left_shift, shift_left)
+GRAFT_BINARY(equal, eq)
+GRAFT_BINARY(not_equal, ne)
+GRAFT_BINARY(less, lt)
+GRAFT_BINARY(less_equal, le)
+GRAFT_BINARY(greater, gt)
+GRAFT_BINARY(greater_equal, ge)
+#undef GRAFT_BINARY
+
+Array right_shift(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(a, b, "right_shift");
+  return is_unsigned(x.dtype()) ? lax::shift_right_logical(x, y) : lax::shift_right_arithmetic(x, y);
+}
+
+Array divide(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(a, b, "divide");
+  if (!is_floating(x.dtype())) {
+    x = convert(x, default_float, x.weak_type());
+    y = convert(y, default_float, y.weak_type());
+  }
+  return lax::div(x, y);
+}
+
+Array floor_divide(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(a, b, "floor_divide");
+  if (is_floating(x.dtype())) return lax::floor(lax::div(x, y));
+  if (is_unsigned(x.dtype()) || is_bool(x.dtype())) return lax::div(x, y);
+  // C division truncates: step down when the signs differ and the division is inexact
+  Array q = lax::div(x, y);
+  Array zero = Array::scalar(0, x.dtype());
+  Array fix = lax::bitwise_and(lax::ne(lax::lt(x, zero), lax::lt(y, zero)), lax::ne(lax::rem(x, y), zero));
+  return lax::select(fix, lax::sub(q, Array::scalar(1, x.dtype())), q);
+}
+
+Array remainder(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(a, b, "remainder");
+  Array r = lax::rem(x, y);
+  if (is_unsigned(x.dtype())) return r;
+  Array zero = Array::scalar(0, x.dtype());
+  Array fix = lax::bitwise_and(lax::ne(r, zero), lax::ne(lax::lt(r, zero), lax::lt(y, zero)));
+  Array ry = r.shape() == y.shape() ? lax::add(r, y) : lax::add(r, broadcast_to(y, r.shape(), "remainder"));
+  return lax::select(fix, ry, r);
+}
+
+Array power(const Array& a, const Array& b) {
+  checked(a, "power");
+  checked(b, "power");
+  // a concrete integer exponent: integer_pow (exact, and its derivative needs no log)
+  if (b.is_concrete() && b.ndim() == 0 && (is_integer(b.dtype()) || (b.weak_type() && is_floating(b.dtype())))) {
+    double e = b.item<double>();
+    if (e == std::floor(e) && std::fabs(e) <= 64 && (e >= 0 || is_floating(a.dtype()) || b.weak_type())) {
+      Array base = a;
+      if (!is_floating(a.dtype()) && e < 0) base = convert(a, default_float);
+      if (!is_floating(a.dtype()) && is_floating(b.dtype()) && !b.weak_type()) base = convert(a, b.dtype());
+      return lax::integer_pow(base, static_cast<int64_t>(e));
+    }
+  }
+  auto [x, y] = promote_broadcast(a, b, "power");
+  if (is_floating(x.dtype())) return lax::pow(x, y);
+  // integer ** integer array: square-and-multiply over the exponent's bits
+  Array acc = lax::full(x.shape().empty() ? y.shape() : x.shape(), 1, x.dtype());
+  Array base = x.shape() == acc.shape() ? x : broadcast_to(x, acc.shape(), "power");
+  Array e = y.shape() == acc.shape() ? y : broadcast_to(y, acc.shape(), "power");
+  Array one = Array::scalar(1, x.dtype());
+  for (size_t bit = 0; bit < itemsize(x.dtype()) * 8; ++bit) {
+    acc = lax::select(lax::ne(lax::bitwise_and(e, one), Array::scalar(0, x.dtype())), lax::mul(acc, base), acc);
+    base = lax::mul(base, base);
+    e = lax::shift_right_logical(e, one);
+  }
+  return acc;
+}
+
+Array arctan2(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(a, b, "arctan2");
+  if (!is_floating(x.dtype())) {
+    x = convert(x, default_float);
+    y = convert(y, default_float);
+  }
+  return lax::atan2(x, y);
+}
+
+Array logaddexp(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(a, b, "logaddexp");
+  if (!is_floating(x.dtype())) {
+    x = convert(x, default_float);
+    y = convert(y, default_float);
+  }
+  Array m = lax::max(x, y);
+  Array d = lax::neg(lax::abs(lax::sub(x, y)));
+  return lax::add(m, lax::log1p(lax::exp(d)));
+}
+
+Array logical_and(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(as_bool(checked(a, "logical_and")), as_bool(checked(b, "logical_and")), "logical_and");
+  return lax::bitwise_and(x, y);
+}
+Array logical_or(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(as_bool(checked(a, "logical_or")), as_bool(checked(b, "logical_or")), "logical_or");
+  return lax::bitwise_or(x, y);
+}
+Array logical_xor(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(as_bool(checked(a, "logical_xor")), as_bool(checked(b, "logical_xor")), "logical_xor");
+  return lax::bitwise_xor(x, y);
+}
+
+Array isclose(const Array& a, const Array& b, double rtol, double atol) {
+  auto [x, y] = promote_broadcast(a, b, "isclose");
+  if (!is_floating(x.dtype())) return lax::eq(x, y);
+  Array diff = lax::abs(lax::sub(x, y));
+  Array tol = lax::add(Array::scalar(atol, x.dtype()), lax::mul(Array::scalar(rtol, x.dtype()), lax::abs(y)));
+  Array close = lax::le(diff, tol);
+  // equal infinities are close; NaNs never are
+  return lax::bitwise_or(close, lax::eq(x, y));
+}
+
+bool allclose(const Array& a, const Array& b, double rtol, double atol) {
+  return all(isclose(a, b, rtol, atol)).item<bool>();
+}
+
+bool array_equal(const Array& a, const Array& b) {
+  if (a.shape() != b.shape()) return false;
+  return all(equal(a, b)).item<bool>();
+}
+
+Array operator+(const Array& a, const Array& b) { return add(a, b); }
+Array operator-(const Array& a, const Array& b) { return subtract(a, b); }
+Array operator*(const Array& a, const Array& b) { return multiply(a, b); }
+Array operator/(const Array& a, const Array& b) { return divide(a, b); }
+Array operator%(const Array& a, const Array& b) { return remainder(a, b); }
+Array operator-(const Array& a) { return negative(a); }
+Array operator<(const Array& a, const Array& b) { return less(a, b); }
+Array operator<=(const Array& a, const Array& b) { return less_equal(a, b); }
+Array operator>(const Array& a, const Array& b) { return greater(a, b); }
+Array operator>=(const Array& a, const Array& b) { return greater_equal(a, b); }
+Array operator==(const Array& a, const Array& b) { return equal(a, b); }
+Array operator!=(const Array& a, const Array& b) { return not_equal(a, b); }
+Array operator&(const Array& a, const Array& b) { return bitwise_and(a, b); }
+Array operator|(const Array& a, const Array& b) { return bitwise_or(a, b); }
+Array operator^(const Array& a, const Array& b) { return bitwise_xor(a, b); }
+Array operator~(const Array& a) { return bitwise_not(a); }
+Array operator!(const Array& a) { return logical_not(a); }
+
+// ---- selection ---------------------------------------------------------------------------------------------
+Array where(const Array& cond, const Array& x, const Array& y) {
+  checked(cond, "where");
+  auto [a, b] = promote_broadcast(x, y, "where");
+  Array c = as_bool(cond);
+  Shape s = broadcast_shapes(broadcast_shapes(a.shape(), b.shape(), "where"), c.shape(), "where");
+  if (c.shape() != s && !(c.ndim() == 0)) c = broadcast_to(c, s, "where");
+  if (a.shape() != s) a = broadcast_to(a, s, "where");
+  if (b.shape() != s) b = broadcast_to(b, s, "where");
+  return lax::select(c, a, b);
+}
+
+Array clip(const Array& x, std::optional<Array> lo, std::optional<Array> hi) {
+  Array r = checked(x, "clip");
+  if (lo) r = maximum(r, *lo);
+  if (hi) r = minimum(r, *hi);
+  return r;
+}
+
+// ---- Array method sugar ----------------------------------------------------------------------------------
+Array Array::astype(DType d) const { return graft::astype(*this, d); }
+Array Array::reshape(Shape s) const { return graft::reshape(*this, s); }
+Array Array::T() const { return graft::transpose(*this); }
+
+}  // namespace graft

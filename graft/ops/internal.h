@@ -1,0 +1,25 @@
+// Helpers of the NumPy-style layer: promotion, broadcasting, scalar conversion.
+#pragma once
+
+#include <utility>
+
+#include "graft/ops/ops.h"
+
+namespace graft::ops_detail {
+
+/// x as dtype d: concrete scalars are converted directly (no primitive), others with
+/// convert_element_type.
+Array convert(const Array& x, DType d, bool weak = false);
+/// The promoted dtype of the operands (JAX's lattice) and whether it is weak.
+DType result_type(std::initializer_list<const Array*> xs, bool* weak);
+/// Promotes a and b to a common dtype and broadcasts them to a common shape (rank-0 operands stay
+/// rank 0: the primitives broadcast scalars themselves).
+std::pair<Array, Array> promote_broadcast(const Array& a, const Array& b, const char* op);
+/// Broadcasts x to `shape` (NumPy rules), or returns it when it already has that shape.
+Array broadcast_to(const Array& x, const Shape& shape, const char* op);
+/// Checks that x is a usable (non-null) array.
+const Array& checked(const Array& x, const char* op);
+/// Floating dtype for x (int/bool promote to the default float).
+DType float_dtype(const Array& x);
+
+}  // namespace graft::ops_detail

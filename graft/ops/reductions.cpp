@@ -1,0 +1,200 @@
+// Reductions, normalizations (softmax, logsumexp), scans and sorting.
+#include <numeric>
+
+#include "graft/ops/internal.h"
+
+namespace graft {
+
+using namespace ops_detail;
+
+Axes AxisArg::resolve(int64_t ndim, const char* op) const {
+  Axes out;
+  if (!axes) {
+    for (int64_t i = 0; i < ndim; ++i) out.push_back(i);
+    return out;
+  }
+  for (auto a : *axes) {
+    int64_t n = normalize_axis(a, ndim, op);
+    if (std::find(out.begin(), out.end(), n) != out.end()) fail<ValueError>(op, ": repeated axis ", a);
+    out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+// Re-inserts the reduced axes as size 1 when keepdims is set.
+Array keep(const Array& r, const Shape& in_shape, const Axes& axes, bool keepdims) {
+  if (!keepdims) return r;
+  Shape s = in_shape;
+  for (auto a : axes) s[a] = 1;
+  return lax::reshape(r, s);
+}
+
+// sum/prod of bool and small ints accumulate in the default int, as NumPy/JAX do
+Array for_sum(const Array& x) {
+  if (is_bool(x.dtype())) return convert(x, default_int);
+  if ((x.dtype() == DType::i8 || x.dtype() == DType::i16)) return convert(x, default_int);
+  if ((x.dtype() == DType::u8 || x.dtype() == DType::u16)) return convert(x, DType::u32);
+  return x;
+}
+Array as_bool(const Array& x) { return is_bool(x.dtype()) ? x : lax::ne(x, Array::scalar(0, x.dtype())); }
+}  // namespace
+
+Array sum(const Array& x, AxisArg axis, bool keepdims) {
+  Axes ax = axis.resolve(checked(x, "sum").ndim(), "sum");
+  return keep(lax::reduce_sum(for_sum(x), ax), x.shape(), ax, keepdims);
+}
+Array prod(const Array& x, AxisArg axis, bool keepdims) {
+  Axes ax = axis.resolve(checked(x, "prod").ndim(), "prod");
+  return keep(lax::reduce_prod(for_sum(x), ax), x.shape(), ax, keepdims);
+}
+Array max(const Array& x, AxisArg axis, bool keepdims) {
+  Axes ax = axis.resolve(checked(x, "max").ndim(), "max");
+  for (auto a : ax)
+    if (x.shape()[a] == 0) fail<ValueError>("max: zero-size reduction along axis ", a, " has no identity");
+  return keep(lax::reduce_max(x, ax), x.shape(), ax, keepdims);
+}
+Array min(const Array& x, AxisArg axis, bool keepdims) {
+  Axes ax = axis.resolve(checked(x, "min").ndim(), "min");
+  for (auto a : ax)
+    if (x.shape()[a] == 0) fail<ValueError>("min: zero-size reduction along axis ", a, " has no identity");
+  return keep(lax::reduce_min(x, ax), x.shape(), ax, keepdims);
+}
+Array all(const Array& x, AxisArg axis, bool keepdims) {
+  Axes ax = axis.resolve(checked(x, "all").ndim(), "all");
+  return keep(lax::reduce_and(as_bool(x), ax), x.shape(), ax, keepdims);
+}
+Array any(const Array& x, AxisArg axis, bool keepdims) {
+  Axes ax = axis.resolve(checked(x, "any").ndim(), "any");
+  return keep(lax::reduce_or(as_bool(x), ax), x.shape(), ax, keepdims);
+}
+
+Array mean(const Array& x, AxisArg axis, bool keepdims) {
+  Axes ax = axis.resolve(checked(x, "mean").ndim(), "mean");
+  int64_t n = 1;
+  for (auto a : ax) n *= x.shape()[a];
+  Array xf = is_floating(x.dtype()) ? x : convert(x, default_float);
+  Array s = keep(lax::reduce_sum(xf, ax), x.shape(), ax, keepdims);
+  return lax::div(s, Array::scalar(static_cast<double>(n), s.dtype()));
+}
+
+Array var(const Array& x, AxisArg axis, bool keepdims, int64_t ddof) {
+  Axes ax = axis.resolve(checked(x, "var").ndim(), "var");
+  int64_t n = 1;
+  for (auto a : ax) n *= x.shape()[a];
+  Array xf = is_floating(x.dtype()) ? x : convert(x, default_float);
+  Array m = mean(xf, Axes(ax), true);
+  Array d = lax::sub(xf, ops_detail::broadcast_to(m, xf.shape(), "var"));
+  Array s = keep(lax::reduce_sum(lax::mul(d, d), ax), x.shape(), ax, keepdims);
+  return lax::div(s, Array::scalar(static_cast<double>(std::max<int64_t>(n - ddof, 0)), s.dtype()));
+}
+Array std(const Array& x, AxisArg axis, bool keepdims, int64_t ddof) { return sqrt(var(x, axis, keepdims, ddof)); }
+
+namespace {
+Array arg_reduce(const Array& x, std::optional<int64_t> axis, bool keepdims, bool is_max, const char* op) {
+  checked(x, op);
+  if (!axis) {
+    Array flat = lax::reshape(x, {x.size()});
+    if (flat.size() == 0) fail<ValueError>(op, ": attempt to get the arg-extremum of an empty sequence");
+    Array r = is_max ? lax::argmax(flat, 0) : lax::argmin(flat, 0);
+    if (keepdims) r = lax::reshape(r, Shape(static_cast<size_t>(x.ndim()), 1));
+    return r;
+  }
+  int64_t a = normalize_axis(*axis, x.ndim(), op);
+  if (x.shape()[a] == 0) fail<ValueError>(op, ": attempt to get the arg-extremum of an empty axis");
+  Array r = is_max ? lax::argmax(x, a) : lax::argmin(x, a);
+  return keep(r, x.shape(), {a}, keepdims);
+}
+}  // namespace
+
+Array argmax(const Array& x, std::optional<int64_t> axis, bool keepdims) {
+  return arg_reduce(x, axis, keepdims, true, "argmax");
+}
+Array argmin(const Array& x, std::optional<int64_t> axis, bool keepdims) {
+  return arg_reduce(x, axis, keepdims, false, "argmin");
+}
+
+Array logsumexp(const Array& x0, AxisArg axis, bool keepdims) {
+  Array x = is_floating(checked(x0, "logsumexp").dtype()) ? x0 : convert(x0, default_float);
+  Axes ax = axis.resolve(x.ndim(), "logsumexp");
+  Array m = lax::stop_gradient(lax::reduce_max(x, ax));
+  // an all -inf slice would give inf - inf: shift by 0 there instead
+  m = lax::select(lax::is_finite(m), m, lax::zeros_like(m));
+  Array mk = keep(m, x.shape(), ax, true);
+  Array s = lax::reduce_sum(lax::exp(lax::sub(x, ops_detail::broadcast_to(mk, x.shape(), "logsumexp"))), ax);
+  Array r = lax::add(lax::log(s), m);
+  return keep(r, x.shape(), ax, keepdims);
+}
+
+Array softmax(const Array& x0, int64_t axis) {
+  Array x = is_floating(checked(x0, "softmax").dtype()) ? x0 : convert(x0, default_float);
+  int64_t a = normalize_axis(axis, x.ndim(), "softmax");
+  Array m = keep(lax::stop_gradient(lax::reduce_max(x, {a})), x.shape(), {a}, true);
+  Array e = lax::exp(lax::sub(x, ops_detail::broadcast_to(m, x.shape(), "softmax")));
+  Array s = keep(lax::reduce_sum(e, {a}), x.shape(), {a}, true);
+  return lax::div(e, ops_detail::broadcast_to(s, x.shape(), "softmax"));
+}
+
+Array log_softmax(const Array& x0, int64_t axis) {
+  Array x = is_floating(checked(x0, "log_softmax").dtype()) ? x0 : convert(x0, default_float);
+  int64_t a = normalize_axis(axis, x.ndim(), "log_softmax");
+  Array m = keep(lax::stop_gradient(lax::reduce_max(x, {a})), x.shape(), {a}, true);
+  Array shifted = lax::sub(x, ops_detail::broadcast_to(m, x.shape(), "log_softmax"));
+  Array lse = keep(lax::log(lax::reduce_sum(lax::exp(shifted), {a})), x.shape(), {a}, true);
+  return lax::sub(shifted, ops_detail::broadcast_to(lse, x.shape(), "log_softmax"));
+}
+
+Array cumsum(const Array& x, std::optional<int64_t> axis, bool reverse) {
+  checked(x, "cumsum");
+  if (!axis) return lax::cumsum(for_sum(lax::reshape(x, {x.size()})), 0, reverse);
+  return lax::cumsum(for_sum(x), normalize_axis(*axis, x.ndim(), "cumsum"), reverse);
+}
+
+Array cumprod(const Array& x0, std::optional<int64_t> axis) {
+  // products through logs are inexact at zeros and signs: scan with an associative doubling
+  // (Hillis-Steele) of shifted products instead; log2(n) multiplications, differentiable
+  Array x = checked(x0, "cumprod");
+  int64_t a = 0;
+  if (!axis) {
+    x = lax::reshape(x, {x.size()});
+  } else {
+    a = normalize_axis(*axis, x.ndim(), "cumprod");
+  }
+  x = for_sum(x);
+  int64_t n = x.shape()[a];
+  Array acc = x;
+  for (int64_t shift = 1; shift < n; shift *= 2) {
+    std::vector<IntList> cfg(static_cast<size_t>(x.ndim()), IntList{0, 0, 0});
+    cfg[a] = {shift, -shift, 0};
+    Array shifted = lax::pad(acc, Array::scalar(1, acc.dtype()), cfg);
+    acc = lax::mul(acc, shifted);
+  }
+  return acc;
+}
+
+Array cummax(const Array& x, int64_t axis) {
+  return lax::cummax(checked(x, "cummax"), normalize_axis(axis, x.ndim(), "cummax"));
+}
+Array cummin(const Array& x, int64_t axis) {
+  return lax::cummin(checked(x, "cummin"), normalize_axis(axis, x.ndim(), "cummin"));
+}
+
+Array norm(const Array& x, AxisArg axis, bool keepdims) { return sqrt(sum(square(x), axis, keepdims)); }
+
+Array sort(const Array& x, int64_t axis) {
+  checked(x, "sort");
+  if (x.ndim() == 0) return x;
+  Array ops[] = {x};
+  return lax::sort(ops, normalize_axis(axis, x.ndim(), "sort"))[0];
+}
+
+Array argsort(const Array& x, int64_t axis) {
+  checked(x, "argsort");
+  if (x.ndim() == 0) return Array::scalar(0, default_int);
+  int64_t a = normalize_axis(axis, x.ndim(), "argsort");
+  Array ops[] = {x, lax::iota(default_int, x.shape(), a)};
+  return lax::sort(ops, a, true, 1)[1];
+}
+
+}  // namespace graft

@@ -1,0 +1,213 @@
+// graft::lax: one function per primitive, binding it under the current trace.
+//
+// This is the strict layer (JAX's `lax`): operands must already have matching dtypes and shapes
+// (elementwise binary ops also accept a rank-0 operand). The NumPy-style API with promotion and
+// broadcasting (graft/ops) is written on top of it, and so are all the derivative rules.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "graft/core/array.h"
+#include "graft/core/params.h"
+#include "graft/core/primitive.h"
+#include "graft/core/trace.h"
+
+namespace graft::lax {
+
+// ---- structured parameters ------------------------------------------------------------------------
+/// dot_general dimension numbers: ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch)).
+struct DotDims final : ParamObject {
+  IntList lhs_contract, rhs_contract, lhs_batch, rhs_batch;
+  DotDims(IntList lc, IntList rc, IntList lb, IntList rb)
+      : lhs_contract(std::move(lc)), rhs_contract(std::move(rc)), lhs_batch(std::move(lb)), rhs_batch(std::move(rb)) {}
+  DotDims(const DotDims& o) : DotDims(o.lhs_contract, o.rhs_contract, o.lhs_batch, o.rhs_batch) {}
+  void print(std::ostream& os) const override;
+  size_t hash() const override;
+  bool equals(const ParamObject& o) const override;
+};
+
+/// XLA gather dimension numbers (the index vector is the last dimension of the indices).
+struct GatherDims final : ParamObject {
+  IntList offset_dims, collapsed_slice_dims, start_index_map, operand_batching_dims, start_indices_batching_dims;
+  GatherDims(IntList od, IntList csd, IntList sim, IntList obd = {}, IntList sibd = {})
+      : offset_dims(std::move(od)),
+        collapsed_slice_dims(std::move(csd)),
+        start_index_map(std::move(sim)),
+        operand_batching_dims(std::move(obd)),
+        start_indices_batching_dims(std::move(sibd)) {}
+  GatherDims(const GatherDims& o)
+      : GatherDims(o.offset_dims, o.collapsed_slice_dims, o.start_index_map, o.operand_batching_dims,
+                   o.start_indices_batching_dims) {}
+  void print(std::ostream& os) const override;
+  size_t hash() const override;
+  bool equals(const ParamObject& o) const override;
+};
+
+/// XLA scatter dimension numbers (the index vector is the last dimension of the indices).
+struct ScatterDims final : ParamObject {
+  IntList update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims, operand_batching_dims,
+      scatter_indices_batching_dims;
+  ScatterDims(IntList uwd, IntList iwd, IntList sdod, IntList obd = {}, IntList sibd = {})
+      : update_window_dims(std::move(uwd)),
+        inserted_window_dims(std::move(iwd)),
+        scatter_dims_to_operand_dims(std::move(sdod)),
+        operand_batching_dims(std::move(obd)),
+        scatter_indices_batching_dims(std::move(sibd)) {}
+  ScatterDims(const ScatterDims& o)
+      : ScatterDims(o.update_window_dims, o.inserted_window_dims, o.scatter_dims_to_operand_dims,
+                    o.operand_batching_dims, o.scatter_indices_batching_dims) {}
+  void print(std::ostream& os) const override;
+  size_t hash() const override;
+  bool equals(const ParamObject& o) const override;
+};
+
+/// A tuple of integer tuples, e.g. a padding config ((lo, hi, interior), ...).
+struct IntTuples final : ParamObject {
+  std::vector<IntList> items;
+  explicit IntTuples(std::vector<IntList> v) : items(std::move(v)) {}
+  void print(std::ostream& os) const override;
+  size_t hash() const override;
+  bool equals(const ParamObject& o) const override;
+};
+
+/// Out-of-bounds behaviour of gather/scatter: clamp the start indices, or fill (gather) / drop (scatter).
+enum class GatherMode { clip, fill };
+
+// ---- unary ------------------------------------------------------------------------------------------
+Array neg(const Array& x);
+Array sign(const Array& x);
+Array floor(const Array& x);
+Array ceil(const Array& x);
+/// Rounds half away from zero (rounding_method=0) or to nearest even (1).
+Array round(const Array& x, int rounding_method = 0);
+Array is_finite(const Array& x);
+Array exp(const Array& x);
+Array exp2(const Array& x);
+Array log(const Array& x);
+Array log1p(const Array& x);
+Array expm1(const Array& x);
+Array tanh(const Array& x);
+Array logistic(const Array& x);
+Array sin(const Array& x);
+Array cos(const Array& x);
+Array tan(const Array& x);
+Array asin(const Array& x);
+Array acos(const Array& x);
+Array atan(const Array& x);
+Array sinh(const Array& x);
+Array cosh(const Array& x);
+Array asinh(const Array& x);
+Array acosh(const Array& x);
+Array atanh(const Array& x);
+Array sqrt(const Array& x);
+Array rsqrt(const Array& x);
+Array cbrt(const Array& x);
+Array abs(const Array& x);
+Array erf(const Array& x);
+Array erfc(const Array& x);
+Array erf_inv(const Array& x);
+Array square(const Array& x);
+Array integer_pow(const Array& x, int64_t y);
+Array bitwise_not(const Array& x);
+Array population_count(const Array& x);
+Array copy(const Array& x);
+Array stop_gradient(const Array& x);
+
+// ---- binary (same dtype; same shape or one rank-0 operand) ------------------------------------------
+Array add(const Array& a, const Array& b);
+Array sub(const Array& a, const Array& b);
+Array mul(const Array& a, const Array& b);
+Array div(const Array& a, const Array& b);
+Array rem(const Array& a, const Array& b);
+Array pow(const Array& a, const Array& b);
+Array max(const Array& a, const Array& b);
+Array min(const Array& a, const Array& b);
+Array atan2(const Array& a, const Array& b);
+Array nextafter(const Array& a, const Array& b);
+Array bitwise_and(const Array& a, const Array& b);
+Array bitwise_or(const Array& a, const Array& b);
+Array bitwise_xor(const Array& a, const Array& b);
+Array shift_left(const Array& a, const Array& b);
+Array shift_right_logical(const Array& a, const Array& b);
+Array shift_right_arithmetic(const Array& a, const Array& b);
+/// Sum of two cotangents (what reverse mode uses to accumulate; prints as add_any).
+Array add_any(const Array& a, const Array& b);
+Array eq(const Array& a, const Array& b);
+Array ne(const Array& a, const Array& b);
+Array lt(const Array& a, const Array& b);
+Array le(const Array& a, const Array& b);
+Array gt(const Array& a, const Array& b);
+Array ge(const Array& a, const Array& b);
+
+// ---- selection and conversion -----------------------------------------------------------------------
+/// cases[which]: `which` is bool (two cases) or int32, rank 0 or the shape of the cases.
+Array select_n(const Array& which, std::span<const Array> cases);
+/// select(pred, on_true, on_false) == select_n(pred, {on_false, on_true}).
+Array select(const Array& pred, const Array& on_true, const Array& on_false);
+Array clamp(const Array& lo, const Array& x, const Array& hi);
+Array convert_element_type(const Array& x, DType d, bool weak_type = false);
+Array bitcast_convert_type(const Array& x, DType d);
+
+// ---- reductions -------------------------------------------------------------------------------------
+Array reduce_sum(const Array& x, const Axes& axes);
+Array reduce_max(const Array& x, const Axes& axes);
+Array reduce_min(const Array& x, const Axes& axes);
+Array reduce_prod(const Array& x, const Axes& axes);
+Array reduce_and(const Array& x, const Axes& axes);
+Array reduce_or(const Array& x, const Axes& axes);
+Array argmax(const Array& x, int64_t axis, DType index_dtype = DType::i32);
+Array argmin(const Array& x, int64_t axis, DType index_dtype = DType::i32);
+
+// ---- structure --------------------------------------------------------------------------------------
+/// Operand dimension i becomes output dimension broadcast_dimensions[i] (size 1 or equal).
+Array broadcast_in_dim(const Array& x, const Shape& shape, const Axes& broadcast_dimensions);
+Array reshape(const Array& x, const Shape& new_sizes);
+Array transpose(const Array& x, const Axes& permutation);
+Array squeeze(const Array& x, const Axes& dimensions);
+Array expand_dims(const Array& x, const Axes& dimensions);
+Array rev(const Array& x, const Axes& dimensions);
+Array iota(DType d, const Shape& shape, int64_t dimension = 0);
+
+// ---- slicing ----------------------------------------------------------------------------------------
+Array slice(const Array& x, const Shape& start, const Shape& limit, const Shape& strides = {});
+Array slice_in_dim(const Array& x, int64_t start, int64_t limit, int64_t stride, int64_t axis);
+/// padding_config[i] = {lo, hi, interior}; lo/hi may be negative.
+Array pad(const Array& x, const Array& padding_value, const std::vector<IntList>& padding_config);
+Array concatenate(std::span<const Array> xs, int64_t dimension);
+/// Start indices are rank-0 integer arrays; they are clamped so that the slice fits.
+Array dynamic_slice(const Array& x, std::span<const Array> start, const Shape& sizes);
+Array dynamic_update_slice(const Array& x, const Array& update, std::span<const Array> start);
+
+// ---- gather / scatter -------------------------------------------------------------------------------
+Array gather(const Array& operand, const Array& indices, const GatherDims& dims, const Shape& slice_sizes,
+             GatherMode mode = GatherMode::clip, double fill_value = 0.0);
+Array scatter(const Array& operand, const Array& indices, const Array& updates, const ScatterDims& dims,
+              GatherMode mode = GatherMode::fill);
+Array scatter_add(const Array& operand, const Array& indices, const Array& updates, const ScatterDims& dims,
+                  GatherMode mode = GatherMode::fill);
+
+// ---- contraction, scans, sorting ----------------------------------------------------------------------
+Array dot_general(const Array& lhs, const Array& rhs, const DotDims& dims,
+                  std::optional<DType> preferred_element_type = std::nullopt);
+Array cumsum(const Array& x, int64_t axis, bool reverse = false);
+Array cummax(const Array& x, int64_t axis, bool reverse = false);
+Array cummin(const Array& x, int64_t axis, bool reverse = false);
+/// Sorts every operand along `dimension` by the lexicographic order of the first num_keys operands.
+Arrays sort(std::span<const Array> operands, int64_t dimension, bool is_stable = true, int64_t num_keys = 1);
+
+// ---- helpers built from primitives ------------------------------------------------------------------
+/// A rank-0 concrete array of dtype d (under tracing it becomes a literal).
+Array scalar(double v, DType d);
+/// broadcast_in_dim of a scalar: JAX's `full`.
+Array full(const Shape& shape, double v, DType d);
+Array zeros(const Aval& a);
+Array zeros_like(const Array& x);
+/// x[..., idx[...], ...] along `axis`: idx has x's shape except (possibly) along axis (a gather).
+Array take_along_axis(const Array& x, const Array& idx, int64_t axis);
+/// Moves axis `from` to position `to` (a transpose, or nothing).
+Array moveaxis(const Array& x, int64_t from, int64_t to);
+
+}  // namespace graft::lax

@@ -1,0 +1,427 @@
+// Reductions over axes: reduce_{sum,max,min,prod,and,or}, argmax, argmin. All their rules.
+#include <cmath>
+#include <numeric>
+
+#include "graft/prims/elementwise.h"
+
+namespace graft::prims {
+
+namespace {
+
+enum class RKind { sum, max, min, prod, and_, or_ };
+struct ReduceInfo {
+  RKind kind;
+  uint32_t mask;
+};
+
+// ---- shape ------------------------------------------------------------------------------------------
+// Validates the axes against the operand; returns them normalized and sorted.
+IntList checked_axes(const Primitive& p, AvalPtrs in, const IntList& axes) {
+  IntList out;
+  for (int64_t a : axes) {
+    if (a < 0 || a >= in[0]->ndim())
+      shape_error(p, in, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(in[0]->ndim()));
+    if (std::find(out.begin(), out.end(), a) != out.end())
+      shape_error(p, in, "axis " + std::to_string(a) + " appears twice");
+    out.push_back(a);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Shape reduced_shape(const Shape& s, const IntList& axes) {
+  Shape out;
+  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i)
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) out.push_back(s[i]);
+  return out;
+}
+
+Avals reduce_shape(const Primitive& p, AvalPtrs in, const Params& params) {
+  check_arity(p, in, 1);
+  const ReduceInfo& info = *static_cast<const ReduceInfo*>(p.data);
+  if (!(info.mask & bit(in[0]->dtype)))
+    type_error(p, in, "requires a " + mask_str(info.mask) + " operand, got " + std::string(short_name(in[0]->dtype)));
+  IntList axes = checked_axes(p, in, params.get_ints("axes"));
+  return {Aval(reduced_shape(in[0]->shape, axes), in[0]->dtype, in[0]->weak_type)};
+}
+
+// ---- kernels ----------------------------------------------------------------------------------------
+// The operand viewed as [outer, red, inner] blocks after merging adjacent axes; anything else is first
+// transposed so that the reduced axes are last.
+struct Layout {
+  int64_t outer = 1, red = 1, inner = 1;
+};
+
+template <RKind K, class A>
+inline A combine(A acc, A v) {
+  if constexpr (K == RKind::sum) {
+    return wrap_add(acc, v);
+  } else if constexpr (K == RKind::prod) {
+    return wrap_mul(acc, v);
+  } else if constexpr (K == RKind::max) {
+    if constexpr (std::is_floating_point_v<A>) {
+      if (v != v) return v;
+      if (acc != acc) return acc;
+    }
+    return v > acc ? v : acc;
+  } else if constexpr (K == RKind::min) {
+    if constexpr (std::is_floating_point_v<A>) {
+      if (v != v) return v;
+      if (acc != acc) return acc;
+    }
+    return v < acc ? v : acc;
+  } else if constexpr (K == RKind::and_) {
+    if constexpr (std::is_same_v<A, bool>) {
+      return acc && v;
+    } else {
+      return static_cast<A>(acc & v);
+    }
+  } else {
+    if constexpr (std::is_same_v<A, bool>) {
+      return acc || v;
+    } else {
+      return static_cast<A>(acc | v);
+    }
+  }
+}
+
+template <RKind K, class A>
+A identity() {
+  if constexpr (K == RKind::sum || K == RKind::or_) {
+    return A(0);
+  } else if constexpr (K == RKind::prod) {
+    return A(1);
+  } else if constexpr (K == RKind::and_) {
+    if constexpr (std::is_same_v<A, bool>) {
+      return true;
+    } else {
+      return static_cast<A>(~A(0));
+    }
+  } else if constexpr (K == RKind::max) {
+    if constexpr (std::is_floating_point_v<A>) {
+      return -std::numeric_limits<A>::infinity();
+    } else {
+      return std::numeric_limits<A>::lowest();
+    }
+  } else {
+    if constexpr (std::is_floating_point_v<A>) {
+      return std::numeric_limits<A>::infinity();
+    } else {
+      return std::numeric_limits<A>::max();
+    }
+  }
+}
+
+template <RKind K, class T>
+void reduce_kernel(const T* x, T* out, Layout L) {
+  using A = compute_t<T>;
+  if (L.inner == 1) {
+    // contiguous rows: several accumulators so that the loop can be vectorized
+    cpu::parallel_for(L.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, L.red)),
+                      [&](int64_t o0, int64_t o1) {
+                        for (int64_t o = o0; o < o1; ++o) {
+                          const T* row = x + o * L.red;
+                          constexpr int W = 8;
+                          A acc[W];
+                          for (int j = 0; j < W; ++j) acc[j] = identity<K, A>();
+                          int64_t r = 0;
+                          for (; r + W <= L.red; r += W)
+                            for (int j = 0; j < W; ++j) acc[j] = combine<K>(acc[j], static_cast<A>(row[r + j]));
+                          A total = identity<K, A>();
+                          for (; r < L.red; ++r) total = combine<K>(total, static_cast<A>(row[r]));
+                          for (int j = 0; j < W; ++j) total = combine<K>(total, acc[j]);
+                          out[o] = static_cast<T>(total);
+                        }
+                      });
+    return;
+  }
+  // [outer, red, inner]: accumulate whole inner rows (vectorizable along inner)
+  cpu::parallel_for(L.outer * L.inner, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, L.red)),
+                    [&](int64_t b, int64_t e) {
+                      using Store = std::conditional_t<std::is_same_v<A, bool>, uint8_t, A>;
+                      std::vector<Store> acc;
+                      int64_t o = b / L.inner;
+                      int64_t i0 = b % L.inner;
+                      while (b < e) {
+                        int64_t i1 = std::min(L.inner, i0 + (e - b));
+                        acc.assign(static_cast<size_t>(i1 - i0), static_cast<Store>(identity<K, A>()));
+                        for (int64_t r = 0; r < L.red; ++r) {
+                          const T* row = x + (o * L.red + r) * L.inner;
+                          for (int64_t i = i0; i < i1; ++i)
+                            acc[static_cast<size_t>(i - i0)] = static_cast<Store>(
+                                combine<K>(static_cast<A>(acc[static_cast<size_t>(i - i0)]), static_cast<A>(row[i])));
+                        }
+                        for (int64_t i = i0; i < i1; ++i)
+                          out[o * L.inner + i] = static_cast<T>(static_cast<A>(acc[static_cast<size_t>(i - i0)]));
+                        b += i1 - i0;
+                        ++o;
+                        i0 = 0;
+                      }
+                    });
+}
+
+// Returns a layout if the reduced axes form one contiguous block; otherwise false.
+bool block_layout(const Shape& s, const IntList& axes, Layout& L) {
+  if (axes.empty()) {
+    L.outer = numel(s);
+    return true;
+  }
+  for (size_t i = 1; i < axes.size(); ++i)
+    if (axes[i] != axes[i - 1] + 1) return false;
+  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
+    if (i < axes.front()) {
+      L.outer *= s[i];
+    } else if (i <= axes.back()) {
+      L.red *= s[i];
+    } else {
+      L.inner *= s[i];
+    }
+  }
+  return true;
+}
+
+Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
+  const ReduceInfo& info = *static_cast<const ReduceInfo*>(p.data);
+  IntList axes = params.get_ints("axes");
+  std::sort(axes.begin(), axes.end());
+  Array x = in[0];
+  Layout L;
+  if (!block_layout(x.shape(), axes, L)) {
+    // move the reduced axes to the end (one copy), then reduce contiguous rows
+    Axes perm;
+    for (int64_t i = 0; i < x.ndim(); ++i)
+      if (std::find(axes.begin(), axes.end(), i) == axes.end()) perm.push_back(i);
+    for (auto a : axes) perm.push_back(a);
+    x = eval_primitive(transpose_p, {&x, 1}, {{"permutation", to_ints(perm)}})[0];
+    L = Layout{numel(out[0].shape), x.size() / std::max<int64_t>(1, numel(out[0].shape)), 1};
+    if (numel(out[0].shape) == 0) L.red = 0;
+  }
+  Array r = Array::empty(out[0]);
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xd = static_cast<const T*>(x.raw_data());
+    T* od = static_cast<T*>(r.concrete()->data());
+    if (!(info.mask & bit(dtype_v<T>))) return;
+    if constexpr (std::is_same_v<T, bool>) {
+      switch (info.kind) {
+        case RKind::and_: reduce_kernel<RKind::and_>(xd, od, L); break;
+        case RKind::or_: reduce_kernel<RKind::or_>(xd, od, L); break;
+        case RKind::max: reduce_kernel<RKind::or_>(xd, od, L); break;
+        case RKind::min: reduce_kernel<RKind::and_>(xd, od, L); break;
+        default: break;
+      }
+    } else {
+      switch (info.kind) {
+        case RKind::sum: reduce_kernel<RKind::sum>(xd, od, L); break;
+        case RKind::max: reduce_kernel<RKind::max>(xd, od, L); break;
+        case RKind::min: reduce_kernel<RKind::min>(xd, od, L); break;
+        case RKind::prod: reduce_kernel<RKind::prod>(xd, od, L); break;
+        case RKind::and_:
+          if constexpr (std::is_integral_v<T>) reduce_kernel<RKind::and_>(xd, od, L);
+          break;
+        case RKind::or_:
+          if constexpr (std::is_integral_v<T>) reduce_kernel<RKind::or_>(xd, od, L);
+          break;
+      }
+    }
+  });
+  return {r};
+}
+
+// ---- derivatives ------------------------------------------------------------------------------------
+Axes kept_dims(int64_t ndim, const IntList& axes) {
+  Axes kept;
+  for (int64_t i = 0; i < ndim; ++i)
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) kept.push_back(i);
+  return kept;
+}
+
+Array broadcast_back(const Array& y, const Aval& operand, const IntList& axes) {
+  return lax::broadcast_in_dim(y, operand.shape, kept_dims(operand.ndim(), axes));
+}
+
+JvpResult reduce_sum_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
+                         const Params& params) {
+  return {{bind1(p, primals, params)}, {bind1(p, tangents, params)}};
+}
+
+Arrays reduce_sum_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg> args,
+                            const Params& params) {
+  return {broadcast_back(cts[0], args[0].aval, params.get_ints("axes"))};
+}
+
+// d max: the tangent averaged over the positions that attain the maximum (JAX's chooser rule).
+JvpResult chooser_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
+                      const Params& params) {
+  Array y = bind1(p, primals, params);
+  const IntList& axes = params.get_ints("axes");
+  const Array& x = primals[0];
+  Array loc = lax::convert_element_type(lax::eq(x, broadcast_back(y, x.aval(), axes)), x.dtype());
+  Array counts = lax::reduce_sum(loc, to_shape(axes));
+  Array t = lax::div(lax::reduce_sum(lax::mul(tangents[0], loc), to_shape(axes)), counts);
+  return {{y}, {t}};
+}
+
+// d prod = sum_i t_i * prod_{j != i} x_j, with the products of the others computed without dividing
+// (exact at zeros): move the reduced axes last, flatten them to n, and reduce an [..., n, n] array
+// whose diagonal is replaced by ones. Costs O(n^2) memory per output element.
+JvpResult reduce_prod_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
+                          const Params& params) {
+  Array y = bind1(p, primals, params);
+  const Array& x = primals[0];
+  const IntList& axes = params.get_ints("axes");
+  if (axes.empty()) return {{y}, {tangents[0]}};
+  Axes kept = kept_dims(x.ndim(), axes);
+  Axes perm = kept;
+  int64_t n = 1;
+  for (auto a : axes) {
+    perm.push_back(a);
+    n *= x.shape()[a];
+  }
+  Shape flat;
+  for (auto k : kept) flat.push_back(x.shape()[k]);
+  size_t k = flat.size();
+  flat.push_back(n);
+  auto to_rows = [&](const Array& v) { return lax::reshape(lax::transpose(v, perm), flat); };
+  Array x2 = to_rows(x), t2 = to_rows(tangents[0]);
+  Shape sq = flat;
+  sq.push_back(n);
+  Axes bd;
+  for (size_t i = 0; i < k; ++i) bd.push_back(static_cast<int64_t>(i));
+  bd.push_back(static_cast<int64_t>(k) + 1);
+  Array xb = lax::broadcast_in_dim(x2, sq, bd);
+  Array eye = lax::eq(lax::iota(DType::i32, sq, static_cast<int64_t>(k)), lax::iota(DType::i32, sq, static_cast<int64_t>(k) + 1));
+  Array others = lax::reduce_prod(lax::select(eye, lax::full(sq, 1, x.dtype()), xb), {static_cast<int64_t>(k) + 1});
+  Array t = lax::reduce_sum(lax::mul(t2, others), {static_cast<int64_t>(k)});
+  return {{y}, {t}};
+}
+
+// ---- batching -----------------------------------------------------------------------------------------
+// The batch dim is never reduced: shift the axes past it.
+BatchResult reduce_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                         const BatchInfo&, const Params& params) {
+  int64_t bd = dims[0];
+  IntList axes;
+  int64_t below = 0;
+  for (int64_t a : params.get_ints("axes")) {
+    axes.push_back(a >= bd ? a + 1 : a);
+    if (a < bd) ++below;
+  }
+  Arrays out = graft::bind(p, vals, params.with("axes", axes));
+  return {std::move(out), {bd - below}};
+}
+
+// ---- argmax / argmin ----------------------------------------------------------------------------------
+Avals arg_shape(const Primitive& p, AvalPtrs in, const Params& params) {
+  check_arity(p, in, 1);
+  const IntList& axes = params.get_ints("axes");
+  if (axes.size() != 1) shape_error(p, in, "takes exactly one axis");
+  IntList ax = checked_axes(p, in, axes);
+  DType id = params.get_dtype("index_dtype");
+  if (!is_integer(id)) type_error(p, in, "index_dtype must be an integer dtype");
+  if (in[0]->dtype == DType::bool_) type_error(p, in, "requires a numeric operand");
+  if (in[0]->shape[ax[0]] == 0) shape_error(p, in, "cannot take the arg-extremum of an empty axis");
+  return {Aval(reduced_shape(in[0]->shape, ax), id, false)};
+}
+
+template <bool kMax, class T>
+void arg_kernel(const T* x, int64_t* out, int64_t outer, int64_t n, int64_t inner) {
+  using C = compute_t<T>;
+  cpu::parallel_for(outer * inner, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n)),
+                    [&](int64_t b, int64_t e) {
+                      for (int64_t oi = b; oi < e; ++oi) {
+                        int64_t o = oi / inner, i = oi % inner;
+                        const T* base = x + o * n * inner + i;
+                        C best = static_cast<C>(base[0]);
+                        int64_t bi = 0;
+                        for (int64_t r = 1; r < n; ++r) {
+                          C v = static_cast<C>(base[r * inner]);
+                          if constexpr (std::is_floating_point_v<C>) {
+                            if (best != best) break;  // the first NaN wins
+                            if (v != v) {
+                              best = v;
+                              bi = r;
+                              break;
+                            }
+                          }
+                          if (kMax ? v > best : v < best) {
+                            best = v;
+                            bi = r;
+                          }
+                        }
+                        out[oi] = bi;
+                      }
+                    });
+}
+
+Arrays arg_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
+  int64_t axis = params.get_ints("axes")[0];
+  const Array& x = in[0];
+  int64_t outer = 1, inner = 1, n = x.shape()[axis];
+  for (int64_t i = 0; i < x.ndim(); ++i) {
+    if (i < axis) outer *= x.shape()[i];
+    if (i > axis) inner *= x.shape()[i];
+  }
+  std::vector<int64_t> idx(static_cast<size_t>(outer * inner));
+  bool is_max = &p == &argmax_p;
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      if (is_max) {
+        arg_kernel<true>(static_cast<const T*>(x.raw_data()), idx.data(), outer, n, inner);
+      } else {
+        arg_kernel<false>(static_cast<const T*>(x.raw_data()), idx.data(), outer, n, inner);
+      }
+    }
+  });
+  Array r = Array::empty(out[0]);
+  convert_elements(idx.data(), DType::i64, r.concrete()->data(), out[0].dtype, r.size());
+  return {r};
+}
+
+const ReduceInfo sum_info{RKind::sum, kMaskNum};
+const ReduceInfo max_info{RKind::max, kMaskAll};
+const ReduceInfo min_info{RKind::min, kMaskAll};
+const ReduceInfo prod_info{RKind::prod, kMaskNum};
+const ReduceInfo and_info{RKind::and_, kMaskInt | kMaskBool};
+const ReduceInfo or_info{RKind::or_, kMaskInt | kMaskBool};
+
+}  // namespace
+
+const Primitive reduce_sum_p{"reduce_sum",          0, &reduce_shape, &reduce_impl, &reduce_sum_jvp,
+                             &reduce_sum_transpose, &reduce_batch, nullptr, &sum_info};
+const Primitive reduce_max_p{"reduce_max", 0, &reduce_shape, &reduce_impl, &chooser_jvp, nullptr, &reduce_batch,
+                             nullptr,      &max_info};
+const Primitive reduce_min_p{"reduce_min", 0, &reduce_shape, &reduce_impl, &chooser_jvp, nullptr, &reduce_batch,
+                             nullptr,      &min_info};
+const Primitive reduce_prod_p{"reduce_prod", 0, &reduce_shape, &reduce_impl, &reduce_prod_jvp, nullptr,
+                              &reduce_batch, nullptr,       &prod_info};
+const Primitive reduce_and_p{"reduce_and", kNotDifferentiable, &reduce_shape, &reduce_impl, &zero_jvp, nullptr,
+                             &reduce_batch, nullptr,           &and_info};
+const Primitive reduce_or_p{"reduce_or", kNotDifferentiable, &reduce_shape, &reduce_impl, &zero_jvp, nullptr,
+                            &reduce_batch, nullptr,          &or_info};
+const Primitive argmax_p{"argmax", kNotDifferentiable, &arg_shape, &arg_impl, &zero_jvp, nullptr, &reduce_batch};
+const Primitive argmin_p{"argmin", kNotDifferentiable, &arg_shape, &arg_impl, &zero_jvp, nullptr, &reduce_batch};
+
+}  // namespace graft::prims
+
+namespace graft::lax {
+using namespace graft::prims;
+#define LAX_REDUCE(name)                                             \
+  Array name(const Array& x, const Axes& axes) {                     \
+    return bind1(name##_p, {x}, {{"axes", to_ints(axes)}});          \
+  }
+LAX_REDUCE(reduce_sum)
+LAX_REDUCE(reduce_max)
+LAX_REDUCE(reduce_min)
+LAX_REDUCE(reduce_prod)
+LAX_REDUCE(reduce_and)
+LAX_REDUCE(reduce_or)
+#undef LAX_REDUCE
+Array argmax(const Array& x, int64_t axis, DType index_dtype) {
+  return bind1(argmax_p, {x}, {{"axes", IntList{axis}}, {"index_dtype", index_dtype}});
+}
+Array argmin(const Array& x, int64_t axis, DType index_dtype) {
+  return bind1(argmin_p, {x}, {{"axes", IntList{axis}}, {"index_dtype", index_dtype}});
+}
+}  // namespace graft::lax

@@ -1,0 +1,589 @@
+// The public transformations: grad, value_and_grad, jvp, vjp, vmap, jit, make_jaxpr, jacfwd,
+// jacrev, hessian, custom_jvp, custom_vjp. They take ordinary C++ callables whose arguments and
+// results are arrays or pytrees of arrays (see pytree.h), and they compose in any order and depth.
+//
+//   auto f = [](const Array& x) { return sum(sin(cos(x))); };
+//   Array dx = grad(f)(x);
+//   auto [v, d] = value_and_grad(f)(x);
+//   auto [y, t] = jvp(f, {x}, {ones_like(x)});
+//   auto [out, pullback] = vjp(f, x);  auto [ct_x] = pullback(ones_like(out));
+//   Array b = vmap(f)(ones({4, 3}));
+//   auto jf = jit(f);  jf(x);           // traced once per (shape, dtype), then cached
+//   std::cout << make_jaxpr(grad(f))(x);
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "graft/ir/jaxpr.h"
+#include "graft/prims/lax.h"
+#include "graft/transforms/custom.h"
+#include "graft/transforms/flat.h"
+#include "graft/transforms/jit.h"
+#include "graft/transforms/pytree.h"
+
+namespace graft {
+
+namespace detail {
+
+template <class T>
+using D = std::decay_t<T>;
+template <class F, class... Args>
+using result_t = D<std::invoke_result_t<const F&, const Args&...>>;
+
+/// The arguments of a call, flattened: the leaves of the selected (differentiated / mapped / traced)
+/// arguments, and everything needed to rebuild the call from new leaves.
+template <class... Args>
+struct FlatArgs {
+  std::vector<Array> leaves;
+  std::array<TreeDef, sizeof...(Args)> defs;
+  std::array<size_t, sizeof...(Args) + 1> offset{};  ///< leaves of arg i: [offset[i], offset[i+1])
+  std::array<bool, sizeof...(Args)> selected{};
+  std::string key;  ///< structure + static values (jit's cache key, without the avals)
+};
+
+template <size_t I, class... Args>
+void flatten_one(FlatArgs<Args...>& fa, const std::tuple<const Args&...>& args, const std::vector<bool>& sel) {
+  using T = D<std::tuple_element_t<I, std::tuple<Args...>>>;
+  fa.offset[I] = fa.leaves.size();
+  if constexpr (PyTree<T>::is_static) {
+    fa.key += static_key(std::get<I>(args));
+  } else {
+    bool s = sel.empty() || sel[I];
+    fa.selected[I] = s;
+    if (s) {
+      PyTree<T>::flatten(std::get<I>(args), fa.leaves, fa.defs[I]);
+      fa.key += fa.defs[I].repr;
+    } else {
+      fa.key += '-';
+    }
+  }
+  fa.key += '|';
+}
+
+/// Flattens the arguments selected by `sel` (all non-static ones when sel is empty).
+template <class... Args>
+FlatArgs<Args...> flatten_args(const std::tuple<const Args&...>& args, const std::vector<bool>& sel = {}) {
+  FlatArgs<Args...> fa;
+  [&]<size_t... I>(std::index_sequence<I...>) { (flatten_one<I>(fa, args, sel), ...); }(std::index_sequence_for<Args...>());
+  fa.offset[sizeof...(Args)] = fa.leaves.size();
+  return fa;
+}
+
+/// Argument I rebuilt from `leaves` when it is selected, else as given.
+template <size_t I, class... Args>
+D<std::tuple_element_t<I, std::tuple<Args...>>> pick(const FlatArgs<Args...>& fa, const std::tuple<const Args&...>& args,
+                                                      const std::vector<Array>& leaves) {
+  using T = D<std::tuple_element_t<I, std::tuple<Args...>>>;
+  if constexpr (PyTree<T>::is_static) {
+    return std::get<I>(args);
+  } else {
+    if (!fa.selected[I]) return std::get<I>(args);
+    TreeCursor c{leaves.data() + fa.offset[I]};
+    return PyTree<T>::unflatten(fa.defs[I], c);
+  }
+}
+
+template <class F, class... Args>
+auto call_rebuilt(const F& f, const FlatArgs<Args...>& fa, const std::tuple<const Args&...>& args,
+                  const std::vector<Array>& leaves) {
+  return [&]<size_t... I>(std::index_sequence<I...>) {
+    std::tuple<D<Args>...> rebuilt{pick<I>(fa, args, leaves)...};  // braces: evaluated in order
+    return std::apply(f, rebuilt);
+  }(std::index_sequence_for<Args...>());
+}
+
+/// A FlatFn that calls f with the selected arguments rebuilt from its leaves and flattens the result
+/// (recording the result's TreeDef in *out_def).
+template <class F, class... Args>
+FlatFn flat_fn(const F& f, const FlatArgs<Args...>& fa, const std::tuple<const Args&...>& args,
+               std::shared_ptr<TreeDef> out_def) {
+  return [&f, &fa, &args, out_def](const std::vector<Array>& leaves) {
+    auto out = call_rebuilt(f, fa, args, leaves);
+    return tree_flatten<D<decltype(out)>>(out, out_def.get());
+  };
+}
+
+/// Argument I of the call rebuilt from a list of leaves laid out like fa.leaves.
+template <size_t I, class... Args>
+auto unflatten_arg(const FlatArgs<Args...>& fa, const std::vector<Array>& leaves) {
+  using T = D<std::tuple_element_t<I, std::tuple<Args...>>>;
+  TreeCursor c{leaves.data() + fa.offset[I]};
+  return PyTree<T>::unflatten(fa.defs[I], c);
+}
+
+/// The common type of several gradients: the arguments' type if they all share one, else Tree.
+template <class... Args>
+struct common_grad {
+  using First = D<std::tuple_element_t<0, std::tuple<Args...>>>;
+  static constexpr bool same = (std::is_same_v<D<Args>, First> && ...);
+  using type = std::conditional_t<same && !PyTree<First>::is_static, First, Tree>;
+};
+
+template <class T, class A>
+T convert_grad(const A& a) {
+  if constexpr (std::is_same_v<T, A>) {
+    return a;
+  } else {
+    return to_tree(a);
+  }
+}
+
+/// Calls f(std::vector<Array>) or f(Array, ...) with the arrays of `v`.
+template <class F>
+auto call_with(const F& f, const std::vector<Array>& v) {
+  auto need = [&](size_t n) {
+    if (v.size() != n) fail<ValueError>("the function takes ", n, " arrays, got ", v.size());
+  };
+  if constexpr (std::is_invocable_v<const F&, const std::vector<Array>&>) {
+    return f(v);
+  } else if constexpr (std::is_invocable_v<const F&, const Array&>) {
+    need(1);
+    return f(v[0]);
+  } else if constexpr (std::is_invocable_v<const F&, const Array&, const Array&>) {
+    need(2);
+    return f(v[0], v[1]);
+  } else if constexpr (std::is_invocable_v<const F&, const Array&, const Array&, const Array&>) {
+    need(3);
+    return f(v[0], v[1], v[2]);
+  } else if constexpr (std::is_invocable_v<const F&, const Array&, const Array&, const Array&, const Array&>) {
+    need(4);
+    return f(v[0], v[1], v[2], v[3]);
+  } else {
+    static_assert(sizeof(F) == 0, "the function must take std::vector<Array> or up to four Arrays");
+  }
+}
+
+/// Checks that the first output is a floating scalar (what grad differentiates).
+void check_grad_output(const std::vector<Array>& outs, bool has_aux);
+
+/// f's value and the cotangents of every argument (nullopt for unselected ones).
+template <class F, class... Args>
+struct GradCore {
+  result_t<F, Args...> value;
+  std::tuple<std::optional<D<Args>>...> grads;
+};
+
+template <class F, class... Args>
+GradCore<F, Args...> grad_core(const F& f, const std::vector<int>& argnums, bool has_aux, const Args&... args) {
+  std::tuple<const Args&...> targs(args...);
+  std::vector<bool> sel(sizeof...(Args), false);
+  for (int a : argnums) {
+    if (a < 0 || a >= static_cast<int>(sizeof...(Args)))
+      fail<ValueError>("grad: argnum ", a, " is out of range for a function of ", sizeof...(Args), " arguments");
+    sel[static_cast<size_t>(a)] = true;
+  }
+  auto fa = flatten_args(targs, sel);
+  for (int a : argnums)
+    if (!fa.selected[static_cast<size_t>(a)])
+      fail<TypeError>("grad: argument ", a, " is not an array or a pytree of arrays, so it cannot be differentiated");
+  for (auto& x : fa.leaves)
+    if (!is_floating(x.dtype()))
+      fail<TypeError>("grad requires real-valued (floating-point) inputs, but an input has dtype ", x.dtype(),
+                      "; differentiate with respect to float arrays only");
+  auto out_def = std::make_shared<TreeDef>();
+  VjpResult r = vjp_flat(flat_fn(f, fa, targs, out_def), fa.leaves);
+  check_grad_output(r.outs, has_aux);
+  std::vector<Array> cts(r.outs.size());
+  cts[0] = lax::full({}, 1.0, r.outs[0].dtype());
+  std::vector<Array> g = r.pullback(cts);
+  GradCore<F, Args...> core{tree_unflatten<result_t<F, Args...>>(*out_def, r.outs), {}};
+  [&]<size_t... I>(std::index_sequence<I...>) {
+    ((fa.selected[I] ? void(std::get<I>(core.grads) = [&] {
+      if constexpr (PyTree<D<Args>>::is_static) {
+        return std::get<I>(targs);
+      } else {
+        return unflatten_arg<I>(fa, g);
+      }
+    }()) : void()), ...);
+  }(std::index_sequence_for<Args...>());
+  return core;
+}
+
+}  // namespace detail
+
+// ---- grad / value_and_grad -----------------------------------------------------------------------------
+struct GradOptions {
+  /// f returns std::pair<Array, Aux>: differentiate the Array and pass Aux through.
+  bool has_aux = false;
+};
+
+/// How the differentiated arguments were named: default (argument 0, result of its exact type), a
+/// single argnum, or a list (one gradient per listed argument).
+enum class Argnums { first, single, multi };
+
+template <class F, Argnums M>
+class GradFn {
+ public:
+  GradFn(F f, std::vector<int> argnums, GradOptions opts, bool value)
+      : f_(std::move(f)), argnums_(std::move(argnums)), opts_(opts), value_(value) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    static_assert(sizeof...(Args) > 0, "grad: the function needs at least one argument");
+    auto core = detail::grad_core(f_, argnums_, opts_.has_aux, args...);
+    auto g = gradient<Args...>(core);
+    if constexpr (std::is_same_v<detail::result_t<F, Args...>, Array>) {
+      if (value_) return std::make_pair(std::move(core.value), std::move(g));
+      return std::make_pair(Array(), std::move(g));
+    } else {
+      // has_aux: the value is (Array, Aux)
+      if (value_) return std::make_pair(std::move(core.value), std::move(g));
+      return std::make_pair(std::move(core.value), std::move(g));
+    }
+  }
+
+  template <class... Args>
+  auto gradient(detail::GradCore<F, Args...>& core) const {
+    if constexpr (M == Argnums::first) {
+      return std::move(*std::get<0>(core.grads));
+    } else {
+      using T = typename detail::common_grad<Args...>::type;
+      std::vector<T> out;
+      for (int a : argnums_) {
+        [&]<size_t... I>(std::index_sequence<I...>) {
+          ((static_cast<int>(I) == a ? void(out.push_back(detail::convert_grad<T>(*std::get<I>(core.grads)))) : void()),
+           ...);
+        }(std::index_sequence_for<Args...>());
+      }
+      if constexpr (M == Argnums::single) {
+        return std::move(out[0]);
+      } else {
+        return out;
+      }
+    }
+  }
+
+ private:
+  F f_;
+  std::vector<int> argnums_;
+  GradOptions opts_;
+  bool value_;
+};
+
+/// grad(f)(args...): the gradient of a scalar-valued f with respect to argument 0, of its type.
+template <class F>
+auto grad(F f, GradOptions opts = {}) {
+  auto g = GradFn<F, Argnums::first>(std::move(f), {0}, opts, false);
+  return [g, opts](const auto&... args) {
+    auto [v, d] = g(args...);
+    if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, Array>) {
+      return std::make_pair(std::move(d), std::move(v.second));  // has_aux: (grad, aux)
+    } else {
+      (void)opts;
+      return d;
+    }
+  };
+}
+/// grad(f, argnum): with respect to one argument (the result is a Tree unless all arguments share a type).
+template <class F>
+auto grad(F f, int argnum, GradOptions opts = {}) {
+  auto g = GradFn<F, Argnums::single>(std::move(f), {argnum}, opts, false);
+  return [g](const auto&... args) {
+    auto [v, d] = g(args...);
+    if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, Array>) {
+      return std::make_pair(std::move(d), std::move(v.second));
+    } else {
+      return d;
+    }
+  };
+}
+/// grad(f, {0, 1}): one gradient per listed argument (std::vector<Array> when all arguments are arrays).
+template <class F>
+auto grad(F f, std::vector<int> argnums, GradOptions opts = {}) {
+  auto g = GradFn<F, Argnums::multi>(std::move(f), std::move(argnums), opts, false);
+  return [g](const auto&... args) {
+    auto [v, d] = g(args...);
+    if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, Array>) {
+      return std::make_pair(std::move(d), std::move(v.second));
+    } else {
+      return d;
+    }
+  };
+}
+/// value_and_grad(f)(args...) -> (f(args...), grad): `auto [loss, g] = value_and_grad(f)(x);`
+template <class F>
+auto value_and_grad(F f, GradOptions opts = {}) {
+  auto g = GradFn<F, Argnums::first>(std::move(f), {0}, opts, true);
+  return [g](const auto&... args) { return g(args...); };
+}
+template <class F>
+auto value_and_grad(F f, int argnum, GradOptions opts = {}) {
+  auto g = GradFn<F, Argnums::single>(std::move(f), {argnum}, opts, true);
+  return [g](const auto&... args) { return g(args...); };
+}
+template <class F>
+auto value_and_grad(F f, std::vector<int> argnums, GradOptions opts = {}) {
+  auto g = GradFn<F, Argnums::multi>(std::move(f), std::move(argnums), opts, true);
+  return [g](const auto&... args) { return g(args...); };
+}
+
+// ---- jvp / vjp ----------------------------------------------------------------------------------------
+/// Forward mode: (f(primals...), J·tangents). f takes the primals as Arrays (or one std::vector<Array>).
+template <class F>
+auto jvp(const F& f, const std::vector<Array>& primals, const std::vector<Array>& tangents) {
+  using Out = detail::D<decltype(detail::call_with(f, primals))>;
+  auto out_def = std::make_shared<TreeDef>();
+  FlatFn g = [&](const std::vector<Array>& xs) { return tree_flatten<Out>(detail::call_with(f, xs), out_def.get()); };
+  auto [po, to] = jvp_flat(g, primals, tangents);
+  return std::make_pair(tree_unflatten<Out>(*out_def, po), tree_unflatten<Out>(*out_def, to));
+}
+
+/// Reverse mode: (f(args...), pullback) where pullback(cotangent) returns one cotangent per argument
+/// as a std::tuple: `auto [out, pb] = vjp(f, x, y); auto [ct_x, ct_y] = pb(ct);`
+template <class F, class... Args>
+auto vjp(const F& f, const Args&... args) {
+  static_assert((!is_static_v<Args> && ...), "vjp: every argument must be an array or a pytree of arrays");
+  using Out = detail::result_t<F, Args...>;
+  std::tuple<const Args&...> targs(args...);
+  auto fa = std::make_shared<detail::FlatArgs<Args...>>(detail::flatten_args(targs));
+  auto out_def = std::make_shared<TreeDef>();
+  VjpResult r = vjp_flat(detail::flat_fn(f, *fa, targs, out_def), fa->leaves);
+  Out out = tree_unflatten<Out>(*out_def, r.outs);
+  auto pullback = [fa, out_def, pb = r.pullback](const Out& ct) {
+    TreeDef d;
+    std::vector<Array> cts = tree_flatten<Out>(ct, &d);
+    if (d.repr != out_def->repr)
+      fail<ValueError>("vjp: the cotangent has structure ", d.repr, ", the output has ", out_def->repr);
+    std::vector<Array> in = pb(cts);
+    return [&]<size_t... I>(std::index_sequence<I...>) {
+      return std::tuple<detail::D<Args>...>{detail::unflatten_arg<I>(*fa, in)...};
+    }(std::index_sequence_for<Args...>());
+  };
+  return std::make_pair(std::move(out), std::move(pullback));
+}
+
+// ---- vmap ---------------------------------------------------------------------------------------------
+struct VmapOptions {
+  /// Mapped axis per positional argument (std::nullopt: not mapped); empty: axis 0 for all.
+  std::vector<std::optional<int64_t>> in_axes;
+  /// Where the mapped axis goes in each output leaf (one entry: all outputs); empty: 0.
+  std::vector<int64_t> out_axes;
+  /// Name of the mapped axis, for collectives.
+  std::string axis_name;
+  /// Size of the mapped axis when no argument is mapped.
+  std::optional<int64_t> axis_size;
+};
+
+template <class F>
+class VmapFn {
+ public:
+  VmapFn(F f, VmapOptions o) : f_(std::move(f)), o_(std::move(o)) {}
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using Out = detail::result_t<F, Args...>;
+    std::tuple<const Args&...> targs(args...);
+    auto fa = detail::flatten_args(targs);
+    if (!o_.in_axes.empty() && o_.in_axes.size() != sizeof...(Args))
+      fail<ValueError>("vmap: in_axes has ", o_.in_axes.size(), " entries for ", sizeof...(Args), " arguments");
+    std::vector<std::optional<int64_t>> leaf_axes;
+    for (size_t i = 0; i < sizeof...(Args); ++i)
+      for (size_t k = fa.offset[i]; k < fa.offset[i + 1]; ++k)
+        leaf_axes.push_back(o_.in_axes.empty() ? std::optional<int64_t>(0) : o_.in_axes[i]);
+    auto out_def = std::make_shared<TreeDef>();
+    std::vector<Array> outs = vmap_flat(detail::flat_fn(f_, fa, targs, out_def), fa.leaves, leaf_axes, o_.out_axes,
+                                        o_.axis_name, o_.axis_size);
+    return tree_unflatten<Out>(*out_def, outs);
+  }
+
+ private:
+  F f_;
+  VmapOptions o_;
+};
+
+/// vmap(f)(xs...): f mapped over axis 0 of every argument (see VmapOptions).
+template <class F>
+VmapFn<F> vmap(F f, VmapOptions o = {}) {
+  return VmapFn<F>(std::move(f), std::move(o));
+}
+
+// ---- jit ----------------------------------------------------------------------------------------------
+template <class F>
+class Jitted {
+ public:
+  Jitted(F f, JitOptions o) : f_(std::move(f)), st_(std::make_shared<detail::JitState>(std::move(o))) {}
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using Out = detail::result_t<F, Args...>;
+    std::tuple<const Args&...> targs(args...);
+    auto fa = detail::flatten_args(targs);
+    std::string key = fa.key;
+    detail::append_aval_key(key, fa.leaves);
+    std::vector<Aval> avals;
+    for (auto& x : fa.leaves) avals.push_back(x.aval());
+    auto entry = st_->get(key, avals, [&](TreeDef& out_def) {
+      auto def = std::make_shared<TreeDef>();
+      ClosedJaxpr c = make_jaxpr_flat(detail::flat_fn(f_, fa, targs, def), avals, "jit");
+      out_def = *def;
+      return c;
+    });
+    return tree_unflatten<Out>(entry->out_def, st_->run(*entry, fa.leaves));
+  }
+  /// Number of times the function was traced (cache misses).
+  size_t num_traces() const { return st_->num_traces(); }
+
+ private:
+  F f_;
+  std::shared_ptr<detail::JitState> st_;
+};
+
+/// jit(f): stage f into a jaxpr once per argument signature (avals + static argument values) and run
+/// the compiled program on later calls. Non-array arguments are static.
+template <class F>
+Jitted<F> jit(F f, JitOptions o = {}) {
+  return Jitted<F>(std::move(f), std::move(o));
+}
+
+// ---- make_jaxpr ---------------------------------------------------------------------------------------
+/// make_jaxpr(f)(args...): the jaxpr of f at these argument types (print it with <<).
+template <class F>
+auto make_jaxpr(F f) {
+  return [f](const auto&... args) {
+    auto targs = std::tuple<const detail::D<decltype(args)>&...>(args...);
+    auto fa = detail::flatten_args(targs);
+    std::vector<Aval> avals;
+    for (auto& x : fa.leaves) avals.push_back(x.aval());
+    return make_jaxpr_flat(detail::flat_fn(f, fa, targs, std::make_shared<TreeDef>()), avals);
+  };
+}
+
+// ---- jacobians ----------------------------------------------------------------------------------------
+namespace detail {
+/// [n, *shape] stack of the n unit basis vectors of an array of `shape` (dtype d).
+Array basis(const Shape& shape, DType d);
+/// The flat function x -> f(x, rest...) for an Array-valued f of an Array first argument.
+template <class F, class... Rest>
+FlatFn first_arg_fn(const F& f, const std::tuple<const Rest&...>& rest) {
+  return [&f, &rest](const std::vector<Array>& xs) {
+    Array y = std::apply([&](const Rest&... r) { return Array(f(xs[0], r...)); }, rest);
+    return std::vector<Array>{y};
+  };
+}
+Shape concat_shapes(const Shape& a, const Shape& b);
+}  // namespace detail
+
+/// Forward-mode Jacobian with respect to the first argument: shape out.shape + x.shape.
+template <class F>
+auto jacfwd(F f) {
+  return [f](const Array& x, const auto&... rest) {
+    auto trest = std::tuple<const detail::D<decltype(rest)>&...>(rest...);
+    FlatFn g = detail::first_arg_fn(f, trest);
+    Array e = detail::basis(x.shape(), x.dtype());
+    Shape out_shape;
+    FlatFn push = [&](const std::vector<Array>& t) {
+      auto [po, to] = jvp_flat(g, {x}, {t[0]});
+      out_shape = po[0].shape();
+      return to;
+    };
+    Array cols = vmap_flat(push, {e}, {0}, {-1})[0];  // [*out, n]
+    return lax::reshape(cols, detail::concat_shapes(out_shape, x.shape()));
+  };
+}
+
+/// Reverse-mode Jacobian with respect to the first argument: shape out.shape + x.shape.
+template <class F>
+auto jacrev(F f) {
+  return [f](const Array& x, const auto&... rest) {
+    auto trest = std::tuple<const detail::D<decltype(rest)>&...>(rest...);
+    FlatFn g = detail::first_arg_fn(f, trest);
+    VjpResult r = vjp_flat(g, {x});
+    Shape out_shape = r.outs[0].shape();
+    Array e = detail::basis(out_shape, r.outs[0].dtype());
+    FlatFn pull = [&](const std::vector<Array>& ct) { return r.pullback(ct); };
+    Array rows = vmap_flat(pull, {e}, {0}, {0})[0];  // [m, *x]
+    return lax::reshape(rows, detail::concat_shapes(out_shape, x.shape()));
+  };
+}
+
+/// The Hessian of a scalar function of its first argument: jacfwd(jacrev(f)).
+template <class F>
+auto hessian(F f) {
+  return jacfwd(jacrev(std::move(f)));
+}
+
+// ---- custom derivatives ------------------------------------------------------------------------------
+/// f with a user-supplied JVP rule:
+///   auto f = custom_jvp([](const Array& x) { return log1p(exp(x)); },
+///                       [](const std::vector<Array>& p, const std::vector<Array>& t) {
+///                         Array y = log1p(exp(p[0]));
+///                         return std::make_pair(y, t[0] * logistic(p[0]));
+///                       });
+/// The rule gets the flattened array arguments and their tangents (zeros, never null) and returns
+/// (output, output tangent) in f's output structure. It must be linear in the tangents (reverse mode
+/// is derived from it). Arrays the function closes over are treated as constants.
+template <class F, class R>
+class CustomJvpFn {
+ public:
+  CustomJvpFn(F f, R rule, std::string name) : f_(std::move(f)), rule_(std::move(rule)), name_(std::move(name)) {}
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using Out = detail::result_t<F, Args...>;
+    std::tuple<const Args&...> targs(args...);
+    auto fa = detail::flatten_args(targs);
+    auto out_def = std::make_shared<TreeDef>();
+    R rule = rule_;
+    CustomJvpRule flat_rule = [rule](const std::vector<Array>& ps, const std::vector<Array>& ts) {
+      auto [o, t] = rule(ps, ts);
+      return std::make_pair(tree_flatten<Out>(o), tree_flatten<Out>(t));
+    };
+    std::vector<Array> outs = custom_jvp_apply(detail::flat_fn(f_, fa, targs, out_def), flat_rule, fa.leaves, name_);
+    return tree_unflatten<Out>(*out_def, outs);
+  }
+
+ private:
+  F f_;
+  R rule_;
+  std::string name_;
+};
+template <class F, class R>
+CustomJvpFn<F, R> custom_jvp(F f, R rule, std::string name = "custom_jvp") {
+  return CustomJvpFn<F, R>(std::move(f), std::move(rule), std::move(name));
+}
+
+/// f with a user-supplied VJP:
+///   fwd(primals)            -> std::pair<Out, std::vector<Array>>   (output, residuals)
+///   bwd(residuals, ct: Out) -> std::vector<Array>                   (one cotangent per array argument)
+/// Forward mode (jvp) of such a function raises TypeError, as in JAX.
+template <class F, class Fwd, class Bwd>
+class CustomVjpFn {
+ public:
+  CustomVjpFn(F f, Fwd fwd, Bwd bwd, std::string name)
+      : f_(std::move(f)), fwd_(std::move(fwd)), bwd_(std::move(bwd)), name_(std::move(name)) {}
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    using Out = detail::result_t<F, Args...>;
+    std::tuple<const Args&...> targs(args...);
+    auto fa = detail::flatten_args(targs);
+    auto out_def = std::make_shared<TreeDef>();
+    Fwd fwd = fwd_;
+    Bwd bwd = bwd_;
+    auto def = std::make_shared<TreeDef>();
+    CustomFwd flat_fwd = [fwd, def](const std::vector<Array>& ps) {
+      auto [o, res] = fwd(ps);
+      return std::make_pair(tree_flatten<Out>(o, def.get()), std::vector<Array>(res.begin(), res.end()));
+    };
+    CustomBwd flat_bwd = [bwd, def](const std::vector<Array>& res, const std::vector<Array>& cts) {
+      return bwd(res, tree_unflatten<Out>(*def, cts));
+    };
+    std::vector<Array> outs = custom_vjp_apply(detail::flat_fn(f_, fa, targs, out_def), flat_fwd, flat_bwd, fa.leaves,
+                                               name_);
+    return tree_unflatten<Out>(*out_def, outs);
+  }
+
+ private:
+  F f_;
+  Fwd fwd_;
+  Bwd bwd_;
+  std::string name_;
+};
+template <class F, class Fwd, class Bwd>
+CustomVjpFn<F, Fwd, Bwd> custom_vjp(F f, Fwd fwd, Bwd bwd, std::string name = "custom_vjp") {
+  return CustomVjpFn<F, Fwd, Bwd>(std::move(f), std::move(fwd), std::move(bwd), std::move(name));
+}
+
+}  // namespace graft

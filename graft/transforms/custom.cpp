@@ -1,0 +1,279 @@
+// custom_jvp_call, custom_vjp_call and custom_lin: all their rules.
+#include "graft/transforms/custom.h"
+
+#include "graft/compiler/executable.h"
+#include "graft/core/trace.h"
+#include "graft/prims/primitives.h"
+#include "graft/prims/rules.h"
+#include "graft/transforms/jit.h"
+
+namespace graft {
+
+namespace {
+
+struct JvpRuleParam final : ParamObject {
+  CustomJvpRule rule;
+  std::string name;
+  JvpRuleParam(CustomJvpRule r, std::string n) : rule(std::move(r)), name(std::move(n)) {}
+  void print(std::ostream& os) const override { os << name << "_jvp"; }
+};
+
+struct VjpRuleParam final : ParamObject {
+  CustomFwd fwd;
+  CustomBwd bwd;
+  std::string name;
+  VjpRuleParam(CustomFwd f, CustomBwd b, std::string n) : fwd(std::move(f)), bwd(std::move(b)), name(std::move(n)) {}
+  void print(std::ostream& os) const override { os << name << "_fwd_bwd"; }
+};
+
+struct AvalsParam final : ParamObject {
+  std::vector<Aval> avals;
+  explicit AvalsParam(std::vector<Aval> a) : avals(std::move(a)) {}
+  void print(std::ostream& os) const override {
+    os << '(';
+    for (size_t i = 0; i < avals.size(); ++i) os << (i ? ", " : "") << avals[i].str();
+    os << (avals.size() == 1 ? ",)" : ")");
+  }
+};
+
+const ClosedJaxpr& call_of(const Params& p) { return p.get_jaxpr("call_jaxpr"); }
+
+Avals call_shape(const Primitive& p, AvalPtrs in, const Params& params) {
+  const ClosedJaxpr& c = call_of(params);
+  if (in.size() != c.jaxpr->invars.size())
+    fail<ValueError>(p.name, ": expected ", c.jaxpr->invars.size(), " operands, got ", in.size());
+  Avals out;
+  for (auto& a : c.out_avals()) out.push_back(a);
+  return out;
+}
+
+Arrays call_impl(const Primitive&, std::span<const Array> in, std::span<const Aval>, const Params& params) {
+  return Executable::of(call_of(params)).run(in);
+}
+
+
+void check_rule_outputs(const char* what, const std::vector<Array>& got, const std::vector<Aval>& want) {
+  if (got.size() != want.size())
+    fail<ValueError>(what, ": the rule returned ", got.size(), " values, the function has ", want.size(), " outputs");
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!got[i].valid() || got[i].shape() != want[i].shape || got[i].dtype() != want[i].dtype)
+      fail<TypeError>(what, ": output ", i, " of the rule has type ",
+                      got[i].valid() ? got[i].aval().str() : std::string("null"), ", expected ", want[i].str());
+}
+
+// ---- custom_jvp_call ----------------------------------------------------------------------------------
+JvpResult custom_jvp_jvp(const Primitive&, std::span<const Array> primals, std::span<const Array> tangents,
+                         const Params& params) {
+  int64_t nc = params.get_int("num_consts");
+  const auto& rule = params.get_object<JvpRuleParam>("jvp_jaxpr_fun");
+  std::vector<Array> ps(primals.begin() + nc, primals.end()), ts;
+  for (size_t i = static_cast<size_t>(nc); i < primals.size(); ++i)
+    ts.push_back(prims::instantiate(tangents[i], primals[i].aval()));
+  auto [outs, touts] = rule.rule(ps, ts);
+  std::vector<Aval> want = call_of(params).out_avals();
+  check_rule_outputs("custom_jvp", outs, want);
+  check_rule_outputs("custom_jvp (tangents)", touts, want);
+  return {Arrays(outs.begin(), outs.end()), Arrays(touts.begin(), touts.end())};
+}
+
+BatchResult custom_jvp_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                                    const BatchInfo& axis, const Params& params) {
+  int64_t nc = params.get_int("num_consts");
+  const ClosedJaxpr& c = call_of(params);
+  std::vector<int64_t> dv(dims.begin(), dims.end());
+  ClosedJaxpr bj = batch_jaxpr(c, dv, axis.size, axis.name);
+  const auto& old = params.get_object<JvpRuleParam>("jvp_jaxpr_fun");
+  CustomJvpRule inner = old.rule;
+  std::vector<std::optional<int64_t>> arg_axes;
+  for (size_t i = static_cast<size_t>(nc); i < dims.size(); ++i)
+    arg_axes.push_back(dims[i] == kNotMapped ? std::nullopt : std::optional<int64_t>(dims[i]));
+  size_t n_out = c.out_avals().size();
+  CustomJvpRule batched = [inner, arg_axes, axis, n_out](const std::vector<Array>& ps, const std::vector<Array>& ts) {
+    std::vector<Array> both = ps;
+    both.insert(both.end(), ts.begin(), ts.end());
+    std::vector<std::optional<int64_t>> ax = arg_axes;
+    ax.insert(ax.end(), arg_axes.begin(), arg_axes.end());
+    size_t n = ps.size();
+    FlatFn f = [&](const std::vector<Array>& xs) {
+      std::vector<Array> p2(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(n)), t2(xs.begin() + static_cast<std::ptrdiff_t>(n), xs.end());
+      auto [o, to] = inner(p2, t2);
+      o.insert(o.end(), to.begin(), to.end());
+      return o;
+    };
+    std::vector<Array> r = vmap_flat(f, both, ax, {0}, axis.name, axis.size);
+    return std::make_pair(std::vector<Array>(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(n_out)),
+                          std::vector<Array>(r.begin() + static_cast<std::ptrdiff_t>(n_out), r.end()));
+  };
+  Params np = params.with("call_jaxpr", hoisted(bj))
+                  .with("jvp_jaxpr_fun", Ref<const ParamObject>(new JvpRuleParam(batched, old.name)));
+  Arrays outs = bind(p, vals, np);
+  BatchDims od(outs.size(), 0);
+  return {std::move(outs), od};
+}
+
+// ---- custom_vjp_call ----------------------------------------------------------------------------------
+JvpResult custom_vjp_jvp(const Primitive&, std::span<const Array>, std::span<const Array>, const Params&) {
+  fail<TypeError>(
+      "can't apply forward-mode autodiff (jvp) to a custom_vjp function; use custom_jvp for forward mode, or "
+      "reverse mode (grad/vjp) for this function");
+}
+
+JvpResult custom_vjp_linearize(const Primitive&, std::span<const Array> primals, std::span<const Array> tangents,
+                               const Params& params) {
+  int64_t nc = params.get_int("num_consts");
+  const auto& rule = params.get_object<VjpRuleParam>("rule");
+  std::vector<Array> ps(primals.begin() + nc, primals.end());
+  auto [outs, res] = rule.fwd(ps);
+  std::vector<Aval> want = call_of(params).out_avals();
+  check_rule_outputs("custom_vjp fwd", outs, want);
+  Arrays lin_in(res.begin(), res.end());
+  for (size_t i = static_cast<size_t>(nc); i < primals.size(); ++i)
+    lin_in.push_back(prims::instantiate(tangents[i], primals[i].aval()));
+  std::vector<Aval> arg_avals;
+  for (size_t i = static_cast<size_t>(nc); i < primals.size(); ++i) arg_avals.push_back(primals[i].aval());
+  Params lp{{"bwd", params.get<Ref<const ParamObject>>("rule")},
+            {"num_res", static_cast<int64_t>(res.size())},
+            {"out_avals", Ref<const ParamObject>(new AvalsParam(want))}};
+  Arrays touts = bind(custom_lin_p, lin_in, lp);
+  return {Arrays(outs.begin(), outs.end()), std::move(touts)};
+}
+
+BatchResult custom_vjp_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                                    const BatchInfo& axis, const Params& params) {
+  int64_t nc = params.get_int("num_consts");
+  const ClosedJaxpr& c = call_of(params);
+  std::vector<int64_t> dv(dims.begin(), dims.end());
+  ClosedJaxpr bj = batch_jaxpr(c, dv, axis.size, axis.name);
+  const auto& old = params.get_object<VjpRuleParam>("rule");
+  std::vector<std::optional<int64_t>> arg_axes;
+  for (size_t i = static_cast<size_t>(nc); i < dims.size(); ++i)
+    arg_axes.push_back(dims[i] == kNotMapped ? std::nullopt : std::optional<int64_t>(dims[i]));
+  size_t n_out = c.out_avals().size();
+  CustomFwd fwd = [f = old.fwd, arg_axes, axis, n_out](const std::vector<Array>& ps) {
+    auto n_res = std::make_shared<size_t>(0);
+    FlatFn g = [&](const std::vector<Array>& xs) {
+      auto [o, r] = f(xs);
+      *n_res = r.size();
+      o.insert(o.end(), r.begin(), r.end());
+      return o;
+    };
+    std::vector<Array> all = vmap_flat(g, ps, arg_axes, {0}, axis.name, axis.size);
+    return std::make_pair(std::vector<Array>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_out)),
+                          std::vector<Array>(all.begin() + static_cast<std::ptrdiff_t>(n_out), all.end()));
+  };
+  CustomBwd bwd = [b = old.bwd, arg_axes, axis](const std::vector<Array>& res, const std::vector<Array>& cts) {
+    std::vector<Array> both = res;
+    both.insert(both.end(), cts.begin(), cts.end());
+    size_t nr = res.size();
+    FlatFn g = [&](const std::vector<Array>& xs) {
+      return b(std::vector<Array>(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(nr)),
+               std::vector<Array>(xs.begin() + static_cast<std::ptrdiff_t>(nr), xs.end()));
+    };
+    std::vector<std::optional<int64_t>> ax(both.size(), 0);
+    std::vector<Array> out = vmap_flat(g, both, ax, {0}, axis.name, axis.size);
+    // inputs that were not batched get the sum of the per-lane cotangents
+    for (size_t i = 0; i < out.size() && i < arg_axes.size(); ++i) {
+      if (!arg_axes[i]) {
+        out[i] = lax::reduce_sum(out[i], {0});
+      } else if (*arg_axes[i] != 0) {
+        out[i] = lax::moveaxis(out[i], 0, *arg_axes[i]);
+      }
+    }
+    return out;
+  };
+  Params np = params.with("call_jaxpr", hoisted(bj))
+                  .with("rule", Ref<const ParamObject>(new VjpRuleParam(fwd, bwd, old.name)));
+  Arrays outs = bind(p, vals, np);
+  BatchDims od(outs.size(), 0);
+  return {std::move(outs), od};
+}
+
+// ---- custom_lin -----------------------------------------------------------------------------------------
+Avals lin_shape(const Primitive&, AvalPtrs, const Params& params) {
+  Avals out;
+  for (auto& a : params.get_object<AvalsParam>("out_avals").avals) out.push_back(a);
+  return out;
+}
+
+Arrays lin_impl(const Primitive&, std::span<const Array>, std::span<const Aval>, const Params&) {
+  fail<TypeError>("can't apply forward-mode autodiff (jvp) to a custom_vjp function");
+}
+
+Arrays lin_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg> args, const Params& params) {
+  int64_t nr = params.get_int("num_res");
+  const auto& rule = params.get_object<VjpRuleParam>("bwd");
+  const auto& out_avals = params.get_object<AvalsParam>("out_avals").avals;
+  std::vector<Array> res, ct;
+  for (int64_t i = 0; i < nr; ++i) res.push_back(args[static_cast<size_t>(i)].value);
+  for (size_t i = 0; i < cts.size(); ++i) ct.push_back(prims::instantiate(cts[i], out_avals[i]));
+  std::vector<Array> in_cts = rule.bwd(res, ct);
+  size_t n_args = args.size() - static_cast<size_t>(nr);
+  if (in_cts.size() != n_args)
+    fail<ValueError>("custom_vjp bwd returned ", in_cts.size(), " cotangents for ", n_args, " inputs");
+  Arrays out(args.size());
+  for (size_t i = 0; i < n_args; ++i) {
+    const TArg& a = args[static_cast<size_t>(nr) + i];
+    if (in_cts[i].valid() && (in_cts[i].shape() != a.aval.shape || in_cts[i].dtype() != a.aval.dtype))
+      fail<TypeError>("custom_vjp bwd: cotangent ", i, " has type ", in_cts[i].aval().str(), ", the input has type ",
+                      a.aval.str());
+    out[static_cast<size_t>(nr) + i] = in_cts[i];
+  }
+  return out;
+}
+
+void register_all() {
+  static bool done = [] {
+    prims::register_primitive(&custom_jvp_call_p);
+    prims::register_primitive(&custom_vjp_call_p);
+    prims::register_primitive(&custom_lin_p);
+    return true;
+  }();
+  (void)done;
+}
+
+ClosedJaxpr trace_call(const FlatFn& f, const std::vector<Array>& args) {
+  std::vector<Aval> avals;
+  for (auto& a : args) avals.push_back(a.aval());
+  return make_jaxpr_flat(f, avals, "custom");
+}
+
+}  // namespace
+
+const Primitive custom_jvp_call_p{"custom_jvp_call", kHigherOrder | kMultipleResults, &call_shape, &call_impl,
+                                  &custom_jvp_jvp,   nullptr,                         &custom_jvp_batch};
+const Primitive custom_vjp_call_p{"custom_vjp_call", kHigherOrder | kMultipleResults,
+                                  &call_shape,       &call_impl,
+                                  &custom_vjp_jvp,   nullptr,
+                                  &custom_vjp_batch, &custom_vjp_linearize};
+const Primitive custom_lin_p{"custom_lin", kMultipleResults, &lin_shape, &lin_impl, nullptr, &lin_transpose, nullptr};
+
+std::vector<Array> custom_jvp_apply(const FlatFn& f, const CustomJvpRule& rule, const std::vector<Array>& args,
+                                    const std::string& name) {
+  if (current_trace() == eval_trace()) return f(args);
+  register_all();
+  ClosedJaxpr c = trace_call(f, args);
+  std::vector<Array> ins = c.consts;
+  ins.insert(ins.end(), args.begin(), args.end());
+  Params p{{"call_jaxpr", std::make_shared<const ClosedJaxpr>(hoist_consts(*c.jaxpr), std::vector<Array>{})},
+           {"jvp_jaxpr_fun", Ref<const ParamObject>(new JvpRuleParam(rule, name))},
+           {"num_consts", static_cast<int64_t>(c.consts.size())},
+           {"symbolic_zeros", false}};
+  Arrays out = bind(custom_jvp_call_p, ins, p);
+  return std::vector<Array>(out.begin(), out.end());
+}
+
+std::vector<Array> custom_vjp_apply(const FlatFn& f, const CustomFwd& fwd, const CustomBwd& bwd,
+                                    const std::vector<Array>& args, const std::string& name) {
+  if (current_trace() == eval_trace()) return f(args);
+  register_all();
+  ClosedJaxpr c = trace_call(f, args);
+  std::vector<Array> ins = c.consts;
+  ins.insert(ins.end(), args.begin(), args.end());
+  Params p{{"call_jaxpr", std::make_shared<const ClosedJaxpr>(hoist_consts(*c.jaxpr), std::vector<Array>{})},
+           {"num_consts", static_cast<int64_t>(c.consts.size())},
+           {"rule", Ref<const ParamObject>(new VjpRuleParam(fwd, bwd, name))}};
+  Arrays out = bind(custom_vjp_call_p, ins, p);
+  return std::vector<Array>(out.begin(), out.end());
+}
+
+}  // namespace graft

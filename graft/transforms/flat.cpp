@@ -1,0 +1,255 @@
+#include "graft/transforms/flat.h"
+
+#include "graft/core/trace.h"
+#include "graft/interp/batching.h"
+#include "graft/interp/jvp.h"
+#include "graft/interp/staging.h"
+#include "graft/interp/transpose.h"
+#include "graft/prims/lax.h"
+
+namespace graft {
+
+namespace {
+// Ends a trace when the transformation returns, even by exception (later uses of its tracers are
+// then reported as leaks instead of silently misbehaving).
+struct EndOnExit {
+  Trace* t;
+  ~EndOnExit() { t->end(); }
+};
+
+Array zeros_for(const Aval& a) { return lax::zeros(Aval(a.shape, a.dtype)); }
+}  // namespace
+
+std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f, const std::vector<Array>& primals,
+                                                         const std::vector<Array>& tangents) {
+  if (primals.size() != tangents.size())
+    fail<ValueError>("jvp: got ", primals.size(), " primals and ", tangents.size(), " tangents");
+  for (size_t i = 0; i < primals.size(); ++i) {
+    if (!tangents[i].valid()) continue;
+    if (tangents[i].shape() != primals[i].shape() || tangents[i].dtype() != primals[i].dtype())
+      fail<TypeError>("jvp: tangent ", i, " has type ", tangents[i].aval().str(), " but its primal has type ",
+                      primals[i].aval().str(), "; primal and tangent types must match");
+  }
+  auto J = make_ref<JVPTrace>(Ref<Trace>(current_trace()), nullptr, "jvp");
+  std::vector<Array> outs;
+  {
+    EndOnExit end{J.get()};
+    std::vector<Array> ins;
+    for (size_t i = 0; i < primals.size(); ++i)
+      ins.push_back(is_floating(primals[i].dtype()) ? J->make(primals[i], tangents[i]) : primals[i]);
+    TraceScope scope(J.get());
+    outs = f(ins);
+  }
+  std::vector<Array> po, to;
+  for (auto& o : outs) {
+    auto [p, t] = J->unpack(o);
+    to.push_back(t.valid() ? t : zeros_for(p.aval()));
+    po.push_back(std::move(p));
+  }
+  return {po, to};
+}
+
+Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals) {
+  Ref<Trace> parent(current_trace());
+  auto S = make_ref<StagingTrace>(parent, "grad", /*forward_known=*/true);
+  auto L = make_ref<JVPTrace>(parent, S.get(), "grad");
+  Linearized r;
+  std::vector<Array> outs;
+  {
+    EndOnExit end_s{S.get()}, end_l{L.get()};
+    std::vector<Array> ins;
+    for (size_t i = 0; i < primals.size(); ++i) {
+      if (!primals[i].valid()) fail<ValueError>("grad: argument ", i, " is a null array");
+      Array t;
+      if (is_floating(primals[i].dtype())) {
+        t = S->new_arg(primals[i].aval());
+        r.in_index.push_back(static_cast<int>(i));
+        r.in_avals.push_back(primals[i].aval());
+      }
+      ins.push_back(L->make(primals[i], t));
+    }
+    {
+      TraceScope scope(L.get());
+      outs = f(ins);
+    }
+    std::vector<Array> touts;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto [p, t] = L->unpack(outs[i]);
+      if (t.valid()) {
+        touts.push_back(t);
+        r.out_index.push_back(static_cast<int>(i));
+        r.out_avals.push_back(p.aval());
+      }
+      r.outs.push_back(std::move(p));
+    }
+    r.linear = S->finish(touts);
+  }
+  return r;
+}
+
+VjpResult vjp_flat(const FlatFn& f, const std::vector<Array>& primals) {
+  auto lin = std::make_shared<Linearized>(linearize_flat(f, primals));
+  std::vector<Aval> in_avals, out_avals;
+  for (auto& p : primals) in_avals.push_back(p.aval());
+  for (auto& o : lin->outs) out_avals.push_back(o.aval());
+  VjpResult r;
+  r.outs = lin->outs;
+  r.pullback = [lin, in_avals, out_avals](const std::vector<Array>& cts) {
+    if (cts.size() != out_avals.size())
+      fail<ValueError>("vjp: the pullback takes ", out_avals.size(), " cotangents, got ", cts.size());
+    for (size_t i = 0; i < cts.size(); ++i)
+      if (cts[i].valid() && (cts[i].shape() != out_avals[i].shape || cts[i].dtype() != out_avals[i].dtype))
+        fail<TypeError>("vjp: cotangent ", i, " has type ", cts[i].aval().str(), " but the output has type ",
+                        out_avals[i].str());
+    std::vector<Array> lin_cts;
+    for (int k : lin->out_index) lin_cts.push_back(cts[static_cast<size_t>(k)]);
+    Arrays ct_in = backward_pass(*lin->linear.jaxpr, lin->linear.consts, lin_cts);
+    std::vector<Array> result;
+    result.resize(in_avals.size());
+    for (size_t k = 0; k < lin->in_index.size(); ++k) result[static_cast<size_t>(lin->in_index[k])] = ct_in[k];
+    for (size_t i = 0; i < result.size(); ++i)
+      if (!result[i].valid()) result[i] = zeros_for(in_avals[i]);
+    return result;
+  };
+  return r;
+}
+
+std::vector<Array> vmap_flat(const FlatFn& f, const std::vector<Array>& args,
+                             const std::vector<std::optional<int64_t>>& in_axes, const std::vector<int64_t>& out_axes,
+                             const std::string& axis_name, std::optional<int64_t> axis_size) {
+  if (in_axes.size() != args.size())
+    fail<ValueError>("vmap: in_axes has ", in_axes.size(), " entries for ", args.size(), " array arguments");
+  std::optional<int64_t> size = axis_size;
+  std::vector<int64_t> axes(args.size(), kNotMapped);
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!in_axes[i]) continue;
+    int64_t ax = normalize_axis(*in_axes[i], args[i].ndim(), "vmap in_axes");
+    axes[i] = ax;
+    int64_t n = args[i].shape()[ax];
+    if (size && *size != n)
+      fail<ValueError>("vmap got inconsistent sizes for the mapped axis: argument ", i, " (", args[i].aval().str(),
+                       ") has size ", n, " along axis ", ax, ", expected ", *size);
+    size = n;
+  }
+  if (!size) fail<ValueError>("vmap must have at least one non-None value in in_axes (or an axis_size)");
+  auto B = make_ref<BatchTrace>(Ref<Trace>(current_trace()), BatchInfo{*size, axis_name});
+  std::vector<Array> outs;
+  {
+    EndOnExit end{B.get()};
+    std::vector<Array> ins;
+    for (size_t i = 0; i < args.size(); ++i) ins.push_back(B->make(args[i], axes[i]));
+    TraceScope scope(B.get());
+    outs = f(ins);
+  }
+  std::vector<Array> result;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    auto [v, d] = B->unpack(outs[i]);
+    int64_t oa = out_axes.empty() ? 0 : out_axes[out_axes.size() == 1 ? 0 : i];
+    if (d == kNotMapped) {
+      // an output that does not depend on the mapped inputs is broadcast along the new axis
+      Shape s = v.shape();
+      int64_t pos = normalize_axis(oa, v.ndim() + 1, "vmap out_axes");
+      s.insert(s.begin() + pos, *size);
+      Axes bd;
+      for (int64_t k = 0; k < v.ndim(); ++k) bd.push_back(k < pos ? k : k + 1);
+      result.push_back(lax::broadcast_in_dim(v, s, bd));
+    } else {
+      result.push_back(lax::moveaxis(v, d, normalize_axis(oa, v.ndim(), "vmap out_axes")));
+    }
+  }
+  return result;
+}
+
+ClosedJaxpr make_jaxpr_flat(const FlatFn& f, const std::vector<Aval>& in_avals, const std::string& kind) {
+  auto S = make_ref<StagingTrace>(Ref<Trace>(current_trace()), kind);
+  EndOnExit end{S.get()};
+  std::vector<Array> args;
+  for (auto& a : in_avals) args.push_back(S->new_arg(a));
+  std::vector<Array> outs;
+  {
+    TraceScope scope(S.get());
+    outs = f(args);
+  }
+  return S->finish(outs);
+}
+
+std::shared_ptr<const Jaxpr> hoist_consts(const Jaxpr& j) {
+  auto h = std::make_shared<Jaxpr>();
+  h->invars = j.constvars;
+  h->invars.insert(h->invars.end(), j.invars.begin(), j.invars.end());
+  h->eqns = j.eqns;
+  h->outvars = j.outvars;
+  return h;
+}
+
+ClosedJaxpr jvp_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& nonzero) {
+  std::vector<Aval> avals = j.in_avals();
+  size_t n = avals.size();
+  for (size_t i = 0; i < n; ++i)
+    if (nonzero[i]) avals.push_back(avals[i]);
+  FlatFn g = [&](const std::vector<Array>& args) {
+    std::vector<Array> primals(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(n)), tangents(n);
+    size_t k = n;
+    for (size_t i = 0; i < n; ++i)
+      if (nonzero[i]) tangents[i] = args[k++];
+    FlatFn body = [&](const std::vector<Array>& xs) {
+      Arrays o = eval_jaxpr(j, xs);
+      return std::vector<Array>(o.begin(), o.end());
+    };
+    auto [po, to] = jvp_flat(body, primals, tangents);
+    po.insert(po.end(), to.begin(), to.end());
+    return po;
+  };
+  return make_jaxpr_flat(g, avals, "jvp");
+}
+
+ClosedJaxpr batch_jaxpr(const ClosedJaxpr& j, const std::vector<int64_t>& dims, int64_t size,
+                        const std::string& name) {
+  std::vector<Aval> avals = j.in_avals();
+  std::vector<std::optional<int64_t>> in_axes;
+  for (size_t i = 0; i < avals.size(); ++i) {
+    if (dims[i] == kNotMapped) {
+      in_axes.push_back(std::nullopt);
+    } else {
+      avals[i].shape.insert(avals[i].shape.begin() + dims[i], size);
+      in_axes.push_back(dims[i]);
+    }
+  }
+  FlatFn g = [&](const std::vector<Array>& args) {
+    FlatFn body = [&](const std::vector<Array>& xs) {
+      Arrays o = eval_jaxpr(j, xs);
+      return std::vector<Array>(o.begin(), o.end());
+    };
+    return vmap_flat(body, args, in_axes, {0}, name, size);
+  };
+  return make_jaxpr_flat(g, avals, "vmap");
+}
+
+PartialEval partial_eval_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& unknown_inputs) {
+  auto K = make_ref<StagingTrace>(Ref<Trace>(current_trace()), "partial_eval");
+  auto U = make_ref<StagingTrace>(K, "partial_eval", /*forward_known=*/true);
+  EndOnExit end_k{K.get()}, end_u{U.get()};
+  std::vector<Aval> avals = j.in_avals();
+  std::vector<Array> ins;
+  for (size_t i = 0; i < avals.size(); ++i) ins.push_back(unknown_inputs[i] ? U->new_arg(avals[i]) : K->new_arg(avals[i]));
+  Arrays outs;
+  {
+    TraceScope scope(U.get());
+    outs = eval_jaxpr(j, ins);
+  }
+  PartialEval r;
+  std::vector<Array> known_outs, unknown_outs;
+  for (auto& o : outs) {
+    bool unknown = o.is_tracer() && o.tracer()->trace() == U.get();
+    r.out_unknown.push_back(unknown);
+    (unknown ? unknown_outs : known_outs).push_back(o);
+  }
+  ClosedJaxpr u = U->finish(unknown_outs);
+  r.num_residuals = u.consts.size();
+  known_outs.insert(known_outs.end(), u.consts.begin(), u.consts.end());
+  r.known = K->finish(known_outs);
+  r.unknown = ClosedJaxpr(hoist_consts(*u.jaxpr), {});
+  return r;
+}
+
+}  // namespace graft

@@ -1,0 +1,255 @@
+// The jit call primitive (all its rules) and jit's trace cache.
+#include "graft/transforms/jit.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "graft/core/trace.h"
+#include "graft/interp/transpose.h"
+#include "graft/prims/primitives.h"
+#include "graft/prims/rules.h"
+
+namespace graft {
+
+namespace {
+
+const ClosedJaxpr& call_of(const Params& p) { return p.get_jaxpr("jaxpr"); }
+const std::string& name_of(const Params& p) { return p.get<std::string>("name"); }
+
+std::string mask_key(const char* tag, const std::vector<bool>& m) {
+  std::string k = tag;
+  for (bool b : m) k += b ? '1' : '0';
+  return k;
+}
+
+Avals jit_shape(const Primitive& p, AvalPtrs in, const Params& params) {
+  const ClosedJaxpr& c = call_of(params);
+  const auto& invars = c.jaxpr->invars;
+  if (in.size() != invars.size())
+    fail<ValueError>("jit: the function takes ", invars.size(), " arrays, got ", in.size(), " (", prims::avals_str(in),
+                     ")");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!in[i]->same_type(invars[i]->aval))
+      fail<TypeError>("jit: argument ", i, " has type ", in[i]->str(), ", the traced function expects ",
+                      invars[i]->aval.str());
+  Avals out;
+  for (auto& a : c.out_avals()) out.push_back(a);
+  return out;
+}
+
+Arrays jit_impl(const Primitive&, std::span<const Array> in, std::span<const Aval>, const Params& params) {
+  return Executable::of(call_of(params)).run(in);
+}
+
+JvpResult jit_jvp(const Primitive&, std::span<const Array> primals, std::span<const Array> tangents,
+                  const Params& params) {
+  const ClosedJaxpr& c = call_of(params);
+  std::vector<bool> nz;
+  for (auto& t : tangents) nz.push_back(t.valid());
+  auto jj = c.derived<ClosedJaxpr>(mask_key("jvp", nz), [&] { return *hoisted(jvp_jaxpr(c, nz)); });
+  Arrays args(primals.begin(), primals.end());
+  for (auto& t : tangents)
+    if (t.valid()) args.push_back(t);
+  Arrays outs = jit_call(jj, args, name_of(params));
+  size_t n = outs.size() / 2;
+  JvpResult r;
+  for (size_t i = 0; i < n; ++i) {
+    r.primals.push_back(outs[i]);
+    r.tangents.push_back(outs[n + i]);
+  }
+  return r;
+}
+
+// Under grad: split the JVP of the body into a known part (run now, as one jit call) and the linear
+// part, whose equations are recorded into the linear program being built (the current trace).
+struct LinearizedCall {
+  JaxprPtr known, unknown;
+  std::vector<bool> out_unknown;
+  size_t num_known_outs = 0;
+};
+
+JvpResult jit_linearize(const Primitive&, std::span<const Array> primals, std::span<const Array> tangents,
+                        const Params& params) {
+  const ClosedJaxpr& c = call_of(params);
+  std::vector<bool> nz;
+  for (auto& t : tangents) nz.push_back(t.valid());
+  auto lc = c.derived<LinearizedCall>(mask_key("linearize", nz), [&] {
+    ClosedJaxpr jj = *hoisted(jvp_jaxpr(c, nz));
+    std::vector<bool> unknown(primals.size(), false);
+    for (bool b : nz)
+      if (b) unknown.push_back(true);
+    PartialEval pe = partial_eval_jaxpr(jj, unknown);
+    LinearizedCall r{hoisted(pe.known), std::make_shared<const ClosedJaxpr>(pe.unknown), pe.out_unknown, 0};
+    for (bool u : pe.out_unknown) r.num_known_outs += u ? 0 : 1;
+    return r;
+  });
+  Arrays known_outs = jit_call(lc->known, primals, name_of(params));
+  Arrays lin_in(known_outs.begin() + static_cast<std::ptrdiff_t>(lc->num_known_outs), known_outs.end());
+  for (auto& t : tangents)
+    if (t.valid()) lin_in.push_back(t);
+  Arrays unknown_outs = eval_jaxpr(*lc->unknown, lin_in);
+  Arrays all;
+  size_t ki = 0, ui = 0;
+  for (bool u : lc->out_unknown) all.push_back(u ? unknown_outs[ui++] : known_outs[ki++]);
+  size_t n = all.size() / 2;
+  JvpResult r;
+  for (size_t i = 0; i < n; ++i) {
+    r.primals.push_back(all[i]);
+    r.tangents.push_back(all[n + i]);
+  }
+  return r;
+}
+
+Arrays jit_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg> args, const Params& params) {
+  const ClosedJaxpr& c = call_of(params);
+  const Jaxpr& j = *c.jaxpr;
+  // view the body as linear in the linear arguments, with its consts and the other arguments known
+  Jaxpr view;
+  view.constvars = j.constvars;
+  std::vector<Array> known = c.consts;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].linear) {
+      view.invars.push_back(j.invars[i]);
+    } else {
+      view.constvars.push_back(j.invars[i]);
+      known.push_back(args[i].value);
+    }
+  }
+  view.eqns = j.eqns;
+  view.outvars = j.outvars;
+  Arrays lin_cts = backward_pass(view, known, cts);
+  Arrays out(args.size());
+  size_t k = 0;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].linear) out[i] = lin_cts[k++];
+  return out;
+}
+
+BatchResult jit_batch(const Primitive&, std::span<const Array> vals, std::span<const int64_t> dims,
+                             const BatchInfo& axis, const Params& params) {
+  const ClosedJaxpr& c = call_of(params);
+  std::string key = "vmap" + std::to_string(axis.size) + ":" + axis.name + ":";
+  for (auto d : dims) key += std::to_string(d) + ",";
+  std::vector<int64_t> dv(dims.begin(), dims.end());
+  auto bj = c.derived<ClosedJaxpr>(key, [&] { return *hoisted(batch_jaxpr(c, dv, axis.size, axis.name)); });
+  Arrays outs = jit_call(bj, vals, name_of(params));
+  BatchDims od(outs.size(), 0);
+  return {std::move(outs), od};
+}
+
+}  // namespace
+
+const Primitive jit_p{"jit",           kHigherOrder | kMultipleResults, &jit_shape, &jit_impl, &jit_jvp,
+                      &jit_transpose, &jit_batch,                      &jit_linearize};
+
+JaxprPtr hoisted(const ClosedJaxpr& j) {
+  for (auto& c : j.consts)
+    if (!c.is_concrete())
+      fail<ValueError>("jit: a derived jaxpr captured a traced value (", c.aval().str(), "); this is a graft bug");
+  return std::make_shared<const ClosedJaxpr>(j.jaxpr, j.consts);
+}
+
+Arrays jit_call(const JaxprPtr& call, std::span<const Array> args, const std::string& name) {
+  static bool registered = (prims::register_primitive(&jit_p), true);
+  (void)registered;
+  return bind(jit_p, args, {{"jaxpr", call}, {"name", name}});
+}
+
+namespace detail {
+
+bool log_compiles() {
+  static bool on = [] {
+    const char* e = std::getenv("GRAFT_LOG_COMPILES");
+    return e && *e && std::string(e) != "0";
+  }();
+  return on;
+}
+
+void append_aval_key(std::string& key, const std::vector<Array>& leaves) {
+  for (auto& x : leaves) {
+    if (!x.valid()) fail<ValueError>("jit: a null array was passed");
+    key += x.aval().str();
+    if (x.weak_type()) key += '~';
+    key += ';';
+  }
+}
+
+namespace {
+std::string avals_list(const std::vector<Aval>& a) {
+  std::string s = "(";
+  for (size_t i = 0; i < a.size(); ++i) s += (i ? ", " : "") + a[i].str();
+  return s + ")";
+}
+
+std::string explain_miss(const std::vector<std::pair<std::string, std::vector<Aval>>>& history,
+                         const std::string& key, const std::vector<Aval>& avals) {
+  if (history.empty()) return "first call";
+  // the most similar earlier trace: same number of arrays, fewest differences
+  const std::vector<Aval>* best = nullptr;
+  size_t best_diff = SIZE_MAX;
+  for (auto& [k, a] : history) {
+    if (a.size() != avals.size()) continue;
+    size_t d = 0;
+    for (size_t i = 0; i < a.size(); ++i) d += (a[i] == avals[i]) ? 0 : 1;
+    if (d < best_diff) {
+      best_diff = d;
+      best = &a;
+    }
+  }
+  if (!best) return "the number of array arguments changed (now " + std::to_string(avals.size()) + ")";
+  if (best_diff == 0) return "static arguments or the pytree structure changed";
+  std::string s;
+  for (size_t i = 0; i < avals.size(); ++i) {
+    if ((*best)[i] == avals[i]) continue;
+    if (!s.empty()) s += "; ";
+    s += "array argument " + std::to_string(i) + " changed from " + (*best)[i].str() +
+         ((*best)[i].weak_type ? " (weak)" : "") + " to " + avals[i].str() + (avals[i].weak_type ? " (weak)" : "");
+  }
+  (void)key;
+  return s;
+}
+}  // namespace
+
+std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std::vector<Aval>& avals,
+                                              const std::function<ClosedJaxpr(TreeDef&)>& trace) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    why = explain_miss(history_, key, avals);
+  }
+  auto e = std::make_shared<JitEntry>();
+  ClosedJaxpr closed = trace(e->out_def);  // no lock held: the function may call itself
+  e->call = std::make_shared<const ClosedJaxpr>(hoist_consts(*closed.jaxpr), std::vector<Array>{});
+  e->consts = closed.consts;
+  bool cacheable = true;
+  for (auto& c : e->consts) cacheable = cacheable && c.is_concrete();
+  if (cacheable) e->exe = std::shared_ptr<const Executable>(e->call, &Executable::of(*e->call));
+  std::lock_guard<std::mutex> lk(mu_);
+  ++traces_;
+  if (log_compiles())
+    std::cerr << "graft: tracing jit(" << opts.name << ") for " << avals_list(avals) << " -- " << why
+              << (cacheable ? "" : " (not cached: it closes over a value of an enclosing transformation)") << "\n";
+  if (!cacheable) return e;
+  history_.emplace_back(key, avals);
+  cache_[key] = e;
+  return e;
+}
+
+std::vector<Array> JitState::run(const JitEntry& e, const std::vector<Array>& leaves) const {
+  std::vector<Array> args = e.consts;
+  args.insert(args.end(), leaves.begin(), leaves.end());
+  bool eager = current_trace() == eval_trace() && e.exe;
+  for (auto& a : args) eager = eager && a.is_concrete();
+  Arrays out = eager ? e.exe->run(args) : jit_call(e.call, args, opts.name);
+  return std::vector<Array>(out.begin(), out.end());
+}
+
+}  // namespace detail
+
+}  // namespace graft

@@ -1,0 +1,73 @@
+// jit's runtime: the `jit` call primitive, the trace cache keyed on avals and static arguments, and
+// cache-miss logging (GRAFT_LOG_COMPILES=1).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graft/compiler/executable.h"
+#include "graft/core/primitive.h"
+#include "graft/ir/jaxpr.h"
+#include "graft/transforms/flat.h"
+#include "graft/transforms/pytree.h"
+
+namespace graft {
+
+/// The call primitive that jit stages: `jit[jaxpr={...} name=f] consts... args...`.
+extern const Primitive jit_p;
+
+struct JitOptions {
+  std::string name = "<lambda>";
+  /// Arguments whose buffers the compiled function may reuse for its outputs (see BENCHMARKS/docs;
+  /// recorded for the compiler, which performs in-place updates when the caller holds no other
+  /// reference).
+  std::vector<int> donate_argnums;
+};
+
+namespace detail {
+
+/// One traced specialization of a jitted function.
+struct JitEntry {
+  JaxprPtr call;            ///< consts hoisted to leading inputs; no consts of its own
+  std::vector<Array> consts;
+  TreeDef out_def;
+  std::shared_ptr<const Executable> exe;
+};
+
+/// The per-function cache (shared by copies of a jitted callable).
+class JitState {
+ public:
+  explicit JitState(JitOptions o) : opts(std::move(o)) {}
+  /// Returns the entry for `key`, tracing with `trace` on a miss (logged when GRAFT_LOG_COMPILES=1).
+  std::shared_ptr<const JitEntry> get(const std::string& key, const std::vector<Aval>& avals,
+                                      const std::function<ClosedJaxpr(TreeDef&)>& trace);
+  /// Runs an entry on the flat arguments (directly when eager, else by binding jit_p).
+  std::vector<Array> run(const JitEntry& e, const std::vector<Array>& leaves) const;
+  size_t num_traces() const { return traces_; }
+  JitOptions opts;
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const JitEntry>> cache_;
+  std::vector<std::pair<std::string, std::vector<Aval>>> history_;
+  std::vector<std::string> static_history_;
+  size_t traces_ = 0;
+};
+
+/// Appends the aval spelling of leaves to a cache key ("f32[3]~" marks weak types).
+void append_aval_key(std::string& key, const std::vector<Array>& leaves);
+/// Whether compile logging is on (GRAFT_LOG_COMPILES).
+bool log_compiles();
+
+}  // namespace detail
+
+/// Binds jit_p on `args` for a closed jaxpr whose consts are hoisted (what jit and the compiler use).
+Arrays jit_call(const JaxprPtr& call, std::span<const Array> args, const std::string& name);
+/// A shared copy of a closed jaxpr whose consts are all concrete (checked), for jit_p's parameter.
+JaxprPtr hoisted(const ClosedJaxpr& j);
+
+}  // namespace graft

@@ -1,0 +1,276 @@
+// Pytrees: nested containers of arrays that transformations flatten to lists of leaves and rebuild.
+//
+// Supported as arguments and results of transformed functions: Array, graft::Tree (a dynamic tree of
+// lists and string-keyed dicts, for model parameters), std::vector<T>, std::array<T, N>,
+// std::map<std::string, T>, std::pair and std::tuple of those. Arguments of other types (ints,
+// doubles, strings, enums, ...) are *static*: they are passed through unchanged, and jit keys its
+// cache on their values.
+//
+//   graft::Tree params = graft::Tree::dict({{"w", w}, {"b", b}});
+//   auto g = graft::grad(loss)(params, x, y);   // g has params' structure
+//   g["w"].array();
+#pragma once
+
+#include <array>
+#include <initializer_list>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "graft/core/array.h"
+
+namespace graft {
+
+/// A dynamic pytree: None, an Array leaf, a list of trees, or a string-keyed dict of trees.
+class Tree {
+ public:
+  Tree() = default;  ///< None (no leaves)
+  Tree(Array a) : v_(std::move(a)) {}  // NOLINT: a leaf
+  Tree(std::vector<Tree> l) : v_(std::move(l)) {}  // NOLINT
+  Tree(std::map<std::string, Tree> d) : v_(std::move(d)) {}  // NOLINT
+  static Tree list(std::initializer_list<Tree> items) { return Tree(std::vector<Tree>(items)); }
+  static Tree dict(std::initializer_list<std::pair<const std::string, Tree>> items) {
+    return Tree(std::map<std::string, Tree>(items));
+  }
+
+  bool is_none() const { return v_.index() == 0; }
+  bool is_leaf() const { return v_.index() == 1; }
+  bool is_list() const { return v_.index() == 2; }
+  bool is_dict() const { return v_.index() == 3; }
+
+  /// The leaf array (throws if this node is not a leaf).
+  const Array& array() const;
+  Array& array();
+  operator Array() const { return array(); }  // NOLINT: leaves convert to arrays
+  const std::vector<Tree>& items() const;
+  std::vector<Tree>& items();
+  const std::map<std::string, Tree>& dict() const;
+  std::map<std::string, Tree>& dict();
+  /// Dict access (inserts None for a new key on the non-const version).
+  Tree& operator[](const std::string& key);
+  const Tree& operator[](const std::string& key) const;
+  Tree& operator[](const char* key) { return (*this)[std::string(key)]; }
+  const Tree& operator[](const char* key) const { return (*this)[std::string(key)]; }
+  /// List access.
+  Tree& operator[](size_t i);
+  const Tree& operator[](size_t i) const;
+  Tree& operator[](int i) { return (*this)[static_cast<size_t>(i)]; }
+  const Tree& operator[](int i) const { return (*this)[static_cast<size_t>(i)]; }
+  size_t size() const;
+
+  /// Leaves in order (dict keys sorted).
+  std::vector<Array> leaves() const;
+  /// A tree of this structure with the given leaves (consumed from `it`).
+  Tree with_leaves(const Array*& it) const;
+  Tree with_leaves(const std::vector<Array>& leaves) const;
+  /// "{'b': *, 'w': *}"-style structure string (used in jit cache keys and errors).
+  std::string structure() const;
+
+ private:
+  std::variant<std::monostate, Array, std::vector<Tree>, std::map<std::string, Tree>> v_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tree& t);
+
+/// Applies f to every leaf: tree_map(f, t) or tree_map(f, a, b) for two trees of the same structure.
+template <class F>
+Tree tree_map(F&& f, const Tree& t) {
+  std::vector<Array> out;
+  for (auto& x : t.leaves()) out.push_back(f(x));
+  return t.with_leaves(out);
+}
+template <class F>
+Tree tree_map(F&& f, const Tree& a, const Tree& b) {
+  if (a.structure() != b.structure())
+    fail<ValueError>("tree_map: trees have different structures: ", a.structure(), " vs ", b.structure());
+  auto la = a.leaves(), lb = b.leaves();
+  std::vector<Array> out;
+  for (size_t i = 0; i < la.size(); ++i) out.push_back(f(la[i], lb[i]));
+  return a.with_leaves(out);
+}
+
+// ---- static type traits: flatten / unflatten of typed pytrees ---------------------------------------
+/// Describes the runtime shape of a typed pytree (container sizes, dict keys, Tree structure).
+struct TreeDef {
+  std::string repr;               ///< structure string: part of jit cache keys
+  std::vector<size_t> sizes;      ///< sizes of variable-length containers, in traversal order
+  std::vector<std::vector<std::string>> keys;  ///< keys of std::map containers, in traversal order
+  std::vector<Tree> trees;        ///< prototypes of dynamic Trees, in traversal order
+};
+
+template <class T, class = void>
+struct PyTree {
+  static constexpr bool is_static = true;  ///< not made of arrays: passed through, hashed by jit
+};
+
+template <>
+struct PyTree<Array> {
+  static constexpr bool is_static = false;
+  static void flatten(const Array& x, std::vector<Array>& leaves, TreeDef& d) {
+    leaves.push_back(x);
+    d.repr += '*';
+  }
+  struct Cursor {
+    const Array* leaf;
+    size_t size = 0, key = 0, tree = 0;
+  };
+  static Array unflatten(const TreeDef&, Cursor& c) { return *c.leaf++; }
+};
+using TreeCursor = PyTree<Array>::Cursor;
+
+template <>
+struct PyTree<Tree> {
+  static constexpr bool is_static = false;
+  static void flatten(const Tree& t, std::vector<Array>& leaves, TreeDef& d) {
+    for (auto& x : t.leaves()) leaves.push_back(x);
+    d.repr += t.structure();
+    d.trees.push_back(t);
+  }
+  static Tree unflatten(const TreeDef& d, TreeCursor& c) { return d.trees[c.tree++].with_leaves(c.leaf); }
+};
+
+template <class T>
+struct PyTree<std::vector<T>, std::enable_if_t<!PyTree<T>::is_static>> {
+  static constexpr bool is_static = false;
+  static void flatten(const std::vector<T>& v, std::vector<Array>& leaves, TreeDef& d) {
+    d.repr += '[';
+    d.sizes.push_back(v.size());
+    for (auto& x : v) {
+      PyTree<T>::flatten(x, leaves, d);
+      d.repr += ',';
+    }
+    d.repr += ']';
+  }
+  static std::vector<T> unflatten(const TreeDef& d, TreeCursor& c) {
+    size_t n = d.sizes[c.size++];
+    std::vector<T> v;
+    v.reserve(n);
+    for (size_t i = 0; i < n; ++i) v.push_back(PyTree<T>::unflatten(d, c));
+    return v;
+  }
+};
+
+template <class T, size_t N>
+struct PyTree<std::array<T, N>, std::enable_if_t<!PyTree<T>::is_static>> {
+  static constexpr bool is_static = false;
+  static void flatten(const std::array<T, N>& v, std::vector<Array>& leaves, TreeDef& d) {
+    d.repr += '<';
+    for (auto& x : v) {
+      PyTree<T>::flatten(x, leaves, d);
+      d.repr += ',';
+    }
+    d.repr += '>';
+  }
+  static std::array<T, N> unflatten(const TreeDef& d, TreeCursor& c) {
+    std::array<T, N> v;
+    for (auto& x : v) x = PyTree<T>::unflatten(d, c);
+    return v;
+  }
+};
+
+template <class T>
+struct PyTree<std::map<std::string, T>, std::enable_if_t<!PyTree<T>::is_static>> {
+  static constexpr bool is_static = false;
+  static void flatten(const std::map<std::string, T>& m, std::vector<Array>& leaves, TreeDef& d) {
+    d.repr += '{';
+    std::vector<std::string> keys;
+    for (auto& [k, x] : m) {
+      keys.push_back(k);
+      d.repr += k + ':';
+      PyTree<T>::flatten(x, leaves, d);
+      d.repr += ',';
+    }
+    d.keys.push_back(std::move(keys));
+    d.repr += '}';
+  }
+  static std::map<std::string, T> unflatten(const TreeDef& d, TreeCursor& c) {
+    const auto& keys = d.keys[c.key++];
+    std::map<std::string, T> m;
+    for (auto& k : keys) m.emplace(k, PyTree<T>::unflatten(d, c));
+    return m;
+  }
+};
+
+template <class... Ts>
+struct PyTree<std::tuple<Ts...>, std::enable_if_t<(!PyTree<Ts>::is_static && ...)>> {
+  static constexpr bool is_static = false;
+  static void flatten(const std::tuple<Ts...>& t, std::vector<Array>& leaves, TreeDef& d) {
+    d.repr += '(';
+    std::apply([&](const auto&... xs) { ((PyTree<std::decay_t<decltype(xs)>>::flatten(xs, leaves, d), d.repr += ','), ...); }, t);
+    d.repr += ')';
+  }
+  static std::tuple<Ts...> unflatten(const TreeDef& d, TreeCursor& c) {
+    return std::tuple<Ts...>{PyTree<Ts>::unflatten(d, c)...};  // braced init: left-to-right order
+  }
+};
+
+template <class A, class B>
+struct PyTree<std::pair<A, B>, std::enable_if_t<!PyTree<A>::is_static && !PyTree<B>::is_static>> {
+  static constexpr bool is_static = false;
+  static void flatten(const std::pair<A, B>& p, std::vector<Array>& leaves, TreeDef& d) {
+    d.repr += '(';
+    PyTree<A>::flatten(p.first, leaves, d);
+    d.repr += ',';
+    PyTree<B>::flatten(p.second, leaves, d);
+    d.repr += ')';
+  }
+  static std::pair<A, B> unflatten(const TreeDef& d, TreeCursor& c) {
+    A a = PyTree<A>::unflatten(d, c);
+    B b = PyTree<B>::unflatten(d, c);
+    return {std::move(a), std::move(b)};
+  }
+};
+
+template <class T>
+inline constexpr bool is_static_v = PyTree<std::decay_t<T>>::is_static;
+
+/// Flattens a typed pytree.
+template <class T>
+std::vector<Array> tree_flatten(const T& x, TreeDef* def = nullptr) {
+  std::vector<Array> leaves;
+  TreeDef d;
+  PyTree<T>::flatten(x, leaves, d);
+  if (def) *def = std::move(d);
+  return leaves;
+}
+/// Rebuilds a typed pytree from leaves (with the TreeDef its flattening produced).
+template <class T>
+T tree_unflatten(const TreeDef& d, const std::vector<Array>& leaves) {
+  TreeCursor c{leaves.data()};
+  return PyTree<T>::unflatten(d, c);
+}
+
+/// Converts any typed pytree into a dynamic Tree (tuples and vectors become lists).
+template <class T>
+Tree to_tree(const T& x) {
+  if constexpr (std::is_same_v<T, Tree>) {
+    return x;
+  } else if constexpr (std::is_same_v<T, Array>) {
+    return Tree(x);
+  } else {
+    std::vector<Array> leaves = tree_flatten(x);
+    std::vector<Tree> l(leaves.begin(), leaves.end());
+    return Tree(l);
+  }
+}
+
+/// The value of a static argument as a string (part of jit's cache key).
+template <class T>
+std::string static_key(const T& x) {
+  std::ostringstream os;
+  if constexpr (std::is_enum_v<T>) {
+    os << static_cast<int64_t>(x);
+  } else if constexpr (requires(std::ostream& o, const T& v) { o << v; }) {
+    os << x;
+  } else {
+    static_assert(sizeof(T) == 0, "a static argument of jit must be printable (operator<<) to key the cache");
+  }
+  return os.str();
+}
+
+}  // namespace graft

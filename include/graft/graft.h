@@ -1,0 +1,25 @@
+// graft: a deep learning toolkit in C++ with composable function transformations.
+//
+//   #include <graft/graft.h>
+//   namespace g = graft;
+//   g::Array x = g::array({1.0f, 2.0f, 3.0f});
+//   auto f = [](const g::Array& x) { return g::sum(g::sin(g::cos(x))); };
+//   g::Array dx = g::grad(f)(x);
+//   std::cout << g::make_jaxpr(g::grad(f))(x) << "\n";
+//
+// Layers (each includes only the ones before it): core (arrays, dtypes, traces), ir (jaxprs),
+// prims (primitives and lax), interp (interpreters), compiler, transforms (grad/vmap/jit/...),
+// ops (the NumPy-like API).
+#pragma once
+
+#include "graft/core/array.h"
+#include "graft/core/dtype.h"
+#include "graft/core/error.h"
+#include "graft/core/shape.h"
+#include "graft/core/trace.h"
+#include "graft/ir/jaxpr.h"
+#include "graft/ops/ops.h"
+#include "graft/prims/lax.h"
+#include "graft/prims/primitives.h"
+#include "graft/transforms/api.h"
+#include "graft/transforms/pytree.h"

@@ -147,7 +147,9 @@ Array stop_gradient(const Array& x) { return lax::stop_gradient(checked(x, "stop
 
 Array relu(const Array& x) {
   checked(x, "relu");
-  return lax::select(lax::gt(x, c_like(0, x)), x, lax::zeros_like(x));
+  // select (not max) so that the derivative at 0 is 0, as jax.nn.relu
+  Array positive = lax::gt(x, c_like(0, x));
+  return lax::select(positive, x, lax::zeros_like(x));
 }
 Array relu6(const Array& x) { return minimum(relu(x), 6.0); }
 Array leaky_relu(const Array& x, double slope) { return where(x >= 0.0, x, x * slope); }

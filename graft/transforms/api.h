@@ -134,28 +134,56 @@ T convert_grad(const A& a) {
   }
 }
 
-/// Calls f(std::vector<Array>) or f(Array, ...) with the arrays of `v`.
+template <class F, size_t N, class = std::make_index_sequence<N>>
+struct invocable_n;
+template <class F, size_t N, size_t... I>
+struct invocable_n<F, N, std::index_sequence<I...>> {
+  template <size_t>
+  using A = const Array&;
+  static constexpr bool value = std::is_invocable_v<const F&, A<I>...>;
+};
+
+/// The result type of calling f with arrays: f(std::vector<Array>) or f(Array, ...) (first that works).
 template <class F>
-auto call_with(const F& f, const std::vector<Array>& v) {
-  auto need = [&](size_t n) {
-    if (v.size() != n) fail<ValueError>("the function takes ", n, " arrays, got ", v.size());
-  };
+auto call_result() {
+  if constexpr (std::is_invocable_v<const F&, const std::vector<Array>&>) {
+    return TypeTag<D<std::invoke_result_t<const F&, const std::vector<Array>&>>>{};
+  } else if constexpr (invocable_n<F, 1>::value) {
+    return TypeTag<D<std::invoke_result_t<const F&, const Array&>>>{};
+  } else if constexpr (invocable_n<F, 2>::value) {
+    return TypeTag<D<std::invoke_result_t<const F&, const Array&, const Array&>>>{};
+  } else if constexpr (invocable_n<F, 3>::value) {
+    return TypeTag<D<std::invoke_result_t<const F&, const Array&, const Array&, const Array&>>>{};
+  } else {
+    static_assert(invocable_n<F, 4>::value, "the function must take std::vector<Array> or up to four Arrays");
+    return TypeTag<D<std::invoke_result_t<const F&, const Array&, const Array&, const Array&, const Array&>>>{};
+  }
+}
+template <class F>
+using call_result_t = typename decltype(call_result<F>())::type;
+
+/// Calls f(std::vector<Array>) or f(Array, ...) with the arrays of `v` (by their number).
+template <class F>
+call_result_t<F> call_with(const F& f, const std::vector<Array>& v) {
+  using Out = call_result_t<F>;
   if constexpr (std::is_invocable_v<const F&, const std::vector<Array>&>) {
     return f(v);
-  } else if constexpr (std::is_invocable_v<const F&, const Array&>) {
-    need(1);
-    return f(v[0]);
-  } else if constexpr (std::is_invocable_v<const F&, const Array&, const Array&>) {
-    need(2);
-    return f(v[0], v[1]);
-  } else if constexpr (std::is_invocable_v<const F&, const Array&, const Array&, const Array&>) {
-    need(3);
-    return f(v[0], v[1], v[2]);
-  } else if constexpr (std::is_invocable_v<const F&, const Array&, const Array&, const Array&, const Array&>) {
-    need(4);
-    return f(v[0], v[1], v[2], v[3]);
   } else {
-    static_assert(sizeof(F) == 0, "the function must take std::vector<Array> or up to four Arrays");
+    auto arity = [&]<size_t N>(std::integral_constant<size_t, N>) -> std::optional<Out> {
+      if constexpr (invocable_n<F, N>::value) {
+        if (v.size() == N) {
+          return [&]<size_t... I>(std::index_sequence<I...>) -> Out { return f(v[I]...); }(std::make_index_sequence<N>());
+        }
+      }
+      return std::nullopt;
+    };
+    std::optional<Out> r;
+    if (!r) r = arity(std::integral_constant<size_t, 1>());
+    if (!r) r = arity(std::integral_constant<size_t, 2>());
+    if (!r) r = arity(std::integral_constant<size_t, 3>());
+    if (!r) r = arity(std::integral_constant<size_t, 4>());
+    if (!r) fail<ValueError>("the function cannot be called with ", v.size(), " arrays");
+    return std::move(*r);
   }
 }
 
@@ -224,6 +252,7 @@ class GradFn {
       : f_(std::move(f)), argnums_(std::move(argnums)), opts_(opts), value_(value) {}
 
   template <class... Args>
+    requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
     static_assert(sizeof...(Args) > 0, "grad: the function needs at least one argument");
     auto core = detail::grad_core(f_, argnums_, opts_.has_aux, args...);
@@ -270,7 +299,9 @@ class GradFn {
 template <class F>
 auto grad(F f, GradOptions opts = {}) {
   auto g = GradFn<F, Argnums::first>(std::move(f), {0}, opts, false);
-  return [g, opts](const auto&... args) {
+  return [g, opts](const auto&... args)
+             requires std::is_invocable_v<const F&, decltype(args)...>
+  {
     auto [v, d] = g(args...);
     if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, Array>) {
       return std::make_pair(std::move(d), std::move(v.second));  // has_aux: (grad, aux)
@@ -284,7 +315,9 @@ auto grad(F f, GradOptions opts = {}) {
 template <class F>
 auto grad(F f, int argnum, GradOptions opts = {}) {
   auto g = GradFn<F, Argnums::single>(std::move(f), {argnum}, opts, false);
-  return [g](const auto&... args) {
+  return [g](const auto&... args)
+             requires std::is_invocable_v<const F&, decltype(args)...>
+  {
     auto [v, d] = g(args...);
     if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, Array>) {
       return std::make_pair(std::move(d), std::move(v.second));
@@ -297,7 +330,9 @@ auto grad(F f, int argnum, GradOptions opts = {}) {
 template <class F>
 auto grad(F f, std::vector<int> argnums, GradOptions opts = {}) {
   auto g = GradFn<F, Argnums::multi>(std::move(f), std::move(argnums), opts, false);
-  return [g](const auto&... args) {
+  return [g](const auto&... args)
+             requires std::is_invocable_v<const F&, decltype(args)...>
+  {
     auto [v, d] = g(args...);
     if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, Array>) {
       return std::make_pair(std::move(d), std::move(v.second));
@@ -310,24 +345,30 @@ auto grad(F f, std::vector<int> argnums, GradOptions opts = {}) {
 template <class F>
 auto value_and_grad(F f, GradOptions opts = {}) {
   auto g = GradFn<F, Argnums::first>(std::move(f), {0}, opts, true);
-  return [g](const auto&... args) { return g(args...); };
+  return [g](const auto&... args)
+             requires std::is_invocable_v<const F&, decltype(args)...>
+  { return g(args...); };
 }
 template <class F>
 auto value_and_grad(F f, int argnum, GradOptions opts = {}) {
   auto g = GradFn<F, Argnums::single>(std::move(f), {argnum}, opts, true);
-  return [g](const auto&... args) { return g(args...); };
+  return [g](const auto&... args)
+             requires std::is_invocable_v<const F&, decltype(args)...>
+  { return g(args...); };
 }
 template <class F>
 auto value_and_grad(F f, std::vector<int> argnums, GradOptions opts = {}) {
   auto g = GradFn<F, Argnums::multi>(std::move(f), std::move(argnums), opts, true);
-  return [g](const auto&... args) { return g(args...); };
+  return [g](const auto&... args)
+             requires std::is_invocable_v<const F&, decltype(args)...>
+  { return g(args...); };
 }
 
 // ---- jvp / vjp ----------------------------------------------------------------------------------------
 /// Forward mode: (f(primals...), J·tangents). f takes the primals as Arrays (or one std::vector<Array>).
 template <class F>
 auto jvp(const F& f, const std::vector<Array>& primals, const std::vector<Array>& tangents) {
-  using Out = detail::D<decltype(detail::call_with(f, primals))>;
+  using Out = detail::call_result_t<F>;
   auto out_def = std::make_shared<TreeDef>();
   FlatFn g = [&](const std::vector<Array>& xs) { return tree_flatten<Out>(detail::call_with(f, xs), out_def.get()); };
   auto [po, to] = jvp_flat(g, primals, tangents);
@@ -375,6 +416,7 @@ class VmapFn {
  public:
   VmapFn(F f, VmapOptions o) : f_(std::move(f)), o_(std::move(o)) {}
   template <class... Args>
+    requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
     using Out = detail::result_t<F, Args...>;
     std::tuple<const Args&...> targs(args...);
@@ -408,6 +450,7 @@ class Jitted {
  public:
   Jitted(F f, JitOptions o) : f_(std::move(f)), st_(std::make_shared<detail::JitState>(std::move(o))) {}
   template <class... Args>
+    requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
     using Out = detail::result_t<F, Args...>;
     std::tuple<const Args&...> targs(args...);
@@ -443,7 +486,9 @@ Jitted<F> jit(F f, JitOptions o = {}) {
 /// make_jaxpr(f)(args...): the jaxpr of f at these argument types (print it with <<).
 template <class F>
 auto make_jaxpr(F f) {
-  return [f](const auto&... args) {
+  return [f](const auto&... args)
+             requires std::is_invocable_v<const F&, decltype(args)...>
+  {
     auto targs = std::tuple<const detail::D<decltype(args)>&...>(args...);
     auto fa = detail::flatten_args(targs);
     std::vector<Aval> avals;
@@ -470,7 +515,9 @@ Shape concat_shapes(const Shape& a, const Shape& b);
 /// Forward-mode Jacobian with respect to the first argument: shape out.shape + x.shape.
 template <class F>
 auto jacfwd(F f) {
-  return [f](const Array& x, const auto&... rest) {
+  return [f](const Array& x, const auto&... rest)
+             requires std::is_invocable_v<const F&, const Array&, decltype(rest)...>
+  {
     auto trest = std::tuple<const detail::D<decltype(rest)>&...>(rest...);
     FlatFn g = detail::first_arg_fn(f, trest);
     Array e = detail::basis(x.shape(), x.dtype());
@@ -488,7 +535,9 @@ auto jacfwd(F f) {
 /// Reverse-mode Jacobian with respect to the first argument: shape out.shape + x.shape.
 template <class F>
 auto jacrev(F f) {
-  return [f](const Array& x, const auto&... rest) {
+  return [f](const Array& x, const auto&... rest)
+             requires std::is_invocable_v<const F&, const Array&, decltype(rest)...>
+  {
     auto trest = std::tuple<const detail::D<decltype(rest)>&...>(rest...);
     FlatFn g = detail::first_arg_fn(f, trest);
     VjpResult r = vjp_flat(g, {x});
@@ -521,6 +570,7 @@ class CustomJvpFn {
  public:
   CustomJvpFn(F f, R rule, std::string name) : f_(std::move(f)), rule_(std::move(rule)), name_(std::move(name)) {}
   template <class... Args>
+    requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
     using Out = detail::result_t<F, Args...>;
     std::tuple<const Args&...> targs(args...);
@@ -555,6 +605,7 @@ class CustomVjpFn {
   CustomVjpFn(F f, Fwd fwd, Bwd bwd, std::string name)
       : f_(std::move(f)), fwd_(std::move(fwd)), bwd_(std::move(bwd)), name_(std::move(name)) {}
   template <class... Args>
+    requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
     using Out = detail::result_t<F, Args...>;
     std::tuple<const Args&...> targs(args...);

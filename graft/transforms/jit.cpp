@@ -159,11 +159,9 @@ Arrays jit_call(const JaxprPtr& call, std::span<const Array> args, const std::st
 namespace detail {
 
 bool log_compiles() {
-  static bool on = [] {
-    const char* e = std::getenv("GRAFT_LOG_COMPILES");
-    return e && *e && std::string(e) != "0";
-  }();
-  return on;
+  // read on every cache miss (rare), so that it can be switched on while a program runs
+  const char* e = std::getenv("GRAFT_LOG_COMPILES");
+  return e && *e && std::string(e) != "0";
 }
 
 void append_aval_key(std::string& key, const std::vector<Array>& leaves) {

@@ -1,0 +1,358 @@
+// Conformance rows: elementwise primitives (unary, binary, comparisons, select, clamp, conversions).
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "prims/conformance.h"
+
+namespace graft::testing {
+
+namespace {
+using namespace graft::prims;
+const Shape kShape{3, 4};
+
+// A unary row: inputs uniform in [lo, hi).
+Case unary(std::string name, const Primitive& p, double lo, double hi, std::function<double(double)> f,
+           bool smooth = true, Params params = {}) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &p;
+  c.params = std::move(params);
+  c.inputs = [lo, hi](Rng& r, DType d) { return Inputs{r.uniform(kShape, d, lo, hi)}; };
+  c.reference = ref_map([f](const std::vector<double>& a) { return f(a[0]); });
+  c.diff = {true};
+  c.smooth = smooth;
+  return c;
+}
+
+// A unary row on integer inputs (values only, plus vmap/jit).
+Case unary_int(std::string name, const Primitive& p, DType d, int64_t lo, int64_t hi, std::function<double(double)> f,
+               Params params = {}) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &p;
+  c.params = std::move(params);
+  c.inputs = [d, lo, hi](Rng& r, DType) { return Inputs{r.ints(kShape, d, lo, hi)}; };
+  c.reference = ref_map([f](const std::vector<double>& a) { return f(a[0]); });
+  c.diff = {false};
+  c.smooth = false;
+  c.value_dtypes = {d};
+  return c;
+}
+
+// A binary row: a uniform in [alo, ahi), b in [blo, bhi); b rank 0 when scalar_b.
+Case binary(std::string name, const Primitive& p, double alo, double ahi, double blo, double bhi,
+            std::function<double(double, double)> f, bool smooth = true, bool scalar_b = false) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &p;
+  c.inputs = [=](Rng& r, DType d) {
+    return Inputs{r.uniform(kShape, d, alo, ahi), r.uniform(scalar_b ? Shape{} : kShape, d, blo, bhi)};
+  };
+  c.reference = ref_map([f](const std::vector<double>& a) { return f(a[0], a[1]); });
+  c.diff = {true, true};
+  c.smooth = smooth;
+  return c;
+}
+
+Case binary_int(std::string name, const Primitive& p, DType d, int64_t alo, int64_t ahi, int64_t blo, int64_t bhi,
+                std::function<double(double, double)> f) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &p;
+  c.inputs = [=](Rng& r, DType) { return Inputs{r.ints(kShape, d, alo, ahi), r.ints(kShape, d, blo, bhi)}; };
+  c.reference = ref_map([f](const std::vector<double>& a) { return f(a[0], a[1]); });
+  c.diff = {false, false};
+  c.smooth = false;
+  c.value_dtypes = {d};
+  return c;
+}
+
+// A comparison row: operands drawn from few values so that ties occur.
+Case compare(std::string name, const Primitive& p, std::function<bool(double, double)> f, DType d = DType::f32) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &p;
+  bool fl = is_floating(d);
+  c.inputs = [d, fl](Rng& r, DType fd) {
+    DType t = fl ? fd : d;
+    return Inputs{r.ints(kShape, t, -2, 2), r.ints(kShape, t, -2, 2)};
+  };
+  c.reference = ref_map([f](const std::vector<double>& a) { return f(a[0], a[1]) ? 1.0 : 0.0; }, DType::bool_);
+  c.diff = {false, false};
+  c.smooth = false;
+  if (!fl) c.value_dtypes = {d};
+  return c;
+}
+
+double sgn(double x) { return (x > 0) - (x < 0); }
+double round_even(double x) { return std::nearbyint(x); }
+double erfinv_ref(double y) {
+  // bisection on erf (slow but independent of the kernel's method)
+  double lo = -6, hi = 6;
+  for (int i = 0; i < 200; ++i) {
+    double m = 0.5 * (lo + hi);
+    (std::erf(m) < y ? lo : hi) = m;
+  }
+  return 0.5 * (lo + hi);
+}
+}  // namespace
+
+std::vector<Case> elementwise_cases() {
+  std::vector<Case> v;
+  // ---- unary float ------------------------------------------------------------------------------------
+  v.push_back(unary("neg", neg_p, -2, 2, [](double x) { return -x; }));
+  v.push_back(unary("sign", sign_p, 0.1, 2, sgn, false));
+  v.push_back(unary("sign_negative", sign_p, -2, -0.1, sgn, false));
+  v.push_back(unary("floor", floor_p, -3, 3, [](double x) { return std::floor(x); }, false));
+  v.push_back(unary("ceil", ceil_p, -3, 3, [](double x) { return std::ceil(x); }, false));
+  v.push_back(unary("round_away", round_p, -3, 3, [](double x) { return std::round(x); }, false,
+                    {{"rounding_method", int64_t(0)}}));
+  v.push_back(unary("round_even", round_p, -3, 3, round_even, false, {{"rounding_method", int64_t(1)}}));
+  {
+    Case c = unary("is_finite", is_finite_p, -2, 2, [](double x) { return std::isfinite(x) ? 1.0 : 0.0; }, false);
+    c.inputs = [](Rng& r, DType d) {
+      Array x = r.uniform(kShape, d, -2, 2);
+      return Inputs{x.at({0, 1}).set(INFINITY).at({1, 2}).set(NAN).at({2, 3}).set(-INFINITY)};
+    };
+    c.reference = ref_map([](const std::vector<double>& a) { return std::isfinite(a[0]) ? 1.0 : 0.0; }, DType::bool_);
+    v.push_back(c);
+  }
+  v.push_back(unary("exp", exp_p, -2, 2, [](double x) { return std::exp(x); }));
+  v.push_back(unary("exp2", exp2_p, -2, 2, [](double x) { return std::exp2(x); }));
+  v.push_back(unary("log", log_p, 0.1, 3, [](double x) { return std::log(x); }));
+  v.push_back(unary("log1p", log1p_p, -0.5, 2, [](double x) { return std::log1p(x); }));
+  v.push_back(unary("expm1", expm1_p, -2, 2, [](double x) { return std::expm1(x); }));
+  v.push_back(unary("tanh", tanh_p, -2, 2, [](double x) { return std::tanh(x); }));
+  v.push_back(unary("logistic", logistic_p, -4, 4, [](double x) { return 1 / (1 + std::exp(-x)); }));
+  v.push_back(unary("sin", sin_p, -3, 3, [](double x) { return std::sin(x); }));
+  v.push_back(unary("cos", cos_p, -3, 3, [](double x) { return std::cos(x); }));
+  v.push_back(unary("tan", tan_p, -1.2, 1.2, [](double x) { return std::tan(x); }));
+  v.push_back(unary("asin", asin_p, -0.9, 0.9, [](double x) { return std::asin(x); }));
+  v.push_back(unary("acos", acos_p, -0.9, 0.9, [](double x) { return std::acos(x); }));
+  v.push_back(unary("atan", atan_p, -3, 3, [](double x) { return std::atan(x); }));
+  v.push_back(unary("sinh", sinh_p, -2, 2, [](double x) { return std::sinh(x); }));
+  v.push_back(unary("cosh", cosh_p, -2, 2, [](double x) { return std::cosh(x); }));
+  v.push_back(unary("asinh", asinh_p, -3, 3, [](double x) { return std::asinh(x); }));
+  v.push_back(unary("acosh", acosh_p, 1.1, 3, [](double x) { return std::acosh(x); }));
+  v.push_back(unary("atanh", atanh_p, -0.9, 0.9, [](double x) { return std::atanh(x); }));
+  v.push_back(unary("sqrt", sqrt_p, 0.1, 4, [](double x) { return std::sqrt(x); }));
+  v.push_back(unary("rsqrt", rsqrt_p, 0.1, 4, [](double x) { return 1 / std::sqrt(x); }));
+  v.push_back(unary("cbrt", cbrt_p, 0.1, 4, [](double x) { return std::cbrt(x); }));
+  v.push_back(unary("cbrt_negative", cbrt_p, -4, -0.1, [](double x) { return std::cbrt(x); }));
+  v.push_back(unary("abs", abs_p, 0.1, 2, [](double x) { return std::fabs(x); }));
+  v.push_back(unary("abs_negative", abs_p, -2, -0.1, [](double x) { return std::fabs(x); }));
+  v.push_back(unary("erf", erf_p, -2, 2, [](double x) { return std::erf(x); }));
+  v.push_back(unary("erfc", erfc_p, -2, 2, [](double x) { return std::erfc(x); }));
+  {
+    Case c = unary("erf_inv", erf_inv_p, -0.95, 0.95, erfinv_ref);
+    c.rtol32 = 4e-6;
+    v.push_back(c);
+  }
+  v.push_back(unary("square", square_p, -2, 2, [](double x) { return x * x; }));
+  v.push_back(unary("integer_pow_3", integer_pow_p, -2, 2, [](double x) { return x * x * x; }, true,
+                    {{"y", int64_t(3)}}));
+  v.push_back(unary("integer_pow_m2", integer_pow_p, 0.5, 2, [](double x) { return 1 / (x * x); }, true,
+                    {{"y", int64_t(-2)}}));
+  v.push_back(unary("integer_pow_0", integer_pow_p, -2, 2, [](double) { return 1.0; }, true, {{"y", int64_t(0)}}));
+  v.push_back(unary("copy", copy_p, -2, 2, [](double x) { return x; }));
+  v.push_back(unary("stop_gradient", stop_gradient_p, -2, 2, [](double x) { return x; }, false));
+  // ---- unary integer -----------------------------------------------------------------------------------
+  v.push_back(unary_int("neg_i32", neg_p, DType::i32, -100, 100, [](double x) { return -x; }));
+  v.push_back(unary_int("sign_i32", sign_p, DType::i32, -3, 3, sgn));
+  v.push_back(unary_int("abs_i32", abs_p, DType::i32, -100, 100, [](double x) { return std::fabs(x); }));
+  v.push_back(unary_int("square_i64", square_p, DType::i64, -1000, 1000, [](double x) { return x * x; }));
+  v.push_back(unary_int("integer_pow_i32", integer_pow_p, DType::i32, -9, 9, [](double x) { return x * x * x * x; },
+                        {{"y", int64_t(4)}}));
+  v.push_back(unary_int("not_i32", not__p, DType::i32, -100, 100, [](double x) { return double(~int32_t(x)); }));
+  v.push_back(unary_int("not_bool", not__p, DType::bool_, 0, 1, [](double x) { return x ? 0.0 : 1.0; }));
+  v.push_back(unary_int("population_count_u32", population_count_p, DType::u32, 0, 1000000,
+                        [](double x) { return double(std::popcount(uint32_t(x))); }));
+  v.push_back(unary_int("copy_u8", copy_p, DType::u8, 0, 255, [](double x) { return x; }));
+
+  // ---- binary float ----------------------------------------------------------------------------------
+  v.push_back(binary("add", add_p, -2, 2, -2, 2, [](double a, double b) { return a + b; }));
+  v.push_back(binary("add_scalar", add_p, -2, 2, -2, 2, [](double a, double b) { return a + b; }, true, true));
+  v.push_back(binary("sub", sub_p, -2, 2, -2, 2, [](double a, double b) { return a - b; }));
+  v.push_back(binary("sub_scalar", sub_p, -2, 2, -2, 2, [](double a, double b) { return a - b; }, true, true));
+  v.push_back(binary("mul", mul_p, -2, 2, -2, 2, [](double a, double b) { return a * b; }));
+  v.push_back(binary("mul_scalar", mul_p, -2, 2, -2, 2, [](double a, double b) { return a * b; }, true, true));
+  v.push_back(binary("div", div_p, -2, 2, 0.5, 2, [](double a, double b) { return a / b; }));
+  v.push_back(binary("div_scalar", div_p, -2, 2, 0.5, 2, [](double a, double b) { return a / b; }, true, true));
+  v.push_back(binary("rem", rem_p, -3, 3, 0.7, 1.9, [](double a, double b) { return std::fmod(a, b); }));
+  v.push_back(binary("pow", pow_p, 0.5, 2, -2, 2, [](double a, double b) { return std::pow(a, b); }));
+  v.push_back(binary("max", max_p, -2, 2, -2, 2, [](double a, double b) { return std::max(a, b); }));
+  v.push_back(binary("min", min_p, -2, 2, -2, 2, [](double a, double b) { return std::min(a, b); }));
+  v.push_back(binary("atan2", atan2_p, -2, 2, 0.2, 2, [](double a, double b) { return std::atan2(a, b); }));
+  v.push_back(binary("add_any", add_any_p, -2, 2, -2, 2, [](double a, double b) { return a + b; }));
+  {
+    Case c = binary("nextafter", nextafter_p, -2, 2, -2, 2, [](double a, double b) { return std::nextafter(a, b); },
+                    false);
+    c.reference = [](const Inputs& in) {
+      auto a = values(in[0]), b = values(in[1]);
+      std::vector<double> o(a.size());
+      for (size_t i = 0; i < a.size(); ++i)
+        o[i] = in[0].dtype() == DType::f32 ? double(std::nextafter(float(a[i]), float(b[i]))) : std::nextafter(a[i], b[i]);
+      return Inputs{Rng::from_doubles(o, in[0].shape(), in[0].dtype())};
+    };
+    c.rtol32 = 0;
+    c.atol32 = 0;
+    v.push_back(c);
+  }
+  // ---- binary integer / bitwise ------------------------------------------------------------------------
+  v.push_back(binary_int("add_i32", add_p, DType::i32, -1000, 1000, -1000, 1000, [](double a, double b) { return a + b; }));
+  v.push_back(binary_int("mul_i64", mul_p, DType::i64, -1000, 1000, -1000, 1000, [](double a, double b) { return a * b; }));
+  v.push_back(binary_int("div_i32", div_p, DType::i32, -100, 100, 1, 9,
+                         [](double a, double b) { return double(int32_t(a) / int32_t(b)); }));
+  v.push_back(binary_int("div_i32_negative", div_p, DType::i32, -100, 100, -9, -1,
+                         [](double a, double b) { return double(int32_t(a) / int32_t(b)); }));
+  v.push_back(binary_int("rem_i32", rem_p, DType::i32, -100, 100, 1, 9,
+                         [](double a, double b) { return double(int32_t(a) % int32_t(b)); }));
+  v.push_back(binary_int("max_i32", max_p, DType::i32, -10, 10, -10, 10, [](double a, double b) { return std::max(a, b); }));
+  v.push_back(binary_int("min_u8", min_p, DType::u8, 0, 255, 0, 255, [](double a, double b) { return std::min(a, b); }));
+  v.push_back(binary_int("and_i32", and__p, DType::i32, -1000, 1000, -1000, 1000,
+                         [](double a, double b) { return double(int32_t(a) & int32_t(b)); }));
+  v.push_back(binary_int("or_u16", or__p, DType::u16, 0, 65535, 0, 65535,
+                         [](double a, double b) { return double(uint16_t(a) | uint16_t(b)); }));
+  v.push_back(binary_int("xor_bool", xor__p, DType::bool_, 0, 1, 0, 1, [](double a, double b) { return a != b ? 1.0 : 0.0; }));
+  v.push_back(binary_int("shift_left_i32", shift_left_p, DType::i32, -1000, 1000, 0, 40,
+                         [](double a, double b) { return b >= 32 ? 0.0 : double(int32_t(uint32_t(int32_t(a)) << int(b))); }));
+  v.push_back(binary_int("shift_right_logical_u32", shift_right_logical_p, DType::u32, 0, 4000000000, 0, 40,
+                         [](double a, double b) { return b >= 32 ? 0.0 : double(uint32_t(a) >> int(b)); }));
+  v.push_back(binary_int("shift_right_arithmetic_i32", shift_right_arithmetic_p, DType::i32, -1000, 1000, 0, 40,
+                         [](double a, double b) {
+                           return b >= 32 ? (a < 0 ? -1.0 : 0.0) : double(int32_t(a) >> int(b));
+                         }));
+  // ---- comparisons ------------------------------------------------------------------------------------
+  v.push_back(compare("eq", eq_p, [](double a, double b) { return a == b; }));
+  v.push_back(compare("ne", ne_p, [](double a, double b) { return a != b; }));
+  v.push_back(compare("lt", lt_p, [](double a, double b) { return a < b; }));
+  v.push_back(compare("le", le_p, [](double a, double b) { return a <= b; }));
+  v.push_back(compare("gt", gt_p, [](double a, double b) { return a > b; }));
+  v.push_back(compare("ge", ge_p, [](double a, double b) { return a >= b; }));
+  v.push_back(compare("lt_i32", lt_p, [](double a, double b) { return a < b; }, DType::i32));
+  v.push_back(compare("eq_u8", eq_p, [](double a, double b) { return a == b; }, DType::u8));
+  // ---- select_n and clamp -------------------------------------------------------------------------------------
+  {
+    Case c;
+    c.name = "select_n_bool";
+    c.prim = &select_n_p;
+    c.inputs = [](Rng& r, DType d) {
+      return Inputs{r.bools(kShape), r.uniform(kShape, d), r.uniform(kShape, d)};
+    };
+    c.reference = [](const Inputs& in) {
+      return ref_map([](const std::vector<double>& a) { return a[0] ? a[2] : a[1]; }, in[1].dtype())(in);
+    };
+    c.diff = {false, true, true};
+    v.push_back(c);
+  }
+  {
+    Case c;
+    c.name = "select_n_i32_three";
+    c.prim = &select_n_p;
+    c.inputs = [](Rng& r, DType d) {
+      return Inputs{r.ints(kShape, DType::i32, 0, 2), r.uniform(kShape, d), r.uniform(kShape, d), r.uniform(kShape, d)};
+    };
+    c.reference = [](const Inputs& in) {
+      return ref_map([](const std::vector<double>& a) { return a[1 + size_t(a[0])]; }, in[1].dtype())(in);
+    };
+    c.diff = {false, true, true, true};
+    v.push_back(c);
+  }
+  {
+    Case c;
+    c.name = "select_n_scalar_pred";
+    c.prim = &select_n_p;
+    c.inputs = [](Rng& r, DType d) { return Inputs{r.bools({}), r.uniform(kShape, d), r.uniform(kShape, d)}; };
+    c.reference = [](const Inputs& in) {
+      return ref_map([](const std::vector<double>& a) { return a[0] ? a[2] : a[1]; }, in[1].dtype())(in);
+    };
+    c.diff = {false, true, true};
+    v.push_back(c);
+  }
+  {
+    Case c;
+    c.name = "clamp_scalar_bounds";
+    c.prim = &clamp_p;
+    c.inputs = [](Rng& r, DType d) {
+      return Inputs{r.uniform({}, d, -1, -0.5), r.uniform(kShape, d, -2, 2), r.uniform({}, d, 0.5, 1)};
+    };
+    c.reference = [](const Inputs& in) {
+      return ref_map([](const std::vector<double>& a) { return std::min(std::max(a[1], a[0]), a[2]); },
+                     in[1].dtype())(in);
+    };
+    c.diff = {true, true, true};
+    v.push_back(c);
+  }
+  {
+    Case c;
+    c.name = "clamp_array_bounds";
+    c.prim = &clamp_p;
+    c.inputs = [](Rng& r, DType d) {
+      return Inputs{r.uniform(kShape, d, -1, -0.5), r.uniform(kShape, d, -2, 2), r.uniform(kShape, d, 0.5, 1)};
+    };
+    c.reference = ref_map([](const std::vector<double>& a) { return std::min(std::max(a[1], a[0]), a[2]); });
+    c.diff = {true, true, true};
+    v.push_back(c);
+  }
+  // ---- conversions ----------------------------------------------------------------------------------------
+  {
+    Case c;
+    c.name = "convert_to_other_float";
+    c.prim = &convert_element_type_p;
+    c.inputs = [](Rng& r, DType d) { return Inputs{r.uniform(kShape, d)}; };
+    c.params = {{"new_dtype", DType::f64}, {"weak_type", false}};
+    c.reference = [](const Inputs& in) {
+      return Inputs{Rng::from_doubles(values(in[0]), in[0].shape(), DType::f64)};
+    };
+    c.diff = {true};
+    v.push_back(c);
+  }
+  {
+    Case c;
+    c.name = "convert_float_to_i32";
+    c.prim = &convert_element_type_p;
+    c.params = {{"new_dtype", DType::i32}, {"weak_type", false}};
+    c.inputs = [](Rng& r, DType d) { return Inputs{r.uniform(kShape, d, -100, 100)}; };
+    c.reference = [](const Inputs& in) {
+      std::vector<double> v = values(in[0]);
+      for (auto& x : v) x = std::trunc(x);
+      return Inputs{Rng::from_doubles(v, in[0].shape(), DType::i32)};
+    };
+    c.diff = {true};
+    c.smooth = false;
+    v.push_back(c);
+  }
+  {
+    Case c;
+    c.name = "convert_i32_to_float";
+    c.prim = &convert_element_type_p;
+    c.params = {{"new_dtype", DType::f32}, {"weak_type", false}};
+    c.inputs = [](Rng& r, DType) { return Inputs{r.ints(kShape, DType::i32, -1000, 1000)}; };
+    c.reference = [](const Inputs& in) { return Inputs{Rng::from_doubles(values(in[0]), in[0].shape(), DType::f32)}; };
+    c.diff = {false};
+    c.smooth = false;
+    c.value_dtypes = {DType::i32};
+    v.push_back(c);
+  }
+  {
+    Case c;
+    c.name = "bitcast_f32_to_u32";
+    c.prim = &bitcast_convert_type_p;
+    c.params = {{"new_dtype", DType::u32}};
+    c.inputs = [](Rng& r, DType) { return Inputs{r.uniform(kShape, DType::f32)}; };
+    c.reference = [](const Inputs& in) {
+      auto f = in[0].to_vector<float>();
+      std::vector<double> o;
+      for (float x : f) o.push_back(double(std::bit_cast<uint32_t>(x)));
+      return Inputs{Rng::from_doubles(o, in[0].shape(), DType::u32)};
+    };
+    c.diff = {false};
+    c.smooth = false;
+    c.value_dtypes = {DType::f32};
+    v.push_back(c);
+  }
+  return v;
+}
+
+}  // namespace graft::testing

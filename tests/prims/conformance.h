@@ -1,0 +1,103 @@
+// The conformance harness: every primitive is declared once as one or more rows, and each row is run
+// through the same checks:
+//   Values      eager result vs a reference (NumPy-style loops in double), in every listed dtype
+//   JvpFD       forward derivative vs central finite differences (f64)
+//   VjpFD       reverse derivative: <J^T ct, t> vs the finite difference of <ct, f(x + eps t)> (f64)
+//   SecondOrder the derivative of the JVP (so JVP rules are themselves differentiable), vs FD (f64)
+//   Vmap        vmap over batched inputs (mixed batch axes, unbatched inputs) vs a loop
+//   Jit         jit vs eager
+// A coverage test fails when a primitive has no row (tests/prims/test_coverage.cpp).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "testing.h"
+
+namespace graft::testing {
+
+using Inputs = std::vector<Array>;
+
+struct Case {
+  std::string name;
+  const Primitive* prim = nullptr;
+  Params params;
+  /// Random valid inputs; `d` is the floating dtype to use (f32 for value/vmap checks, f64 for FD).
+  std::function<Inputs(Rng&, DType d)> inputs;
+  /// Expected outputs computed from the inputs in double (dtype of each output given by the reference).
+  std::function<Inputs(const Inputs&)> reference;
+  /// Inputs that are differentiated (others are held fixed: indices, predicates).
+  std::vector<bool> diff;
+  /// The derivative exists and is checked by finite differences (false: it must be zero).
+  bool smooth = true;
+  /// Other dtypes to check values in besides f32/f64 (inputs() is called with them).
+  std::vector<DType> value_dtypes = {DType::f32, DType::f64};
+  /// Relative tolerance of f32 value checks.
+  double rtol32 = 2e-6;
+  double atol32 = 1e-6;
+  /// Skip the vmap/jit checks (never used by a row that can support them).
+  bool second_order = true;
+};
+
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+/// Evaluates the row's primitive on inputs under the current trace.
+inline Inputs run_case(const Case& c, const Inputs& in) {
+  Arrays out = graft::bind(*c.prim, in, c.params);
+  return Inputs(out.begin(), out.end());
+}
+
+// ---- reference helpers --------------------------------------------------------------------------------
+/// A dense double tensor for writing references.
+struct T {
+  std::vector<double> v;
+  Shape s;
+  explicit T(const Array& a) : v(values(a)), s(a.shape()) {}
+  T(Shape shape, double fill = 0) : v(static_cast<size_t>(numel(shape)), fill), s(std::move(shape)) {}
+  int64_t off(const std::vector<int64_t>& idx) const {
+    int64_t o = 0;
+    for (size_t k = 0; k < s.size(); ++k) o = o * s[k] + idx[k];
+    return o;
+  }
+  double& at(const std::vector<int64_t>& idx) { return v[static_cast<size_t>(off(idx))]; }
+  double at(const std::vector<int64_t>& idx) const { return v[static_cast<size_t>(off(idx))]; }
+  Array array(DType d) const { return Rng::from_doubles(v, s, d); }
+};
+
+/// Calls f(idx) for every multi-index of `shape` in row-major order.
+inline void for_each_index(const Shape& shape, const std::function<void(const std::vector<int64_t>&)>& f) {
+  int64_t n = numel(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t e = 0; e < n; ++e) {
+    f(idx);
+    for (size_t k = shape.size(); k-- > 0;) {
+      if (++idx[k] < shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+/// Elementwise reference of n inputs (rank-0 inputs broadcast); output dtype = out_dtype or input 0's.
+inline std::function<Inputs(const Inputs&)> ref_map(std::function<double(const std::vector<double>&)> f,
+                                                    std::optional<DType> out_dtype = std::nullopt) {
+  return [f, out_dtype](const Inputs& in) {
+    Shape s;
+    for (auto& a : in)
+      if (a.ndim() > 0) s = a.shape();
+    std::vector<std::vector<double>> vals;
+    for (auto& a : in) vals.push_back(values(a));
+    T out(s);
+    std::vector<double> args(in.size());
+    for (size_t e = 0; e < out.v.size(); ++e) {
+      for (size_t k = 0; k < in.size(); ++k) args[k] = vals[k][in[k].ndim() == 0 ? 0 : e];
+      out.v[e] = f(args);
+    }
+    return Inputs{out.array(out_dtype.value_or(in[0].dtype()))};
+  };
+}
+
+std::vector<Case> elementwise_cases();
+std::vector<Case> structural_cases();
+
+}  // namespace graft::testing

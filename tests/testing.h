@@ -1,0 +1,71 @@
+// Test utilities: deterministic random arrays, numeric comparisons, finite differences.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graft/graft.h"
+
+namespace graft::testing {
+
+/// Deterministic random arrays.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed = 0) : gen_(seed) {}
+  /// Uniform values in [lo, hi) of dtype d.
+  Array uniform(const Shape& shape, DType d = DType::f32, double lo = -1, double hi = 1) {
+    std::uniform_real_distribution<double> u(lo, hi);
+    std::vector<double> v(static_cast<size_t>(numel(shape)));
+    for (auto& x : v) x = u(gen_);
+    return from_doubles(v, shape, d);
+  }
+  /// Uniform integers in [lo, hi].
+  Array ints(const Shape& shape, DType d, int64_t lo, int64_t hi) {
+    std::uniform_int_distribution<int64_t> u(lo, hi);
+    std::vector<double> v(static_cast<size_t>(numel(shape)));
+    for (auto& x : v) x = static_cast<double>(u(gen_));
+    return from_doubles(v, shape, d);
+  }
+  Array bools(const Shape& shape) { return ints(shape, DType::bool_, 0, 1); }
+  double real(double lo = 0, double hi = 1) { return std::uniform_real_distribution<double>(lo, hi)(gen_); }
+  int64_t integer(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen_); }
+  static Array from_doubles(const std::vector<double>& v, const Shape& shape, DType d) {
+    Array out = Array::empty(Aval(shape, d));
+    convert_elements(v.data(), DType::f64, out.concrete()->data(), d, static_cast<int64_t>(v.size()));
+    return out;
+  }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+inline std::vector<double> values(const Array& a) { return a.to_vector<double>(); }
+
+/// Asserts same shape and |a - b| <= atol + rtol * |b| elementwise (NaNs must match).
+inline ::testing::AssertionResult close(const Array& a, const Array& b, double rtol = 1e-5, double atol = 1e-6) {
+  if (!a.valid() || !b.valid()) return ::testing::AssertionFailure() << "null array";
+  if (a.shape() != b.shape())
+    return ::testing::AssertionFailure() << "shapes differ: " << a.aval().str() << " vs " << b.aval().str();
+  auto x = values(a), y = values(b);
+  for (size_t i = 0; i < x.size(); ++i) {
+    bool both_nan = std::isnan(x[i]) && std::isnan(y[i]);
+    bool same_inf = std::isinf(x[i]) && x[i] == y[i];
+    if (both_nan || same_inf) continue;
+    if (!(std::fabs(x[i] - y[i]) <= atol + rtol * std::fabs(y[i])))
+      return ::testing::AssertionFailure() << "element " << i << ": " << x[i] << " vs " << y[i] << " (diff "
+                                           << std::fabs(x[i] - y[i]) << ")\n  got:      " << a
+                                           << "\n  expected: " << b;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+inline Array concrete(const std::vector<double>& v, const Shape& s, DType d = DType::f32) {
+  return Rng::from_doubles(v, s, d);
+}
+
+}  // namespace graft::testing

@@ -1,0 +1,240 @@
+// jit: the trace cache, static arguments, compile logging, and the errors of traced code.
+#include <cstdlib>
+
+#include "testing.h"
+
+namespace graft {
+namespace {
+using namespace graft::testing;
+
+TEST(Jit, TracesOncePerSignature) {
+  int traces = 0;
+  auto f = jit([&traces](const Array& x) {
+    ++traces;
+    return x * 2.0 + 1.0;
+  });
+  Array a = array({1.0f, 2.0f}), b = array({3.0f, 4.0f});
+  EXPECT_TRUE(close(f(a), array({3.0f, 5.0f})));
+  EXPECT_TRUE(close(f(b), array({7.0f, 9.0f})));
+  EXPECT_EQ(traces, 1);
+  f(array({1.0f, 2.0f, 3.0f}));  // new shape
+  EXPECT_EQ(traces, 2);
+  f(array({1.0, 2.0}));  // new dtype
+  EXPECT_EQ(traces, 3);
+  f(a);
+  EXPECT_EQ(traces, 3);
+  EXPECT_EQ(f.num_traces(), 3u);
+  auto copy = f;  // copies share the cache
+  copy(b);
+  EXPECT_EQ(traces, 3);
+}
+
+TEST(Jit, WeakTypeIsPartOfTheKey) {
+  int traces = 0;
+  auto f = jit([&traces](const Array& x) {
+    ++traces;
+    return x;
+  });
+  f(Array(2.0f));        // weak
+  f(array(2.0f));        // strong
+  EXPECT_EQ(traces, 2);
+}
+
+TEST(Jit, StaticArgumentsKeyTheCache) {
+  int traces = 0;
+  auto f = jit([&traces](const Array& x, int n, const std::string& mode) {
+    ++traces;
+    Array y = x;
+    for (int i = 0; i < n; ++i) y = y * 2.0;  // Python-style loop over a static count
+    return mode == "neg" ? -y : y;
+  });
+  Array x = array({1.0f});
+  EXPECT_NEAR(f(x, 3, std::string("pos")).item<float>(), 8, 0);
+  EXPECT_NEAR(f(x, 3, std::string("neg")).item<float>(), -8, 0);
+  EXPECT_NEAR(f(x, 2, std::string("pos")).item<float>(), 4, 0);
+  EXPECT_NEAR(f(x, 3, std::string("pos")).item<float>(), 8, 0);
+  EXPECT_EQ(traces, 3);
+}
+
+TEST(Jit, LogCompilesSaysWhy) {
+  setenv("GRAFT_LOG_COMPILES", "1", 1);
+  auto f = jit([](const Array& x) { return x + 1.0; }, {.name = "adder"});
+  ::testing::internal::CaptureStderr();
+  f(array({1.0f, 2.0f}));
+  f(array({1.0f, 2.0f}));
+  f(array({1.0f, 2.0f, 3.0f}));
+  std::string log = ::testing::internal::GetCapturedStderr();
+  unsetenv("GRAFT_LOG_COMPILES");
+  EXPECT_NE(log.find("tracing jit(adder) for (f32[2]) -- first call"), std::string::npos) << log;
+  EXPECT_NE(log.find("array argument 0 changed from f32[2] to f32[3]"), std::string::npos) << log;
+  // exactly two traces were logged (the second call hit the cache)
+  size_t n = 0;
+  for (size_t p = log.find("tracing jit"); p != std::string::npos; p = log.find("tracing jit", p + 1)) ++n;
+  EXPECT_EQ(n, 2u);
+}
+
+TEST(Jit, ClosedOverArraysAreConstants) {
+  Array w = array({1.0f, 2.0f});
+  auto f = jit([&w](const Array& x) { return x * w; });
+  EXPECT_TRUE(close(f(array({3.0f, 3.0f})), array({3.0f, 6.0f})));
+  auto j = make_jaxpr(f)(array({3.0f, 3.0f}));
+  // the outer jaxpr holds w as a constvar, passed to the jit call as an argument
+  EXPECT_EQ(j.jaxpr->constvars.size(), 1u);
+  EXPECT_EQ(j.consts.size(), 1u);
+}
+
+TEST(Jit, MultipleOutputsAndPytrees) {
+  auto f = jit([](const Array& x, const Array& y) { return std::make_tuple(x + y, x * y, std::vector<Array>{x - y}); });
+  auto [s, p, d] = f(array({1.0f}), array({2.0f}));
+  EXPECT_EQ(s.item<float>(), 3);
+  EXPECT_EQ(p.item<float>(), 2);
+  EXPECT_EQ(d[0].item<float>(), -1);
+}
+
+TEST(Jit, MatchesEagerOnAModel) {
+  Rng rng(3);
+  Array W1 = rng.uniform({8, 16}), b1 = rng.uniform({16}), W2 = rng.uniform({16, 3});
+  Array x = rng.uniform({5, 8});
+  Array labels = one_hot(array({0, 2, 1, 1, 0}), 3);
+  auto loss = [&](const Array& W1, const Array& x) {
+    Array h = relu(matmul(x, W1) + b1);
+    return -mean(sum(log_softmax(matmul(h, W2)) * labels, -1));
+  };
+  auto eager = value_and_grad(loss)(W1, x);
+  auto jitted = jit(value_and_grad(loss))(W1, x);
+  EXPECT_TRUE(close(jitted.first, eager.first, 1e-6));
+  EXPECT_TRUE(close(jitted.second, eager.second, 1e-5, 1e-6));
+}
+
+TEST(Jit, ConcretizationErrorNamesTheTransformation) {
+  auto f = [](const Array& x) -> Array {
+    if (x > 0.0) return x;  // branching on a traced value
+    return -x;
+  };
+  try {
+    jit(f)(array(1.0f));
+    FAIL() << "expected ConcretizationError";
+  } catch (const ConcretizationError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("jit"), std::string::npos) << m;
+    EXPECT_NE(m.find("bool[]"), std::string::npos) << m;
+    EXPECT_NE(m.find("where"), std::string::npos) << m;  // says what to use instead
+  }
+  try {
+    vmap(f)(array({1.0f, -1.0f}));
+    FAIL() << "expected ConcretizationError";
+  } catch (const ConcretizationError& e) {
+    EXPECT_NE(std::string(e.what()).find("vmap"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(jit([](const Array& x) { return array(x.item<float>()); })(array(1.0f)), ConcretizationError);
+}
+
+TEST(Jit, LeakedTracerIsReported) {
+  Array leaked;
+  auto f = [&leaked](const Array& x) {
+    leaked = x * 2.0;
+    return x;
+  };
+  jit(f)(array(1.0f));
+  try {
+    Array y = leaked + 1.0;
+    FAIL() << "using a leaked tracer must fail";
+  } catch (const TracerLeakError& e) {
+    EXPECT_NE(std::string(e.what()).find("leaked"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Jit, ShapeErrorsNameOpShapesAndDtypes) {
+  try {
+    add(ones({3}), ones({4}));
+    FAIL();
+  } catch (const ShapeError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("add"), std::string::npos) << m;
+    EXPECT_NE(m.find("(3)"), std::string::npos) << m;
+    EXPECT_NE(m.find("(4)"), std::string::npos) << m;
+  }
+  try {
+    lax::add(ones({3}), ones({3}, i32));
+    FAIL();
+  } catch (const TypeError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("add"), std::string::npos) << m;
+    EXPECT_NE(m.find("f32[3]"), std::string::npos) << m;
+    EXPECT_NE(m.find("i32[3]"), std::string::npos) << m;
+  }
+  try {
+    matmul(ones({2, 3}), ones({4, 5}));
+    FAIL();
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul"), std::string::npos) << e.what();
+  }
+  // the same checks fire while tracing
+  EXPECT_THROW(jit([](const Array& x) { return lax::sin(x.astype(i32)); })(array(1.0f)), TypeError);
+}
+
+// ---- custom derivatives ------------------------------------------------------------------------------
+TEST(Custom, CustomJvpIsUsedByEveryTransformation) {
+  int rule_calls = 0;
+  // log(1 + exp(x)) with a stable derivative rule
+  auto softplus_c = custom_jvp([](const Array& x) { return log1p(exp(x)); },
+                               [&rule_calls](const std::vector<Array>& p, const std::vector<Array>& t) {
+                                 ++rule_calls;
+                                 Array y = log1p(exp(p[0]));
+                                 return std::make_pair(y, t[0] * sigmoid(p[0]));
+                               });
+  Array x = array({-1.0, 0.0, 2.0});
+  EXPECT_TRUE(close(softplus_c(x), log1p(exp(x))));
+  EXPECT_EQ(rule_calls, 0);  // eager evaluation does not need the rule
+  auto f = [&](const Array& x) { return sum(softplus_c(x)); };
+  EXPECT_TRUE(close(grad(f)(x), sigmoid(x), 1e-12));
+  EXPECT_GT(rule_calls, 0);
+  EXPECT_TRUE(close(jvp(softplus_c, {x}, {ones_like(x)}).second, sigmoid(x), 1e-12));
+  EXPECT_TRUE(close(jit(grad(f))(x), sigmoid(x), 1e-12));
+  EXPECT_TRUE(close(vmap(grad(f))(stack({x, -x})), stack({sigmoid(x), sigmoid(-x)}), 1e-12));
+  // second derivative through the rule (the rule is itself differentiable)
+  EXPECT_TRUE(close(grad([&](const Array& x) { return sum(grad(f)(x)); })(x), sigmoid(x) * (1.0 - sigmoid(x)), 1e-12));
+  EXPECT_NE(make_jaxpr(f)(x).str().find("custom_jvp_call"), std::string::npos);
+}
+
+TEST(Custom, CustomJvpOverridesTheDerivative) {
+  // a deliberately different rule proves the rule (not autodiff of the body) is used
+  auto f = custom_jvp([](const Array& x) { return x * x; },
+                      [](const std::vector<Array>& p, const std::vector<Array>& t) {
+                        return std::make_pair(p[0] * p[0], t[0] * 100.0);
+                      });
+  EXPECT_NEAR(grad([&](const Array& x) { return f(x); })(array(3.0)).item<double>(), 100, 1e-12);
+}
+
+TEST(Custom, CustomVjp) {
+  // clip the gradient to [-1, 1] in the backward pass
+  auto clip_grad = custom_vjp([](const Array& x) { return x; },
+                              [](const std::vector<Array>& p) { return std::make_pair(p[0], std::vector<Array>{}); },
+                              [](const std::vector<Array>&, const Array& ct) {
+                                return std::vector<Array>{clip(ct, Array(-1.0), Array(1.0))};
+                              });
+  auto f = [&](const Array& x) { return sum(clip_grad(x) * array({5.0, 0.5, -3.0})); };
+  Array x = array({1.0, 2.0, 3.0});
+  EXPECT_TRUE(close(grad(f)(x), array({1.0, 0.5, -1.0}), 1e-12));
+  EXPECT_TRUE(close(jit(grad(f))(x), array({1.0, 0.5, -1.0}), 1e-12));
+  // vmap of a custom_vjp function, and grad through it
+  auto g = [&](const Array& x) { return sum(vmap(clip_grad)(x) * 5.0); };
+  EXPECT_TRUE(close(grad(g)(stack({x, x})), ones({2, 3}, f64), 1e-12));
+  // forward mode is refused, as in JAX
+  EXPECT_THROW(jvp(clip_grad, {x}, {x}), TypeError);
+}
+
+TEST(Custom, CustomVjpResidualsFromForward) {
+  // y = exp(x); bwd uses the saved output
+  auto myexp = custom_vjp([](const Array& x) { return exp(x); },
+                          [](const std::vector<Array>& p) {
+                            Array y = exp(p[0]);
+                            return std::make_pair(y, std::vector<Array>{y});
+                          },
+                          [](const std::vector<Array>& res, const Array& ct) { return std::vector<Array>{ct * res[0]}; });
+  Array x = array({0.5, -1.0});
+  EXPECT_TRUE(close(grad([&](const Array& x) { return sum(myexp(x) * x); })(x), exp(x) * (x + 1.0), 1e-12));
+}
+
+}  // namespace
+}  // namespace graft

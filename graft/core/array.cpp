@@ -142,6 +142,27 @@ void print_elems(std::ostream& os, const Array& a) {
     }
     width = std::max(width, strs[i].size());
   }
+  // NumPy aligns the decimal points of floats: pad the integer parts left and the fractions right
+  if (fl) {
+    size_t ip = 0, fp = 0;
+    bool plain = true;
+    for (auto& e : strs) {
+      size_t dot = e.find('.');
+      if (dot == std::string::npos || e.find('e') != std::string::npos) {
+        plain = false;
+        break;
+      }
+      ip = std::max(ip, dot);
+      fp = std::max(fp, e.size() - dot - 1);
+    }
+    if (plain) {
+      for (auto& e : strs) {
+        size_t dot = e.find('.');
+        e = std::string(ip - dot, ' ') + e + std::string(fp - (e.size() - dot - 1), ' ');
+      }
+      width = ip + 1 + fp;
+    }
+  }
   // int64 values above 2^53 would lose digits through double: print them exactly.
   if (a.dtype() == DType::i64 || a.dtype() == DType::u64) {
     auto c = a.concretize("print");

@@ -57,6 +57,8 @@ Array broadcast_to(const Array& x, const Shape& shape, const char* op) {
 std::pair<Array, Array> promote_broadcast(const Array& a0, const Array& b0, const char* op) {
   const Array& a = checked(a0, op);
   const Array& b = checked(b0, op);
+  // fast path (the common eager case): nothing to promote or broadcast
+  if (a.dtype() == b.dtype() && a.weak_type() == b.weak_type() && a.shape() == b.shape()) return {a, b};
   bool weak;
   DType d = result_type({&a, &b}, &weak);
   Array x = convert(a, d, a.weak_type() && weak);

@@ -38,9 +38,10 @@ struct AxisArg {
 // ---- creation -----------------------------------------------------------------------------------------
 /// A 1-D array of the values, with the dtype of T (float -> f32, double -> f64, int -> i32, ...).
 template <class T>
+Array array(const std::vector<T>& values, const Shape& shape);
+template <class T>
 Array array(std::initializer_list<T> values) {
-  std::vector<T> v(values);
-  return Array::from_data(v.data(), {static_cast<int64_t>(v.size())}, dtype_v<T>);
+  return array(std::vector<T>(values), Shape{static_cast<int64_t>(values.size())});
 }
 /// A 2-D array from nested lists: array({{1.0f, 2.0f}, {3.0f, 4.0f}}).
 template <class T>
@@ -51,11 +52,11 @@ Array array(std::initializer_list<std::initializer_list<T>> rows) {
     if (static_cast<int64_t>(r.size()) != cols) fail<ShapeError>("array: rows have different lengths");
     v.insert(v.end(), r.begin(), r.end());
   }
-  return Array::from_data(v.data(), {static_cast<int64_t>(rows.size()), cols}, dtype_v<T>);
+  return array(v, Shape{static_cast<int64_t>(rows.size()), cols});
 }
 /// An array of `shape` from row-major data (its size must match).
 template <class T>
-Array array(const std::vector<T>& values, const Shape& shape) {
+Array array(const std::vector<T>& values, const Shape& shape) {  // NOLINT: defined after its declaration
   if (numel(shape) != static_cast<int64_t>(values.size()))
     fail<ShapeError>("array: ", values.size(), " values do not fill shape (", shape_str(shape), ")");
   if constexpr (std::is_same_v<T, bool>) {

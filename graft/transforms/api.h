@@ -457,9 +457,9 @@ class Jitted {
     auto fa = detail::flatten_args(targs);
     std::string key = fa.key;
     detail::append_aval_key(key, fa.leaves);
-    std::vector<Aval> avals;
-    for (auto& x : fa.leaves) avals.push_back(x.aval());
-    auto entry = st_->get(key, avals, [&](TreeDef& out_def) {
+    auto entry = st_->get(key, fa.leaves, [&](TreeDef& out_def) {
+      std::vector<Aval> avals;
+      for (auto& x : fa.leaves) avals.push_back(x.aval());
       auto def = std::make_shared<TreeDef>();
       ClosedJaxpr c = make_jaxpr_flat(detail::flat_fn(f_, fa, targs, def), avals, "jit");
       out_def = *def;

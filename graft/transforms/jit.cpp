@@ -165,11 +165,14 @@ bool log_compiles() {
 }
 
 void append_aval_key(std::string& key, const std::vector<Array>& leaves) {
+  // a compact binary spelling: the key is built on every call, so no number formatting here
   for (auto& x : leaves) {
     if (!x.valid()) fail<ValueError>("jit: a null array was passed");
-    key += x.aval().str();
-    if (x.weak_type()) key += '~';
-    key += ';';
+    const Aval& a = x.aval();
+    key.push_back(static_cast<char>(a.dtype));
+    key.push_back(static_cast<char>(a.weak_type));
+    key.push_back(static_cast<char>(a.shape.size()));
+    key.append(reinterpret_cast<const char*>(a.shape.data()), a.shape.size() * sizeof(int64_t));
   }
 }
 
@@ -209,13 +212,15 @@ std::string explain_miss(const std::vector<std::pair<std::string, std::vector<Av
 }
 }  // namespace
 
-std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std::vector<Aval>& avals,
+std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std::vector<Array>& leaves,
                                               const std::function<ClosedJaxpr(TreeDef&)>& trace) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
   }
+  std::vector<Aval> avals;
+  for (auto& x : leaves) avals.push_back(x.aval());
   std::string why;
   {
     std::lock_guard<std::mutex> lk(mu_);

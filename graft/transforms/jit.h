@@ -43,7 +43,7 @@ class JitState {
  public:
   explicit JitState(JitOptions o) : opts(std::move(o)) {}
   /// Returns the entry for `key`, tracing with `trace` on a miss (logged when GRAFT_LOG_COMPILES=1).
-  std::shared_ptr<const JitEntry> get(const std::string& key, const std::vector<Aval>& avals,
+  std::shared_ptr<const JitEntry> get(const std::string& key, const std::vector<Array>& leaves,
                                       const std::function<ClosedJaxpr(TreeDef&)>& trace);
   /// Runs an entry on the flat arguments (directly when eager, else by binding jit_p).
   std::vector<Array> run(const JitEntry& e, const std::vector<Array>& leaves) const;

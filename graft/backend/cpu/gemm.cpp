@@ -50,13 +50,15 @@ void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const voi
     return;
   }
 #ifdef GRAFT_HAVE_BLAS
-  if (dt == DType::f32 && M > 0 && N > 0) {
+  // BLAS call overhead dominates tiny products: use the loop for them
+  bool tiny = M * N * K <= 512;
+  if (dt == DType::f32 && !tiny) {
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
                 1.0f, static_cast<const float*>(A), int(lda), static_cast<const float*>(B), int(ldb), 0.0f,
                 static_cast<float*>(C), int(ldc));
     return;
   }
-  if (dt == DType::f64 && M > 0 && N > 0) {
+  if (dt == DType::f64 && !tiny) {
     cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
                 1.0, static_cast<const double*>(A), int(lda), static_cast<const double*>(B), int(ldb), 0.0,
                 static_cast<double*>(C), int(ldc));

@@ -1,0 +1,170 @@
+// graft/core: dtypes and promotion, 16-bit floats, number formatting, arrays.
+#include <cmath>
+#include <limits>
+
+#include "graft/core/format.h"
+#include "testing.h"
+
+namespace graft {
+namespace {
+
+DType promo(DType a, DType b, bool wa = false, bool wb = false, bool* weak = nullptr) {
+  return promote_types(a, wa, b, wb, weak);
+}
+
+TEST(DType, PromotionFollowsJaxLattice) {
+  // values from jnp.promote_types / jax.dtypes.result_type
+  EXPECT_EQ(promo(f32, f16), f32);
+  EXPECT_EQ(promo(bf16, f16), f32);
+  EXPECT_EQ(promo(i32, f32), f32);
+  EXPECT_EQ(promo(i32, f16), f16);
+  EXPECT_EQ(promo(i8, u8), i16);
+  EXPECT_EQ(promo(u8, i16), i16);
+  EXPECT_EQ(promo(u32, i32), i64);
+  EXPECT_EQ(promo(u16, u32), u32);
+  EXPECT_EQ(promo(bool_, i8), i8);
+  EXPECT_EQ(promo(bool_, bool_), bool_);
+  EXPECT_EQ(promo(f32, f64), f64);
+  EXPECT_TRUE(is_floating(promo(u64, i64)));  // no integer type holds both
+  // symmetric
+  for (int a = 0; a < kNumDTypes; ++a)
+    for (int b = 0; b < kNumDTypes; ++b)
+      EXPECT_EQ(promo(DType(a), DType(b)), promo(DType(b), DType(a))) << a << " " << b;
+}
+
+TEST(DType, WeakScalarsAdoptTheArraysType) {
+  bool weak = true;
+  EXPECT_EQ(promo(f16, f64, false, true, &weak), f16);  // f16 array * 2.0
+  EXPECT_FALSE(weak);
+  EXPECT_EQ(promo(bf16, f64, false, true), bf16);
+  EXPECT_EQ(promo(i8, i64, false, true), i8);  // i8 array + 1
+  EXPECT_EQ(promo(u8, i64, false, true), u8);
+  EXPECT_EQ(promo(i32, f64, false, true, &weak), f32);  // int array * 1.5 -> default float, weak
+  EXPECT_TRUE(weak);
+  EXPECT_EQ(promo(bool_, i64, false, true, &weak), i32);  // bool + 1 -> default int, weak
+  EXPECT_TRUE(weak);
+  EXPECT_EQ(promo(f64, f32, true, true, &weak), f64);  // both weak: join, stay weak
+  EXPECT_TRUE(weak);
+}
+
+TEST(DType, NamesRoundTrip) {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    DType d = static_cast<DType>(i);
+    EXPECT_EQ(parse_dtype(short_name(d)), d);
+    EXPECT_EQ(parse_dtype(long_name(d)), d);
+  }
+  EXPECT_EQ(short_name(f32), "f32");
+  EXPECT_EQ(long_name(bf16), "bfloat16");
+  EXPECT_THROW(parse_dtype("float128"), ValueError);
+}
+
+TEST(Half, Float16Conversions) {
+  EXPECT_EQ(float16(1.0f).bits, 0x3c00);
+  EXPECT_EQ(float16(-2.0f).bits, 0xc000);
+  EXPECT_EQ(float16(65504.0f).bits, 0x7bff);  // largest finite
+  EXPECT_EQ(float16(65520.0f).bits, 0x7c00);  // rounds to inf
+  EXPECT_EQ(float16(1.0f / 3.0f).bits, 0x3555);
+  EXPECT_EQ(float16(std::ldexp(1.0f, -24)).bits, 0x0001);  // smallest subnormal
+  EXPECT_EQ(float16(std::ldexp(1.0f, -25)).bits, 0x0000);  // halfway rounds to even (0)
+  EXPECT_EQ(float(float16::from_bits(0x0001)), std::ldexp(1.0f, -24));
+  EXPECT_TRUE(std::isnan(float(float16(NAN))));
+  EXPECT_EQ(float(float16::from_bits(0x7c00)), INFINITY);
+  // every f16 value survives f16 -> f32 -> f16
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    float16 h = float16::from_bits(uint16_t(b));
+    float f = h;
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(float16(f).bits, b) << std::hex << b;
+  }
+}
+
+TEST(Half, BFloat16Conversions) {
+  EXPECT_EQ(bfloat16(1.0f).bits, 0x3f80);
+  EXPECT_EQ(bfloat16(-1.5f).bits, 0xbfc0);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to even (1)
+  EXPECT_EQ(bfloat16(1.0f + std::ldexp(1.0f, -8)).bits, 0x3f80);
+  EXPECT_EQ(bfloat16(1.0f + 3 * std::ldexp(1.0f, -8)).bits, 0x3f82);
+  EXPECT_TRUE(std::isnan(float(bfloat16(NAN))));
+}
+
+TEST(Format, PythonFloatRepr) {
+  EXPECT_EQ(format_float_repr(1.0, f32), "1.0");
+  EXPECT_EQ(format_float_repr(0.1, f32), "0.1");
+  EXPECT_EQ(format_float_repr(0.1, f64), "0.1");
+  EXPECT_EQ(format_float_repr(1e-05, f32), "1e-05");
+  EXPECT_EQ(format_float_repr(0.0001, f64), "0.0001");
+  EXPECT_EQ(format_float_repr(1e16, f64), "1e+16");
+  EXPECT_EQ(format_float_repr(123456.75, f64), "123456.75");
+  EXPECT_EQ(format_float_repr(-0.0, f32), "-0.0");
+  EXPECT_EQ(format_float_repr(INFINITY, f32), "inf");
+  EXPECT_EQ(format_float_repr(-INFINITY, f32), "-inf");
+  EXPECT_EQ(format_float_repr(NAN, f32), "nan");
+  EXPECT_EQ(format_float_repr(1.0 / 3.0, f32), "0.33333334");
+  EXPECT_EQ(format_float_repr(1.0 / 3.0, f64), "0.3333333333333333");
+  EXPECT_EQ(format_float_repr(2.5e-7, f64), "2.5e-07");
+}
+
+TEST(Array, CreationAndReadBack) {
+  Array x = array({1.0f, 2.0f, 3.0f});
+  EXPECT_EQ(x.dtype(), f32);
+  EXPECT_EQ(x.shape(), Shape{3});
+  EXPECT_FALSE(x.weak_type());
+  EXPECT_EQ(x.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(x.to_vector<int>(), (std::vector<int>{1, 2, 3}));
+  Array m = array({{1, 2}, {3, 4}});
+  EXPECT_EQ(m.dtype(), i32);
+  EXPECT_EQ(m.shape(), (Shape{2, 2}));
+  EXPECT_EQ(array(2.5).dtype(), f64);
+  EXPECT_EQ(array(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}).shape(), (Shape{2, 3}));
+  EXPECT_THROW(array(std::vector<double>{1, 2, 3}, {2, 2}), ShapeError);
+  EXPECT_EQ(sum(m).item<int>(), 10);
+  EXPECT_THROW(m.item<int>(), ValueError);  // more than one element
+}
+
+TEST(Array, ImplicitScalarsAreWeak) {
+  Array s = 2.0;
+  EXPECT_TRUE(s.weak_type());
+  Array x = ones({3}, f16);
+  EXPECT_EQ((x * 2.0).dtype(), f16);
+  EXPECT_EQ((x * s).dtype(), f16);
+  EXPECT_EQ((ones({2}, i32) + 1).dtype(), i32);
+  EXPECT_EQ((ones({2}, i32) * 1.5).dtype(), f32);
+  EXPECT_FALSE(Array(true).weak_type());
+  // precision: the scalar is converted once, to the array's dtype
+  EXPECT_EQ((ones({1}, f64) * 0.1).item<double>(), 0.1);
+}
+
+TEST(Array, Printing) {
+  EXPECT_EQ(to_string(array({1.0f, 2.5f})), "Array([1. , 2.5])");
+  EXPECT_EQ(to_string(array({1, 2})), "Array([1, 2])");
+  EXPECT_EQ(to_string(array({true, false})), "Array([ True, False])");
+  EXPECT_EQ(to_string(array(2.0)), "Array(2., dtype=float64)");
+  EXPECT_EQ(to_string(Array(2.0f)), "Array(2., dtype=float32, weak_type=True)");
+  EXPECT_EQ(to_string(array({{1, 2}, {3, 4}})), "Array([[1, 2],\n       [3, 4]])");
+  EXPECT_EQ(to_string(Array()), "Array(null)");
+}
+
+TEST(Array, ReshapeSharesTheBuffer) {
+  Array x = arange(12.0, f32);
+  Array y = reshape(x, {3, 4});
+  EXPECT_EQ(x.raw_data(), y.raw_data());  // arrays are immutable, so sharing is safe
+}
+
+TEST(Array, NullArraysAreRejected) {
+  Array null;
+  EXPECT_FALSE(null.valid());
+  EXPECT_THROW(sin(null), ValueError);
+  EXPECT_THROW(null + 1.0, ValueError);
+}
+
+TEST(Array, SixteenBitArithmeticRoundsThroughF32) {
+  Array a = array({1.0f, 2.0f, 3.0f}).astype(bf16);
+  Array b = a * 3.0 + 0.5;
+  EXPECT_EQ(b.dtype(), bf16);
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{3.5f, 6.5f, 9.5f}));
+  Array h = array({0.1f}).astype(f16);
+  EXPECT_EQ(h.to_vector<float>()[0], float(float16(0.1f)));
+}
+
+}  // namespace
+}  // namespace graft

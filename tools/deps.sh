@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs what graft needs on Debian (as root, or with sudo). Usage: tools/deps.sh [extra packages...]
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
+need=(cmake ninja-build g++ libgtest-dev libopenblas-dev zlib1g-dev "$@")
+missing=()
+for p in "${need[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Sets up and runs graft's test suite on a fresh Debian machine: installs the dependencies, builds
+# (warnings are errors), runs every test. Usage: tools/test.sh [build-dir]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+"$root/tools/deps.sh"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON
+cmake --build "$build"
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)"

@@ -74,7 +74,7 @@ Array Array::empty(const Aval& a) { return Array(Ref<ArrayNode>(new ConcreteNode
 
 Array Array::from_data(const void* data, Shape shape, DType d, bool weak) {
   Array out = empty(Aval(std::move(shape), d, weak));
-  std::memcpy(out.concrete()->data(), data, out.nbytes());
+  if (out.nbytes()) std::memcpy(out.concrete()->data(), data, out.nbytes());
   return out;
 }
 
@@ -110,6 +110,7 @@ void convert_loop(const From* in, To* out, int64_t n) {
 }  // namespace
 
 void convert_elements(const void* in, DType from, void* out, DType to, int64_t n) {
+  if (n <= 0) return;  // empty arrays may have null data pointers (memcpy(nullptr, ..., 0) is UB)
   if (from == to) {
     std::memcpy(out, in, static_cast<size_t>(n) * itemsize(from));
     return;

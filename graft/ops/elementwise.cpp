@@ -175,9 +175,7 @@ Array elu(const Array& x, double alpha) { return where(x > 0.0, x, expm1(where(x
     auto [x, y] = promote_broadcast(a, b, #name);      \
     return lax::laxfn(x, y);                           \
   }
-GRAFT_BINARY(add, add)
 GRAFT_BINARY(subtract, sub)
-GRAFT_BINARY(multiply, mul)
 GRAFT_BINARY(maximum, max)
 GRAFT_BINARY(minimum, min)
 GRAFT_BINARY(bitwise_and, bitwise_and)
@@ -191,6 +189,16 @@ GRAFT_BINARY(less_equal, le)
 GRAFT_BINARY(greater, gt)
 GRAFT_BINARY(greater_equal, ge)
 #undef GRAFT_BINARY
+
+// On booleans + is "or" and * is "and" (NumPy and JAX); lax keeps them numeric-only.
+Array add(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(a, b, "add");
+  return is_bool(x.dtype()) ? lax::bitwise_or(x, y) : lax::add(x, y);
+}
+Array multiply(const Array& a, const Array& b) {
+  auto [x, y] = promote_broadcast(a, b, "multiply");
+  return is_bool(x.dtype()) ? lax::bitwise_and(x, y) : lax::mul(x, y);
+}
 
 Array right_shift(const Array& a, const Array& b) {
   auto [x, y] = promote_broadcast(a, b, "right_shift");
@@ -208,7 +216,15 @@ Array divide(const Array& a, const Array& b) {
 
 Array floor_divide(const Array& a, const Array& b) {
   auto [x, y] = promote_broadcast(a, b, "floor_divide");
-  if (is_floating(x.dtype())) return lax::floor(lax::div(x, y));
+  if (is_floating(x.dtype())) {
+    // NumPy's divmod: divide the exact multiple (x - fmod(x, y)), fix the sign, then round
+    Array mod = lax::rem(x, y);
+    Array div = lax::div(lax::sub(x, mod), y);
+    Array zero = Array::scalar(0, x.dtype());
+    Array fix = lax::bitwise_and(lax::ne(mod, zero), lax::ne(lax::lt(y, zero), lax::lt(mod, zero)));
+    div = lax::select(fix, lax::sub(div, Array::scalar(1, x.dtype())), div);
+    return lax::round(div, 1);
+  }
   if (is_unsigned(x.dtype()) || is_bool(x.dtype())) return lax::div(x, y);
   // C division truncates: step down when the signs differ and the division is inexact
   Array q = lax::div(x, y);
@@ -230,13 +246,13 @@ Array remainder(const Array& a, const Array& b) {
 Array power(const Array& a, const Array& b) {
   checked(a, "power");
   checked(b, "power");
-  // a concrete integer exponent: integer_pow (exact, and its derivative needs no log)
+  // a concrete integral exponent: integer_pow (exact, and its derivative needs no log)
   if (b.is_concrete() && b.ndim() == 0 && (is_integer(b.dtype()) || (b.weak_type() && is_floating(b.dtype())))) {
     double e = b.item<double>();
-    if (e == std::floor(e) && std::fabs(e) <= 64 && (e >= 0 || is_floating(a.dtype()) || b.weak_type())) {
-      Array base = a;
-      if (!is_floating(a.dtype()) && e < 0) base = convert(a, default_float);
-      if (!is_floating(a.dtype()) && is_floating(b.dtype()) && !b.weak_type()) base = convert(a, b.dtype());
+    bool rd;
+    DType rt = result_type({&a, &b}, &rd);
+    if (e == std::floor(e) && std::fabs(e) <= 64 && (e >= 0 || is_floating(rt))) {
+      Array base = convert(a, rt, a.weak_type() && rd);
       return lax::integer_pow(base, static_cast<int64_t>(e));
     }
   }
@@ -271,8 +287,10 @@ Array logaddexp(const Array& a, const Array& b) {
     y = convert(y, default_float);
   }
   Array m = lax::max(x, y);
-  Array d = lax::neg(lax::abs(lax::sub(x, y)));
-  return lax::add(m, lax::log1p(lax::exp(d)));
+  Array delta = lax::sub(x, y);
+  Array r = lax::add(m, lax::log1p(lax::exp(lax::neg(lax::abs(delta)))));
+  // equal infinities give inf - inf = nan in delta: the answer is then x + y (as JAX)
+  return lax::select(lax::ne(delta, delta), lax::add(x, y), r);
 }
 
 Array logical_and(const Array& a, const Array& b) {
@@ -294,8 +312,9 @@ Array isclose(const Array& a, const Array& b, double rtol, double atol) {
   Array diff = lax::abs(lax::sub(x, y));
   Array tol = lax::add(Array::scalar(atol, x.dtype()), lax::mul(Array::scalar(rtol, x.dtype()), lax::abs(y)));
   Array close = lax::le(diff, tol);
-  // equal infinities are close; NaNs never are
-  return lax::bitwise_or(close, lax::eq(x, y));
+  // infinities are close only to themselves; NaNs never are
+  Array finite = lax::bitwise_and(lax::is_finite(x), lax::is_finite(y));
+  return lax::select(finite, close, lax::eq(x, y));
 }
 
 bool allclose(const Array& a, const Array& b, double rtol, double atol) {

@@ -285,13 +285,19 @@ Array update(const AtRef& ref, const Array& v0, Upd u) {
   DType pd = n > (int64_t(1) << 31) - 1 ? DType::i64 : DType::i32;
   Array pos = index(lax::reshape(lax::iota(pd, {n}, 0), x.shape()), ref.idx);
   Array vv = ops_detail::broadcast_to(v, pos.shape(), "at");
-  if (u == Upd::mul || u == Upd::min || u == Upd::max) vv = combine(u, index(x, ref.idx), vv);
   int64_t m = pos.size();
   Array flat = lax::reshape(x, {n});
   Array ind = lax::reshape(pos, {m, 1});
   Array upd = lax::reshape(vv, {m});
   lax::ScatterDims sd({}, {0}, {0});
-  Array out = u == Upd::add ? lax::scatter_add(flat, ind, upd, sd) : lax::scatter(flat, ind, upd, sd);
+  Array out;
+  switch (u) {
+    case Upd::add: out = lax::scatter_add(flat, ind, upd, sd); break;
+    case Upd::mul: out = lax::scatter_mul(flat, ind, upd, sd); break;
+    case Upd::min: out = lax::scatter_min(flat, ind, upd, sd); break;
+    case Upd::max: out = lax::scatter_max(flat, ind, upd, sd); break;
+    default: out = lax::scatter(flat, ind, upd, sd); break;
+  }
   return lax::reshape(out, x.shape());
 }
 }  // namespace

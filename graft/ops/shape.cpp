@@ -160,7 +160,7 @@ std::vector<Array> split(const Array& x, const std::vector<int64_t>& indices, in
   };
   for (auto i : indices) {
     piece(start, i);
-    start = std::max(start, i);
+    start = i;
   }
   piece(start, n);
   return out;

@@ -297,7 +297,9 @@ Avals scatter_shape(const Primitive& p, AvalPtrs in, const Params& params) {
   return {op};
 }
 
-template <bool kAdd>
+enum class Combine { set, add, mul, min, max };
+
+template <Combine K>
 Arrays scatter_run(std::span<const Array> in, std::span<const Aval> outv, const Params& params) {
   const Array &op = in[0], &idx = in[1], &upd = in[2];
   const auto& s = sdims(params);
@@ -335,14 +337,23 @@ Arrays scatter_run(std::span<const Array> in, std::span<const Aval> outv, const 
         T* o = reinterpret_cast<T*>(dst) + starts[static_cast<size_t>(b)];
         const T* u = reinterpret_cast<const T*>(src) + ubase;
         for (size_t e = 0; e < w.op_off.size(); ++e) {
-          if constexpr (kAdd) {
-            if constexpr (std::is_same_v<T, bool>) {
-              o[w.op_off[e]] = o[w.op_off[e]] || u[w.other_off[e]];
-            } else {
-              o[w.op_off[e]] = static_cast<T>(static_cast<C>(o[w.op_off[e]]) + static_cast<C>(u[w.other_off[e]]));
-            }
+          T& dst_e = o[w.op_off[e]];
+          const T& src_e = u[w.other_off[e]];
+          if constexpr (K == Combine::set) {
+            dst_e = src_e;
+          } else if constexpr (std::is_same_v<T, bool>) {
+            dst_e = (K == Combine::add || K == Combine::max) ? (dst_e || src_e) : (dst_e && src_e);
           } else {
-            o[w.op_off[e]] = u[w.other_off[e]];
+            C a = static_cast<C>(dst_e), b = static_cast<C>(src_e);
+            if constexpr (K == Combine::add) {
+              dst_e = static_cast<T>(a + b);
+            } else if constexpr (K == Combine::mul) {
+              dst_e = static_cast<T>(a * b);
+            } else if constexpr (K == Combine::min) {
+              dst_e = static_cast<T>((b < a || b != b) ? b : a);
+            } else {
+              dst_e = static_cast<T>((b > a || b != b) ? b : a);
+            }
           }
         }
       }
@@ -355,11 +366,12 @@ Arrays scatter_run(std::span<const Array> in, std::span<const Aval> outv, const 
   return {r};
 }
 
-Arrays scatter_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
-  return scatter_run<false>(in, out, params);
-}
-Arrays scatter_add_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
-  return scatter_run<true>(in, out, params);
+Arrays scatter_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
+  if (&p == &scatter_add_p) return scatter_run<Combine::add>(in, out, params);
+  if (&p == &scatter_mul_p) return scatter_run<Combine::mul>(in, out, params);
+  if (&p == &scatter_min_p) return scatter_run<Combine::min>(in, out, params);
+  if (&p == &scatter_max_p) return scatter_run<Combine::max>(in, out, params);
+  return scatter_run<Combine::set>(in, out, params);
 }
 
 JvpResult scatter_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
@@ -401,6 +413,50 @@ Arrays scatter_transpose(const Primitive& p, std::span<const Array> cts, std::sp
   return out;
 }
 
+// d(x * prod u) = dx * prod u + out * sum(du / u): exact where no update is zero.
+JvpResult scatter_mul_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
+                          const Params& params) {
+  Array y = bind1(p, primals, params);
+  Array t;
+  if (!is_zero(tangents[0])) t = bind1(p, {tangents[0], primals[1], primals[2]}, params);
+  if (!is_zero(tangents[2])) {
+    Array ratio = lax::div(tangents[2], primals[2]);
+    Array summed = bind1(scatter_add_p, {lax::zeros_like(primals[0]), primals[1], ratio}, params);
+    t = add_tangents(t, lax::mul(y, summed));
+  }
+  return {{y}, {t}};
+}
+
+Arrays scatter_mul_transpose(const Primitive& p, std::span<const Array> cts, std::span<const TArg> args,
+                             const Params& params) {
+  if (args[1].linear || args[2].linear)
+    fail<ValueError>("scatter_mul: can only be transposed with respect to the operand");
+  Arrays out(3);
+  out[0] = bind1(p, {cts[0], args[1].value, args[2].value}, params);
+  return out;
+}
+
+// min/max: the derivative goes to the values that attain the extremum, split evenly among ties (the
+// operand's own value counts as one of them), as JAX's rule for scatter_min/scatter_max.
+JvpResult scatter_extremal_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
+                               const Params& params) {
+  const Array &x = primals[0], &idx = primals[1], &u = primals[2];
+  Array y = bind1(p, primals, params);
+  Params gp = gather_params_for(params, TArg{x, x.aval(), false}, TArg{u, u.aval(), false});
+  Array u_wins = lax::eq(u, bind1(gather_p, {y, idx}, gp));
+  Array x_wins = lax::eq(x, y);
+  DType d = x.dtype();
+  Array n_u = bind1(scatter_add_p, {lax::zeros_like(x), idx, lax::convert_element_type(u_wins, d)}, params);
+  Array n = lax::add(n_u, lax::convert_element_type(x_wins, d));
+  Array t;
+  if (!is_zero(tangents[0])) t = lax::select(x_wins, lax::div(tangents[0], n), lax::zeros_like(x));
+  if (!is_zero(tangents[2])) {
+    Array share = lax::select(u_wins, lax::div(tangents[2], bind1(gather_p, {n, idx}, gp)), lax::zeros_like(u));
+    t = add_tangents(t, bind1(scatter_add_p, {lax::zeros_like(x), idx, share}, params));
+  }
+  return {{y}, {t}};
+}
+
 BatchResult scatter_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
                           const BatchInfo& axis, const Params& params) {
   const auto& s = sdims(params);
@@ -421,8 +477,14 @@ BatchResult scatter_batch(const Primitive& p, std::span<const Array> vals, std::
 const Primitive gather_p{"gather", 0, &gather_shape, &gather_impl, &gather_jvp, &gather_transpose, &gather_batch};
 const Primitive scatter_p{"scatter", 0, &scatter_shape, &scatter_impl, &scatter_jvp, &scatter_transpose,
                           &scatter_batch};
-const Primitive scatter_add_p{"scatter_add",          0, &scatter_shape, &scatter_add_impl, &scatter_jvp,
+const Primitive scatter_add_p{"scatter_add",          0, &scatter_shape, &scatter_impl, &scatter_jvp,
                               &scatter_add_transpose, &scatter_batch};
+const Primitive scatter_mul_p{"scatter_mul",          0, &scatter_shape, &scatter_impl, &scatter_mul_jvp,
+                              &scatter_mul_transpose, &scatter_batch};
+const Primitive scatter_min_p{"scatter_min", 0, &scatter_shape, &scatter_impl, &scatter_extremal_jvp, nullptr,
+                              &scatter_batch};
+const Primitive scatter_max_p{"scatter_max", 0, &scatter_shape, &scatter_impl, &scatter_extremal_jvp, nullptr,
+                              &scatter_batch};
 
 }  // namespace graft::prims
 
@@ -442,10 +504,17 @@ Array scatter(const Array& operand, const Array& indices, const Array& updates, 
   return bind1(scatter_p, {operand, indices, updates},
                {{"dimension_numbers", Ref<const ParamObject>(new ScatterDims(dims))}, {"mode", mode_value(mode)}});
 }
-Array scatter_add(const Array& operand, const Array& indices, const Array& updates, const ScatterDims& dims,
-                  GatherMode mode) {
-  return bind1(scatter_add_p, {operand, indices, updates},
-               {{"dimension_numbers", Ref<const ParamObject>(new ScatterDims(dims))}, {"mode", mode_value(mode)}});
-}
+#define LAX_SCATTER(name)                                                                        \
+  Array name(const Array& operand, const Array& indices, const Array& updates, const ScatterDims& dims, \
+             GatherMode mode) {                                                                   \
+    return bind1(name##_p, {operand, indices, updates},                                           \
+                 {{"dimension_numbers", Ref<const ParamObject>(new ScatterDims(dims))},            \
+                  {"mode", mode_value(mode)}});                                                    \
+  }
+LAX_SCATTER(scatter_add)
+LAX_SCATTER(scatter_mul)
+LAX_SCATTER(scatter_min)
+LAX_SCATTER(scatter_max)
+#undef LAX_SCATTER
 
 }  // namespace graft::lax

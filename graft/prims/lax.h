@@ -188,6 +188,13 @@ Array scatter(const Array& operand, const Array& indices, const Array& updates, 
               GatherMode mode = GatherMode::fill);
 Array scatter_add(const Array& operand, const Array& indices, const Array& updates, const ScatterDims& dims,
                   GatherMode mode = GatherMode::fill);
+/// Combining scatters: every update (duplicates included) is multiplied in / min'd / max'd.
+Array scatter_mul(const Array& operand, const Array& indices, const Array& updates, const ScatterDims& dims,
+                  GatherMode mode = GatherMode::fill);
+Array scatter_min(const Array& operand, const Array& indices, const Array& updates, const ScatterDims& dims,
+                  GatherMode mode = GatherMode::fill);
+Array scatter_max(const Array& operand, const Array& indices, const Array& updates, const ScatterDims& dims,
+                  GatherMode mode = GatherMode::fill);
 
 // ---- contraction, scans, sorting ----------------------------------------------------------------------
 Array dot_general(const Array& lhs, const Array& rhs, const DotDims& dims,

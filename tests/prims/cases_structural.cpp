@@ -412,15 +412,16 @@ std::vector<Case> structural_cases() {
       },
       {true, false}));
   auto sd_rows = Ref<const ParamObject>(new lax::ScatterDims({1}, {0}, {0}));
-  auto scatter_ref = [](bool add) {
-    return [add](const Inputs& in) {
+  // combine(old, update); duplicates combine in order
+  auto scatter_ref = [](std::function<double(double, double)> combine) {
+    return [combine](const Inputs& in) {
       T x(in[0]), u(in[2]);
       auto idx = in[1].to_vector<int64_t>();
       for_each_index(u.s, [&](const std::vector<int64_t>& i) {
         int64_t row = idx[static_cast<size_t>(i[0])];
         if (row < 0 || row > 4) return;  // dropped
         double& t = x.at({row, i[1]});
-        t = add ? t + u.at(i) : u.at(i);
+        t = combine(t, u.at(i));
       });
       return Inputs{x.array(in[0].dtype())};
     };
@@ -431,7 +432,21 @@ std::vector<Case> structural_cases() {
       [](Rng& r, DType d) {
         return Inputs{r.uniform({5, 4}, d), r.ints({3, 1}, DType::i32, -1, 5), r.uniform({3, 4}, d)};
       },
-      scatter_ref(true), {true, false, true}));
+      scatter_ref(add), {true, false, true}));
+  // the combining scatters, with duplicate rows
+  auto dup_rows = [](Rng& r, DType d) {
+    std::vector<int32_t> rows{int32_t(r.integer(0, 4)), 0, 0};
+    return Inputs{r.uniform({5, 4}, d, 0.5, 1.5), array(rows, {3, 1}), r.uniform({3, 4}, d, 0.5, 1.5)};
+  };
+  v.push_back(make("scatter_mul_duplicates", scatter_mul_p,
+                   {{"dimension_numbers", sd_rows}, {"mode", std::string("GatherScatterMode.FILL_OR_DROP")}}, dup_rows,
+                   scatter_ref(mul), {true, false, true}));
+  v.push_back(make("scatter_min_duplicates", scatter_min_p,
+                   {{"dimension_numbers", sd_rows}, {"mode", std::string("GatherScatterMode.FILL_OR_DROP")}}, dup_rows,
+                   scatter_ref(mn), {true, false, true}));
+  v.push_back(make("scatter_max_duplicates", scatter_max_p,
+                   {{"dimension_numbers", sd_rows}, {"mode", std::string("GatherScatterMode.FILL_OR_DROP")}}, dup_rows,
+                   scatter_ref(mx), {true, false, true}));
   {
     // overwrite with distinct rows (the derivative of duplicate writes is not unique)
     Case c = make(
@@ -442,7 +457,7 @@ std::vector<Case> structural_cases() {
           std::vector<int32_t> rows{int32_t(a), int32_t(b)};
           return Inputs{r.uniform({5, 4}, d), array(rows, {2, 1}), r.uniform({2, 4}, d)};
         },
-        scatter_ref(false), {true, false, true});
+        scatter_ref([](double, double u) { return u; }), {true, false, true});
     v.push_back(c);
   }
   // ---- dot_general -------------------------------------------------------------------------------------------

@@ -1,0 +1,71 @@
+// Regressions: NumPy-layer bugs found while writing the ops tests, each pinned by its repro.
+#include <cmath>
+
+#include "testing.h"
+
+namespace graft {
+namespace {
+using namespace graft::testing;
+
+TEST(Regression, BooleanAddIsOrAndMultiplyIsAnd) {
+  Array a = array({true, false, true}), b = array({true, true, false});
+  EXPECT_EQ((a + b).dtype(), bool_);
+  EXPECT_EQ((a + b).to_vector<int>(), (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ((a * b).to_vector<int>(), (std::vector<int>{1, 0, 0}));
+}
+
+TEST(Regression, IntegerBaseWithWholeFloatExponentPromotes) {
+  Array r = power(array({2, 3}), 2.0);
+  EXPECT_EQ(r.dtype(), f32);
+  EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{4, 9}));
+  EXPECT_EQ(power(array({2, 3}), 2).dtype(), i32);  // an integer exponent keeps integers
+}
+
+TEST(Regression, LogaddexpOfEqualInfinities) {
+  EXPECT_EQ(logaddexp(array(-INFINITY), array(-INFINITY)).item<float>(), -INFINITY);
+  EXPECT_EQ(logaddexp(array(INFINITY), array(INFINITY)).item<float>(), INFINITY);
+  EXPECT_NEAR(logaddexp(array(0.0), array(0.0)).item<double>(), std::log(2.0), 1e-15);
+}
+
+TEST(Regression, IscloseDoesNotMatchFiniteWithInfinite) {
+  EXPECT_FALSE(isclose(array(1.0f), array(INFINITY)).item<bool>());
+  EXPECT_FALSE(isclose(array(-INFINITY), array(INFINITY)).item<bool>());
+  EXPECT_TRUE(isclose(array(INFINITY), array(INFINITY)).item<bool>());
+  EXPECT_FALSE(isclose(array(NAN), array(NAN)).item<bool>());
+  EXPECT_FALSE(allclose(array({1.0f, 2.0f}), array({1.0f, INFINITY})));
+}
+
+TEST(Regression, FloatFloorDivideMatchesNumpyDivmod) {
+  // numpy: 1.0 // 0.1 == 9.0 and 1.0 % 0.1 == 0.09999999999999995
+  EXPECT_EQ(floor_divide(array(1.0f), array(0.1f)).item<float>(), 9.0f);
+  EXPECT_EQ(floor_divide(array(1.0), array(0.1)).item<double>(), 9.0);
+  EXPECT_EQ(floor_divide(array(-7.0), array(2.0)).item<double>(), -4.0);
+  EXPECT_EQ(floor_divide(array(7.0), array(-2.0)).item<double>(), -4.0);
+  Array x = array({1.0, -7.5, 7.5, 5.0}), y = array({0.1, 2.0, -2.0, 2.5});
+  EXPECT_TRUE(close(floor_divide(x, y) * y + remainder(x, y), x, 1e-12, 1e-12));
+}
+
+TEST(Regression, SplitAtDecreasingIndices) {
+  auto parts = split(arange(10.0), std::vector<int64_t>{5, 3});
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0].to_vector<int>(), (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(parts[1].size(), 0);
+  EXPECT_EQ(parts[2].to_vector<int>(), (std::vector<int>{3, 4, 5, 6, 7, 8, 9}));
+}
+
+TEST(Regression, AtMulMinMaxApplyEveryDuplicate) {
+  Array m = arange(12.0, f32).reshape({3, 4});
+  Array rows = array({0, 0}), cols = array({1, 1});
+  Array prod = m.at({rows, cols}).mul(array({2.0f, 5.0f}));
+  EXPECT_EQ((prod[{0, 1}].item<float>()), 10.0f);
+  Array r12 = array({1, 1}), c12 = array({2, 2});
+  Array lo = m.at({r12, c12}).min(array({-1.0f, 3.0f})), hi = m.at({r12, c12}).max(array({28.0f, 24.0f}));
+  EXPECT_EQ((lo[{1, 2}].item<float>()), -1.0f);
+  EXPECT_EQ((hi[{1, 2}].item<float>()), 28.0f);
+  // gradients with duplicates: d/dv of (x.at[i].mul(v))[i] = x * prod(other v)
+  auto f = [&](const Array& v) { return m.at({rows, cols}).mul(v)[{0, 1}]; };
+  EXPECT_TRUE(close(grad(f)(array({2.0f, 5.0f})), array({5.0f, 2.0f})));
+}
+
+}  // namespace
+}  // namespace graft

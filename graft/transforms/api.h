@@ -248,8 +248,8 @@ enum class Argnums { first, single, multi };
 template <class F, Argnums M>
 class GradFn {
  public:
-  GradFn(F f, std::vector<int> argnums, GradOptions opts, bool value)
-      : f_(std::move(f)), argnums_(std::move(argnums)), opts_(opts), value_(value) {}
+  GradFn(F f, std::vector<int> argnums, GradOptions opts)
+      : f_(std::move(f)), argnums_(std::move(argnums)), opts_(opts) {}
 
   template <class... Args>
     requires std::is_invocable_v<const F&, const Args&...>
@@ -257,14 +257,7 @@ class GradFn {
     static_assert(sizeof...(Args) > 0, "grad: the function needs at least one argument");
     auto core = detail::grad_core(f_, argnums_, opts_.has_aux, args...);
     auto g = gradient<Args...>(core);
-    if constexpr (std::is_same_v<detail::result_t<F, Args...>, Array>) {
-      if (value_) return std::make_pair(std::move(core.value), std::move(g));
-      return std::make_pair(Array(), std::move(g));
-    } else {
-      // has_aux: the value is (Array, Aux)
-      if (value_) return std::make_pair(std::move(core.value), std::move(g));
-      return std::make_pair(std::move(core.value), std::move(g));
-    }
+    return std::make_pair(std::move(core.value), std::move(g));  // (value (or (value, aux)), gradient)
   }
 
   template <class... Args>
@@ -292,76 +285,52 @@ class GradFn {
   F f_;
   std::vector<int> argnums_;
   GradOptions opts_;
-  bool value_;
 };
+
+namespace detail {
+/// Wraps a GradFn so that it returns the gradient only ((gradient, aux) with has_aux).
+template <class G>
+auto gradient_only(G g) {
+  return [g](const auto&... args)
+             requires std::is_invocable_v<const G&, decltype(args)...>
+  {
+    auto [v, d] = g(args...);
+    if constexpr (std::is_same_v<D<decltype(v)>, Array>) {
+      return d;
+    } else {
+      return std::make_pair(std::move(d), std::move(v.second));
+    }
+  };
+}
+}  // namespace detail
 
 /// grad(f)(args...): the gradient of a scalar-valued f with respect to argument 0, of its type.
 template <class F>
 auto grad(F f, GradOptions opts = {}) {
-  auto g = GradFn<F, Argnums::first>(std::move(f), {0}, opts, false);
-  return [g, opts](const auto&... args)
-             requires std::is_invocable_v<const F&, decltype(args)...>
-  {
-    auto [v, d] = g(args...);
-    if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, Array>) {
-      return std::make_pair(std::move(d), std::move(v.second));  // has_aux: (grad, aux)
-    } else {
-      (void)opts;
-      return d;
-    }
-  };
+  return detail::gradient_only(GradFn<F, Argnums::first>(std::move(f), {0}, opts));
 }
 /// grad(f, argnum): with respect to one argument (the result is a Tree unless all arguments share a type).
 template <class F>
 auto grad(F f, int argnum, GradOptions opts = {}) {
-  auto g = GradFn<F, Argnums::single>(std::move(f), {argnum}, opts, false);
-  return [g](const auto&... args)
-             requires std::is_invocable_v<const F&, decltype(args)...>
-  {
-    auto [v, d] = g(args...);
-    if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, Array>) {
-      return std::make_pair(std::move(d), std::move(v.second));
-    } else {
-      return d;
-    }
-  };
+  return detail::gradient_only(GradFn<F, Argnums::single>(std::move(f), {argnum}, opts));
 }
 /// grad(f, {0, 1}): one gradient per listed argument (std::vector<Array> when all arguments are arrays).
 template <class F>
 auto grad(F f, std::vector<int> argnums, GradOptions opts = {}) {
-  auto g = GradFn<F, Argnums::multi>(std::move(f), std::move(argnums), opts, false);
-  return [g](const auto&... args)
-             requires std::is_invocable_v<const F&, decltype(args)...>
-  {
-    auto [v, d] = g(args...);
-    if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, Array>) {
-      return std::make_pair(std::move(d), std::move(v.second));
-    } else {
-      return d;
-    }
-  };
+  return detail::gradient_only(GradFn<F, Argnums::multi>(std::move(f), std::move(argnums), opts));
 }
 /// value_and_grad(f)(args...) -> (f(args...), grad): `auto [loss, g] = value_and_grad(f)(x);`
 template <class F>
 auto value_and_grad(F f, GradOptions opts = {}) {
-  auto g = GradFn<F, Argnums::first>(std::move(f), {0}, opts, true);
-  return [g](const auto&... args)
-             requires std::is_invocable_v<const F&, decltype(args)...>
-  { return g(args...); };
+  return GradFn<F, Argnums::first>(std::move(f), {0}, opts);
 }
 template <class F>
 auto value_and_grad(F f, int argnum, GradOptions opts = {}) {
-  auto g = GradFn<F, Argnums::single>(std::move(f), {argnum}, opts, true);
-  return [g](const auto&... args)
-             requires std::is_invocable_v<const F&, decltype(args)...>
-  { return g(args...); };
+  return GradFn<F, Argnums::single>(std::move(f), {argnum}, opts);
 }
 template <class F>
 auto value_and_grad(F f, std::vector<int> argnums, GradOptions opts = {}) {
-  auto g = GradFn<F, Argnums::multi>(std::move(f), std::move(argnums), opts, true);
-  return [g](const auto&... args)
-             requires std::is_invocable_v<const F&, decltype(args)...>
-  { return g(args...); };
+  return GradFn<F, Argnums::multi>(std::move(f), std::move(argnums), opts);
 }
 
 // ---- jvp / vjp ----------------------------------------------------------------------------------------

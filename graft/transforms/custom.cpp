@@ -76,18 +76,28 @@ JvpResult custom_jvp_jvp(const Primitive&, std::span<const Array> primals, std::
   return {Arrays(outs.begin(), outs.end()), Arrays(touts.begin(), touts.end())};
 }
 
-BatchResult custom_jvp_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
-                                    const BatchInfo& axis, const Params& params) {
+// What the batching rules of both custom calls need: the batched body (all outputs at axis 0) and
+// the in_axes of the user-visible arguments (the consts come first and are not passed to the rules).
+struct BatchedCall {
+  ClosedJaxpr body;
+  std::vector<std::optional<int64_t>> arg_axes;
+  size_t n_out;
+};
+BatchedCall batched_call(std::span<const int64_t> dims, const BatchInfo& axis, const Params& params) {
   int64_t nc = params.get_int("num_consts");
   const ClosedJaxpr& c = call_of(params);
-  std::vector<int64_t> dv(dims.begin(), dims.end());
-  ClosedJaxpr bj = batch_jaxpr(c, dv, axis.size, axis.name);
+  BatchedCall b{batch_jaxpr(c, std::vector<int64_t>(dims.begin(), dims.end()), axis.size, axis.name), {},
+                c.out_avals().size()};
+  for (size_t i = static_cast<size_t>(nc); i < dims.size(); ++i)
+    b.arg_axes.push_back(dims[i] == kNotMapped ? std::nullopt : std::optional<int64_t>(dims[i]));
+  return b;
+}
+
+BatchResult custom_jvp_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                             const BatchInfo& axis, const Params& params) {
+  auto [bj, arg_axes, n_out] = batched_call(dims, axis, params);
   const auto& old = params.get_object<JvpRuleParam>("jvp_jaxpr_fun");
   CustomJvpRule inner = old.rule;
-  std::vector<std::optional<int64_t>> arg_axes;
-  for (size_t i = static_cast<size_t>(nc); i < dims.size(); ++i)
-    arg_axes.push_back(dims[i] == kNotMapped ? std::nullopt : std::optional<int64_t>(dims[i]));
-  size_t n_out = c.out_avals().size();
   CustomJvpRule batched = [inner, arg_axes, axis, n_out](const std::vector<Array>& ps, const std::vector<Array>& ts) {
     std::vector<Array> both = ps;
     both.insert(both.end(), ts.begin(), ts.end());
@@ -139,16 +149,9 @@ JvpResult custom_vjp_linearize(const Primitive&, std::span<const Array> primals,
 }
 
 BatchResult custom_vjp_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
-                                    const BatchInfo& axis, const Params& params) {
-  int64_t nc = params.get_int("num_consts");
-  const ClosedJaxpr& c = call_of(params);
-  std::vector<int64_t> dv(dims.begin(), dims.end());
-  ClosedJaxpr bj = batch_jaxpr(c, dv, axis.size, axis.name);
+                             const BatchInfo& axis, const Params& params) {
+  auto [bj, arg_axes, n_out] = batched_call(dims, axis, params);
   const auto& old = params.get_object<VjpRuleParam>("rule");
-  std::vector<std::optional<int64_t>> arg_axes;
-  for (size_t i = static_cast<size_t>(nc); i < dims.size(); ++i)
-    arg_axes.push_back(dims[i] == kNotMapped ? std::nullopt : std::optional<int64_t>(dims[i]));
-  size_t n_out = c.out_avals().size();
   CustomFwd fwd = [f = old.fwd, arg_axes, axis, n_out](const std::vector<Array>& ps) {
     auto n_res = std::make_shared<size_t>(0);
     FlatFn g = [&](const std::vector<Array>& xs) {

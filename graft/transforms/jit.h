@@ -21,11 +21,8 @@ namespace graft {
 extern const Primitive jit_p;
 
 struct JitOptions {
+  /// The name printed in jaxprs (`jit[name=...]`) and in GRAFT_LOG_COMPILES messages.
   std::string name = "<lambda>";
-  /// Arguments whose buffers the compiled function may reuse for its outputs (see BENCHMARKS/docs;
-  /// recorded for the compiler, which performs in-place updates when the caller holds no other
-  /// reference).
-  std::vector<int> donate_argnums;
 };
 
 namespace detail {

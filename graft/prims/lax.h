@@ -205,6 +205,10 @@ Array cummin(const Array& x, int64_t axis, bool reverse = false);
 /// Sorts every operand along `dimension` by the lexicographic order of the first num_keys operands.
 Arrays sort(std::span<const Array> operands, int64_t dimension, bool is_stable = true, int64_t num_keys = 1);
 
+/// The Threefry-2x32 hash (20 rounds, Random123): (key words, counter words) -> two u32 words.
+/// All u32; operands of equal shape or rank 0.
+Arrays threefry2x32(const Array& k0, const Array& k1, const Array& x0, const Array& x1);
+
 // ---- helpers built from primitives ------------------------------------------------------------------
 /// A rank-0 concrete array of dtype d (under tracing it becomes a literal).
 Array scalar(double v, DType d);

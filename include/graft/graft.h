@@ -21,5 +21,6 @@
 #include "graft/ops/ops.h"
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
+#include "graft/random/random.h"
 #include "graft/transforms/api.h"
 #include "graft/transforms/pytree.h"

@@ -498,6 +498,42 @@ std::vector<Case> structural_cases() {
         return Inputs{Rng::from_doubles(ks, {6}, in[0].dtype()), Rng::from_doubles(ws, {6}, in[1].dtype())};
       },
       {true, true}));
+  // ---- random bits ------------------------------------------------------------------------------------
+  {
+    Case c = make(
+        "threefry2x32", threefry2x32_p, {},
+        [](Rng& r, DType) {
+          return Inputs{r.ints({}, DType::u32, 0, 4000000000), r.ints({}, DType::u32, 0, 4000000000),
+                        r.ints({6}, DType::u32, 0, 4000000000), r.ints({6}, DType::u32, 0, 4000000000)};
+        },
+        [](const Inputs& in) {
+          // an independent scalar implementation of Threefry-2x32 (20 rounds)
+          auto rotl = [](uint32_t x, int r) { return (x << r) | (x >> (32 - r)); };
+          uint32_t k0 = in[0].item<uint32_t>(), k1 = in[1].item<uint32_t>();
+          auto c0 = in[2].to_vector<uint32_t>(), c1 = in[3].to_vector<uint32_t>();
+          std::vector<uint32_t> y0, y1;
+          const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};
+          uint32_t ks[3] = {k0, k1, k0 ^ k1 ^ 0x1BD11BDAu};
+          for (size_t i = 0; i < c0.size(); ++i) {
+            uint32_t x0 = c0[i] + ks[0], x1 = c1[i] + ks[1];
+            for (uint32_t s = 0; s < 5; ++s) {
+              for (int j = 0; j < 4; ++j) {
+                x0 += x1;
+                x1 = rotl(x1, rot[s % 2][j]) ^ x0;
+              }
+              x0 += ks[(s + 1) % 3];
+              x1 += ks[(s + 2) % 3] + s + 1;
+            }
+            y0.push_back(x0);
+            y1.push_back(x1);
+          }
+          return Inputs{array(y0), array(y1)};
+        },
+        {false, false, false, false});
+    c.smooth = false;
+    c.value_dtypes = {DType::u32};
+    v.push_back(c);
+  }
   return v;
 }
 

@@ -1,0 +1,258 @@
+// jax.random's algorithms (jax/_src/prng.py and random.py) on the threefry2x32 primitive.
+#include "graft/random/random.h"
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+#include "graft/ops/ops.h"
+
+namespace graft::random {
+
+namespace {
+
+std::atomic<bool> g_partitionable{true};
+
+Array u32v(uint64_t v) { return Array::scalar(static_cast<double>(v & 0xFFFFFFFFu), DType::u32); }
+
+void check_key(const Array& key, const char* op) {
+  if (!key.valid()) fail<ValueError>("random.", op, ": the key is a null array");
+  if (key.dtype() != DType::u32 || key.shape() != Shape{2})
+    fail<TypeError>("random.", op, ": a key is a u32[2] array (from random::key or random::split), got ",
+                    key.aval().str());
+}
+
+Array word(const Array& key, int64_t i) { return lax::reshape(lax::slice_in_dim(key, i, i + 1, 1, 0), {}); }
+
+// JAX's original threefry_2x32(key, count): hash the two halves of the flattened counts pairwise.
+Array hash_counts(const Array& key, const Array& count) {
+  Array flat = lax::reshape(count, {count.size()});
+  int64_t n = flat.size();
+  bool odd = n % 2 == 1;
+  if (odd) {
+    Array parts[] = {flat, lax::full({1}, 0, DType::u32)};
+    flat = lax::concatenate(parts, 0);
+  }
+  int64_t h = flat.size() / 2;
+  Arrays y = lax::threefry2x32(word(key, 0), word(key, 1), lax::slice_in_dim(flat, 0, h, 1, 0),
+                               lax::slice_in_dim(flat, h, 2 * h, 1, 0));
+  Arrays both{y[0], y[1]};
+  Array out = lax::concatenate(both, 0);
+  if (odd) out = lax::slice_in_dim(out, 0, n, 1, 0);
+  return lax::reshape(out, count.shape());
+}
+
+// The flat index of every element of `shape` as (hi, lo) u32 words.
+std::pair<Array, Array> iota_2x32(const Shape& shape) {
+  int64_t n = numel(shape);
+  if (n <= static_cast<int64_t>(std::numeric_limits<uint32_t>::max())) {
+    Array lo = lax::reshape(lax::iota(DType::u32, {n}, 0), shape);
+    return {lax::full(shape, 0, DType::u32), lo};
+  }
+  Array i = lax::reshape(lax::iota(DType::u64, {n}, 0), shape);
+  Array hi = lax::convert_element_type(lax::shift_right_logical(i, Array::scalar(32, DType::u64)), DType::u32);
+  Array lo = lax::convert_element_type(lax::bitwise_and(i, Array::scalar(4294967295.0, DType::u64)), DType::u32);
+  return {hi, lo};
+}
+
+DType uint_of_bits(int bits) {
+  switch (bits) {
+    case 8: return DType::u8;
+    case 16: return DType::u16;
+    case 32: return DType::u32;
+    default: return DType::u64;
+  }
+}
+
+Array random_bits(const Array& key, int bit_width, const Shape& shape) {
+  DType d = uint_of_bits(bit_width);
+  if (g_partitionable) {
+    auto [hi, lo] = iota_2x32(shape);
+    Arrays y = lax::threefry2x32(word(key, 0), word(key, 1), hi, lo);
+    if (bit_width == 64) {
+      Array a = lax::convert_element_type(y[0], DType::u64), b = lax::convert_element_type(y[1], DType::u64);
+      return lax::bitwise_or(lax::shift_left(a, Array::scalar(32, DType::u64)), b);
+    }
+    Array x = lax::bitwise_xor(y[0], y[1]);
+    return bit_width == 32 ? x : lax::convert_element_type(x, d);
+  }
+  int64_t size = numel(shape);
+  int64_t max_count = (static_cast<int64_t>(bit_width) * size + 31) / 32;
+  Array b = hash_counts(key, lax::iota(DType::u32, {max_count}, 0));
+  if (bit_width == 64) {
+    int64_t h = max_count / 2;
+    Array a = lax::convert_element_type(lax::slice_in_dim(b, 0, h, 1, 0), DType::u64);
+    Array c = lax::convert_element_type(lax::slice_in_dim(b, h, 2 * h, 1, 0), DType::u64);
+    return lax::reshape(lax::bitwise_or(lax::shift_left(a, Array::scalar(32, DType::u64)), c), shape);
+  }
+  if (bit_width == 32) return lax::reshape(b, shape);
+  // 8/16 bits: the little-endian view of the words, truncated to size
+  int64_t per = 32 / bit_width;
+  Array words = lax::broadcast_in_dim(b, {max_count, per}, {0});
+  Array shifts = lax::mul(lax::iota(DType::u32, {max_count, per}, 1), u32v(static_cast<uint64_t>(bit_width)));
+  Array parts = lax::bitwise_and(lax::shift_right_logical(words, shifts), u32v((1ull << bit_width) - 1));
+  Array flat = lax::convert_element_type(lax::reshape(parts, {max_count * per}), d);
+  return lax::reshape(lax::slice_in_dim(flat, 0, size, 1, 0), shape);
+}
+
+int mantissa_bits(DType d) {
+  switch (d) {
+    case DType::f16: return 10;
+    case DType::bf16: return 7;
+    case DType::f32: return 23;
+    case DType::f64: return 52;
+    default: fail<TypeError>("random.uniform: dtype must be floating, got ", d);
+  }
+}
+
+Array uniform_between(const Array& key, const Shape& shape, DType d, const Array& minval, const Array& maxval) {
+  int nbits = static_cast<int>(itemsize(d) * 8), nmant = mantissa_bits(d);
+  int rng_bits = nmant < 8 ? 8 : nbits;
+  DType ud = uint_of_bits(nbits);
+  Array b = random_bits(key, rng_bits, shape);
+  if (rng_bits != nbits) b = lax::convert_element_type(b, ud);
+  // randomize the mantissa of a number in [1, 2), then shift to [0, 1)
+  Array one_bits = lax::bitcast_convert_type(Array::scalar(1.0, d), ud);
+  Array fb = lax::bitwise_or(lax::shift_right_logical(b, Array::scalar(rng_bits - nmant, ud)), one_bits);
+  Array floats = lax::sub(lax::bitcast_convert_type(fb, d), Array::scalar(1.0, d));
+  Array span = lax::sub(maxval, minval);
+  return lax::max(minval, lax::add(lax::mul(floats, span), minval));
+}
+
+Array as_scalar(double v, DType d) { return Array::scalar(v, d); }
+
+}  // namespace
+
+void set_threefry_partitionable(bool on) { g_partitionable = on; }
+bool threefry_partitionable() { return g_partitionable; }
+
+Array key(uint64_t seed) {
+  uint32_t w[2] = {static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(seed & 0xFFFFFFFFu)};
+  return Array::from_data(w, {2}, DType::u32);
+}
+
+Array key_data(const Array& k) {
+  check_key(k, "key_data");
+  return k;
+}
+
+Array split(const Array& k, int64_t n) {
+  check_key(k, "split");
+  if (n < 0) fail<ValueError>("random.split: n must be non-negative, got ", n);
+  if (g_partitionable) {
+    auto [hi, lo] = iota_2x32({n});
+    Arrays y = lax::threefry2x32(word(k, 0), word(k, 1), hi, lo);
+    Arrays cols{lax::expand_dims(y[0], {1}), lax::expand_dims(y[1], {1})};
+    return lax::concatenate(cols, 1);
+  }
+  return lax::reshape(hash_counts(k, lax::iota(DType::u32, {2 * n}, 0)), {n, 2});
+}
+
+Array fold_in(const Array& k, uint32_t data) { return fold_in(k, Array::scalar(data, DType::u32)); }
+
+Array fold_in(const Array& k, const Array& data) {
+  check_key(k, "fold_in");
+  if (data.ndim() != 0 || !is_integer(data.dtype()))
+    fail<TypeError>("random.fold_in: data must be an integer scalar, got ", data.aval().str());
+  Array d = lax::convert_element_type(data, DType::u32);
+  Arrays seed{lax::full({1}, 0, DType::u32), lax::reshape(d, {1})};
+  return hash_counts(k, lax::concatenate(seed, 0));
+}
+
+Array bits(const Array& k, const Shape& shape, DType d) {
+  check_key(k, "bits");
+  int w;
+  switch (d) {
+    case DType::u8: w = 8; break;
+    case DType::u16: w = 16; break;
+    case DType::u32: w = 32; break;
+    case DType::u64: w = 64; break;
+    default: fail<TypeError>("random.bits: dtype must be u8, u16, u32 or u64, got ", d);
+  }
+  return random_bits(k, w, shape);
+}
+
+Array uniform(const Array& k, const Shape& shape, DType d, double minval, double maxval) {
+  check_key(k, "uniform");
+  return uniform_between(k, shape, d, as_scalar(minval, d), as_scalar(maxval, d));
+}
+
+Array normal(const Array& k, const Shape& shape, DType d) {
+  check_key(k, "normal");
+  // uniform in (-1, 1), then the inverse error function (JAX's _normal_real); nextafter(-1, 0) in d
+  double lo = -1.0 + std::ldexp(1.0, -(mantissa_bits(d) + 1));
+  Array u = uniform_between(k, shape, d, as_scalar(lo, d), as_scalar(1.0, d));
+  return lax::mul(as_scalar(std::sqrt(2.0), d), lax::erf_inv(u));
+}
+
+Array bernoulli(const Array& k, const Array& p, std::optional<Shape> shape) {
+  check_key(k, "bernoulli");
+  DType d = is_floating(p.dtype()) ? (p.weak_type() ? DType::f32 : p.dtype()) : DType::f32;
+  Shape s = shape.value_or(p.shape());
+  return less(uniform(k, s, d), p);
+}
+
+Array gumbel(const Array& k, const Shape& shape, DType d) {
+  check_key(k, "gumbel");
+  double tiny = d == DType::f64 ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
+  Array u = uniform(k, shape, d, tiny, 1.0);
+  return negative(log(negative(log(u))));
+}
+
+Array categorical(const Array& k, const Array& logits, int64_t axis, std::optional<Shape> shape) {
+  check_key(k, "categorical");
+  int64_t a = normalize_axis(axis, logits.ndim(), "random.categorical");
+  Shape batch = logits.shape();
+  batch.erase(batch.begin() + a);
+  Shape s = shape.value_or(batch);
+  if (s.size() < batch.size()) fail<ShapeError>("random.categorical: shape must end with the logits' batch shape");
+  Shape prefix(s.begin(), s.end() - static_cast<std::ptrdiff_t>(batch.size()));
+  Shape ls(s.end() - static_cast<std::ptrdiff_t>(batch.size()), s.end());
+  ls.insert(ls.begin() + a, logits.shape()[a]);
+  Shape full_shape = prefix;
+  for (auto x : ls) full_shape.push_back(x);
+  DType d = is_floating(logits.dtype()) ? logits.dtype() : DType::f32;
+  Array g = gumbel(k, full_shape, d);
+  Array lg = logits.astype(d);
+  for (size_t i = 0; i < prefix.size(); ++i) lg = expand_dims(lg, 0);
+  return argmax(g + lg, a + static_cast<int64_t>(prefix.size()));
+}
+
+Array permutation(const Array& k, int64_t n) {
+  check_key(k, "permutation");
+  return permutation(k, arange(static_cast<double>(n), DType::i32));
+}
+
+Array permutation(const Array& k, const Array& x) {
+  check_key(k, "permutation");
+  if (x.ndim() == 0) fail<ValueError>("random.permutation: x must be at least one-dimensional");
+  int64_t n = x.shape()[0];
+  // JAX's _shuffle: enough rounds of sorting by random 32-bit keys that collisions are negligible
+  int rounds = static_cast<int>(std::ceil(3.0 * std::log(std::max<double>(1.0, double(n))) /
+                                          std::log(double(std::numeric_limits<uint32_t>::max()))));
+  Array ind = lax::iota(DType::i32, {n}, 0);
+  Array kk = k;
+  for (int r = 0; r < rounds; ++r) {
+    Array ks = random::split(kk, 2);
+    kk = ks[0];
+    Array sort_keys = random_bits(ks[1], 32, {n});
+    Array ops[] = {sort_keys, ind};
+    ind = lax::sort(ops, 0, true, 1)[1];
+  }
+  return take(x, ind, 0);
+}
+
+Array truncated_normal(const Array& k, double lower, double upper, const Shape& shape, DType d) {
+  check_key(k, "truncated_normal");
+  mantissa_bits(d);
+  Array sqrt2 = as_scalar(std::sqrt(2.0), d);
+  Array lo = as_scalar(lower, d), hi = as_scalar(upper, d);
+  Array a = lax::erf(lax::div(lo, sqrt2)), b = lax::erf(lax::div(hi, sqrt2));
+  Array u = uniform_between(k, shape, d, a, b);
+  Array out = lax::mul(sqrt2, lax::erf_inv(u));
+  // keep rounding from pushing values onto or past the bounds
+  Array inf = as_scalar(INFINITY, d);
+  return clip(out, lax::nextafter(lo, inf), lax::nextafter(hi, lax::neg(inf)));
+}
+
+}  // namespace graft::random

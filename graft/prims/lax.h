@@ -64,6 +64,21 @@ struct ScatterDims final : ParamObject {
   bool equals(const ParamObject& o) const override;
 };
 
+/// Convolution dimension numbers: for lhs (batch, feature, spatial...), rhs (out feature, in feature,
+/// spatial...) and out (batch, feature, spatial...), the position of each dimension.
+struct ConvDims final : ParamObject {
+  IntList lhs_spec, rhs_spec, out_spec;
+  ConvDims(IntList l, IntList r, IntList o) : lhs_spec(std::move(l)), rhs_spec(std::move(r)), out_spec(std::move(o)) {}
+  ConvDims(const ConvDims& o) : ConvDims(o.lhs_spec, o.rhs_spec, o.out_spec) {}
+  /// NCHW / OIHW / NCHW for `spatial` spatial dimensions.
+  static ConvDims nchw(size_t spatial);
+  /// NHWC / HWIO / NHWC.
+  static ConvDims nhwc(size_t spatial);
+  void print(std::ostream& os) const override;
+  size_t hash() const override;
+  bool equals(const ParamObject& o) const override;
+};
+
 /// A tuple of integer tuples, e.g. a padding config ((lo, hi, interior), ...).
 struct IntTuples final : ParamObject {
   std::vector<IntList> items;
@@ -204,6 +219,23 @@ Array cummax(const Array& x, int64_t axis, bool reverse = false);
 Array cummin(const Array& x, int64_t axis, bool reverse = false);
 /// Sorts every operand along `dimension` by the lexicographic order of the first num_keys operands.
 Arrays sort(std::span<const Array> operands, int64_t dimension, bool is_stable = true, int64_t num_keys = 1);
+
+// ---- convolution and windows --------------------------------------------------------------------------
+/// XLA's ConvGeneralDilated. padding: one (lo, hi) per spatial dimension (may be negative).
+Array conv_general_dilated(const Array& lhs, const Array& rhs, const Shape& window_strides,
+                           const std::vector<std::pair<int64_t, int64_t>>& padding, const Shape& lhs_dilation,
+                           const Shape& rhs_dilation, const ConvDims& dims, int64_t feature_group_count = 1,
+                           int64_t batch_group_count = 1);
+/// Windowed reductions (pooling). All lists have one entry per operand dimension.
+Array reduce_window_sum(const Array& x, const Shape& window, const Shape& strides,
+                        const std::vector<std::pair<int64_t, int64_t>>& padding, const Shape& base_dilation = {},
+                        const Shape& window_dilation = {});
+Array reduce_window_max(const Array& x, const Shape& window, const Shape& strides,
+                        const std::vector<std::pair<int64_t, int64_t>>& padding, const Shape& base_dilation = {},
+                        const Shape& window_dilation = {});
+Array reduce_window_min(const Array& x, const Shape& window, const Shape& strides,
+                        const std::vector<std::pair<int64_t, int64_t>>& padding, const Shape& base_dilation = {},
+                        const Shape& window_dilation = {});
 
 /// The Threefry-2x32 hash (20 rounds, Random123): (key words, counter words) -> two u32 words.
 /// All u32; operands of equal shape or rank 0.

@@ -93,6 +93,34 @@ bool ScatterDims::equals(const ParamObject& o) const {
          d->scatter_indices_batching_dims == scatter_indices_batching_dims;
 }
 
+ConvDims ConvDims::nchw(size_t spatial) {
+  IntList s;
+  for (size_t i = 0; i < spatial + 2; ++i) s.push_back(static_cast<int64_t>(i));
+  return ConvDims(s, s, s);
+}
+ConvDims ConvDims::nhwc(size_t spatial) {
+  IntList l{0, static_cast<int64_t>(spatial) + 1}, r{static_cast<int64_t>(spatial) + 1, static_cast<int64_t>(spatial)};
+  for (size_t i = 0; i < spatial; ++i) {
+    l.push_back(static_cast<int64_t>(i) + 1);
+    r.push_back(static_cast<int64_t>(i));
+  }
+  return ConvDims(l, r, l);
+}
+void ConvDims::print(std::ostream& os) const {
+  os << "ConvDimensionNumbers(lhs_spec=";
+  tuple(os, lhs_spec);
+  os << ", rhs_spec=";
+  tuple(os, rhs_spec);
+  os << ", out_spec=";
+  tuple(os, out_spec);
+  os << ')';
+}
+size_t ConvDims::hash() const { return hash_lists({&lhs_spec, &rhs_spec, &out_spec}); }
+bool ConvDims::equals(const ParamObject& o) const {
+  auto* d = dynamic_cast<const ConvDims*>(&o);
+  return d && d->lhs_spec == lhs_spec && d->rhs_spec == rhs_spec && d->out_spec == out_spec;
+}
+
 void IntTuples::print(std::ostream& os) const {
   os << '(';
   for (size_t i = 0; i < items.size(); ++i) {

@@ -164,6 +164,21 @@ int64_t scalar_index(const Array& x) {
   return v;
 }
 
+std::vector<std::pair<int64_t, int64_t>> window_grad_padding(const IntList& in, const IntList& win,
+                                                             const IntList& strides, const IntList& out,
+                                                             const std::vector<std::pair<int64_t, int64_t>>& padding,
+                                                             const IntList& base_dilation,
+                                                             const IntList& window_dilation) {
+  std::vector<std::pair<int64_t, int64_t>> p;
+  for (size_t i = 0; i < in.size(); ++i) {
+    int64_t ld = dilate_dim(in[i], base_dilation[i]), rd = dilate_dim(win[i], window_dilation[i]);
+    int64_t od = dilate_dim(out[i], strides[i]);
+    int64_t before = rd - padding[i].first - 1;
+    p.emplace_back(before, ld + rd - 1 - od - before);
+  }
+  return p;
+}
+
 Arrays alloc_outputs(std::span<const Aval> avals) {
   Arrays out;
   for (auto& a : avals) out.push_back(Array::empty(a));

@@ -78,6 +78,16 @@ BatchResult batch_unary(const Primitive& p, std::span<const Array> vals, std::sp
 /// Elements per parallel task of elementwise kernels.
 inline constexpr int64_t kElementwiseGrain = 1 << 15;
 
+/// Size of a dimension of size d after dilation (d - 1 gaps of dil - 1 points): 0 stays 0.
+inline int64_t dilate_dim(int64_t d, int64_t dil) { return d == 0 ? 0 : 1 + dil * (d - 1); }
+/// Padding of the window operation (convolution or reduce_window) that maps an output cotangent back
+/// onto the input: per dimension (before, after). in/win/out are the spatial sizes.
+std::vector<std::pair<int64_t, int64_t>> window_grad_padding(const IntList& in, const IntList& win,
+                                                             const IntList& strides, const IntList& out,
+                                                             const std::vector<std::pair<int64_t, int64_t>>& padding,
+                                                             const IntList& base_dilation,
+                                                             const IntList& window_dilation);
+
 /// A concrete array with x's data viewed as `a` (same byte size): shares the buffer when it can.
 Array alias_as(const Array& x, const Aval& a);
 

@@ -123,6 +123,116 @@ Case dot(std::string name, Shape ls, Shape rs, V lc, V rc, V lb, V rb) {
       {true, true});
 }
 
+// ---- convolution: a reference straight from the definition -----------------------------------------------
+struct ConvCase {
+  Shape lhs, rhs;
+  IntList strides, lhs_dil, rhs_dil;
+  std::vector<std::pair<int64_t, int64_t>> padding;
+  lax::ConvDims dn = lax::ConvDims::nchw(2);
+  int64_t fgc = 1, bgc = 1;
+};
+
+Case conv_case(std::string name, ConvCase cc) {
+  std::vector<IntList> pad;
+  for (auto& [lo, hi] : cc.padding) pad.push_back({lo, hi});
+  Params p{{"batch_group_count", cc.bgc},
+           {"dimension_numbers", Ref<const ParamObject>(new lax::ConvDims(cc.dn))},
+           {"feature_group_count", cc.fgc},
+           {"lhs_dilation", cc.lhs_dil},
+           {"padding", Ref<const ParamObject>(new lax::IntTuples(pad))},
+           {"precision", ParamValue()},
+           {"preferred_element_type", ParamValue()},
+           {"rhs_dilation", cc.rhs_dil},
+           {"window_strides", cc.strides}};
+  auto ref = [cc](const Inputs& in) {
+    T l(in[0]), r(in[1]);
+    const auto& dn = cc.dn;
+    size_t nsp = cc.strides.size();
+    int64_t N = l.s[dn.lhs_spec[0]], O = r.s[dn.rhs_spec[0]], I = r.s[dn.rhs_spec[1]];
+    int64_t Nout = N / cc.bgc, Oper = O / (cc.fgc * cc.bgc);
+    Shape os(nsp + 2);
+    os[dn.out_spec[0]] = Nout;
+    os[dn.out_spec[1]] = O;
+    Shape ks;
+    for (size_t d = 0; d < nsp; ++d) {
+      int64_t S = l.s[dn.lhs_spec[2 + d]], K = r.s[dn.rhs_spec[2 + d]];
+      ks.push_back(K);
+      int64_t padded = (S - 1) * cc.lhs_dil[d] + 1 + cc.padding[d].first + cc.padding[d].second;
+      int64_t span = (K - 1) * cc.rhs_dil[d] + 1;
+      os[dn.out_spec[2 + d]] = padded < span ? 0 : (padded - span) / cc.strides[d] + 1;
+    }
+    T o(os);
+    for_each_index(os, [&](const std::vector<int64_t>& oi) {
+      int64_t n_o = oi[static_cast<size_t>(dn.out_spec[0])], oc = oi[static_cast<size_t>(dn.out_spec[1])];
+      int64_t grp = oc / Oper;
+      int64_t c_base = cc.fgc > 1 ? grp * I : 0, n = cc.bgc > 1 ? grp * Nout + n_o : n_o;
+      double acc = 0;
+      for (int64_t i = 0; i < I; ++i)
+        for_each_index(ks, [&](const std::vector<int64_t>& k) {
+          std::vector<int64_t> li(nsp + 2), ri(nsp + 2);
+          li[static_cast<size_t>(dn.lhs_spec[0])] = n;
+          li[static_cast<size_t>(dn.lhs_spec[1])] = c_base + i;
+          ri[static_cast<size_t>(dn.rhs_spec[0])] = oc;
+          ri[static_cast<size_t>(dn.rhs_spec[1])] = i;
+          for (size_t d = 0; d < nsp; ++d) {
+            int64_t s = oi[static_cast<size_t>(dn.out_spec[2 + d])];
+            int64_t pos = s * cc.strides[d] + k[d] * cc.rhs_dil[d] - cc.padding[d].first;
+            if (pos < 0 || pos % cc.lhs_dil[d] != 0 || pos / cc.lhs_dil[d] >= l.s[dn.lhs_spec[2 + d]]) return;
+            li[static_cast<size_t>(dn.lhs_spec[2 + d])] = pos / cc.lhs_dil[d];
+            ri[static_cast<size_t>(dn.rhs_spec[2 + d])] = k[d];
+          }
+          acc += l.at(li) * r.at(ri);
+        });
+      o.at(oi) = acc;
+    });
+    return Inputs{o.array(in[0].dtype())};
+  };
+  return make(std::move(name), conv_general_dilated_p, p,
+              [cc](Rng& r, DType d) { return Inputs{r.uniform(cc.lhs, d), r.uniform(cc.rhs, d)}; }, ref, {true, true});
+}
+
+// ---- windowed reductions -------------------------------------------------------------------------------
+struct WinCase {
+  Shape in;
+  IntList window, strides, base_dil, win_dil;
+  std::vector<std::pair<int64_t, int64_t>> padding;
+};
+
+Case window_case(std::string name, const Primitive& prim, WinCase wc, std::function<double(double, double)> f,
+                 double init) {
+  std::vector<IntList> pad;
+  for (auto& [lo, hi] : wc.padding) pad.push_back({lo, hi});
+  Params p{{"base_dilation", wc.base_dil},
+           {"padding", Ref<const ParamObject>(new lax::IntTuples(pad))},
+           {"window_dilation", wc.win_dil},
+           {"window_dimensions", wc.window},
+           {"window_strides", wc.strides}};
+  auto ref = [wc, f, init](const Inputs& in) {
+    T x(in[0]);
+    size_t n = wc.in.size();
+    Shape os, ws(wc.window.begin(), wc.window.end());
+    for (size_t d = 0; d < n; ++d) {
+      int64_t padded = (wc.in[d] - 1) * wc.base_dil[d] + 1 + wc.padding[d].first + wc.padding[d].second;
+      int64_t span = (wc.window[d] - 1) * wc.win_dil[d] + 1;
+      os.push_back(padded < span ? 0 : (padded - span) / wc.strides[d] + 1);
+    }
+    T o(os, init);
+    for_each_index(os, [&](const std::vector<int64_t>& oi) {
+      for_each_index(ws, [&](const std::vector<int64_t>& k) {
+        std::vector<int64_t> xi(n);
+        for (size_t d = 0; d < n; ++d) {
+          int64_t pos = oi[d] * wc.strides[d] + k[d] * wc.win_dil[d] - wc.padding[d].first;
+          if (pos < 0 || pos % wc.base_dil[d] != 0 || pos / wc.base_dil[d] >= wc.in[d]) return;
+          xi[d] = pos / wc.base_dil[d];
+        }
+        o.at(oi) = f(o.at(oi), x.at(xi));
+      });
+    });
+    return Inputs{o.array(in[0].dtype())};
+  };
+  return make(std::move(name), prim, p, one_input(wc.in), ref, {true});
+}
+
 Ref<const ParamObject> pad_cfg(std::vector<IntList> cfg) { return Ref<const ParamObject>(new lax::IntTuples(cfg)); }
 
 Case pad_case(std::string name, Shape s, std::vector<IntList> cfg) {
@@ -498,6 +608,30 @@ std::vector<Case> structural_cases() {
         return Inputs{Rng::from_doubles(ks, {6}, in[0].dtype()), Rng::from_doubles(ws, {6}, in[1].dtype())};
       },
       {true, true}));
+  // ---- convolution --------------------------------------------------------------------------------------
+  v.push_back(conv_case("conv_basic", {{2, 3, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}}));
+  v.push_back(conv_case("conv_strided_padded", {{2, 3, 6, 5}, {4, 3, 3, 2}, {2, 1}, {1, 1}, {1, 1}, {{1, 1}, {2, 0}}}));
+  v.push_back(conv_case("conv_dilated", {{1, 2, 5, 6}, {3, 2, 2, 2}, {1, 1}, {2, 1}, {1, 2}, {{0, 1}, {1, 0}}}));
+  v.push_back(conv_case("conv_nhwc_hwio",
+                        {{2, 5, 4, 3}, {3, 2, 3, 4}, {1, 1}, {1, 1}, {1, 1}, {{1, 1}, {0, 0}}, lax::ConvDims::nhwc(2)}));
+  v.push_back(conv_case("conv_feature_groups",
+                        {{2, 4, 5, 5}, {6, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}, lax::ConvDims::nchw(2), 2}));
+  v.push_back(conv_case("conv_batch_groups", {{4, 3, 5, 5}, {6, 3, 2, 2}, {1, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}},
+                                              lax::ConvDims::nchw(2), 1, 2}));
+  v.push_back(conv_case("conv_1d", {{2, 3, 7}, {4, 3, 3}, {2}, {1}, {1}, {{1, 1}}, lax::ConvDims::nchw(1)}));
+  // ---- windows ------------------------------------------------------------------------------------------
+  v.push_back(window_case("reduce_window_sum_pool", reduce_window_sum_p, {{2, 6, 6}, {1, 2, 2}, {1, 2, 2}, {1, 1, 1},
+                                                                         {1, 1, 1}, {{0, 0}, {0, 0}, {0, 0}}},
+                          add, 0));
+  v.push_back(window_case("reduce_window_sum_dilated_padded", reduce_window_sum_p,
+                          {{2, 5, 6}, {1, 3, 2}, {1, 1, 2}, {1, 2, 1}, {1, 1, 2}, {{0, 0}, {1, 1}, {0, 1}}}, add, 0));
+  v.push_back(window_case("reduce_window_max_pool", reduce_window_max_p,
+                          {{2, 6, 6}, {1, 2, 2}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {{0, 0}, {0, 0}, {0, 0}}}, mx,
+                          -INFINITY));
+  v.push_back(window_case("reduce_window_max_overlapping", reduce_window_max_p,
+                          {{5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}}, mx, -INFINITY));
+  v.push_back(window_case("reduce_window_min_strided", reduce_window_min_p,
+                          {{6, 5}, {2, 3}, {2, 1}, {1, 1}, {1, 1}, {{0, 0}, {1, 0}}}, mn, INFINITY));
   // ---- random bits ------------------------------------------------------------------------------------
   {
     Case c = make(

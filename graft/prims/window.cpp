@@ -1,0 +1,259 @@
+// Windowed reductions (pooling): reduce_window_sum, reduce_window_max, reduce_window_min. All their
+// rules. Windows have per-dimension size, stride, padding (filled with the reduction's identity),
+// base (input) dilation and window dilation, as XLA's ReduceWindow.
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "graft/prims/rules.h"
+
+namespace graft::prims {
+
+namespace {
+
+using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+
+struct WinP {
+  IntList window, strides, base_dil, win_dil;
+  Pairs padding;
+};
+
+WinP read(const Params& p) {
+  WinP w{p.get_ints("window_dimensions"), p.get_ints("window_strides"), p.get_ints("base_dilation"),
+         p.get_ints("window_dilation"), {}};
+  for (auto& t : p.get_object<lax::IntTuples>("padding").items) w.padding.emplace_back(t.at(0), t.at(1));
+  return w;
+}
+
+enum class WKind { sum, max, min };
+WKind kind_of(const Primitive& p) {
+  return &p == &reduce_window_sum_p ? WKind::sum : (&p == &reduce_window_max_p ? WKind::max : WKind::min);
+}
+
+Avals window_shape(const Primitive& p, AvalPtrs in, const Params& params) {
+  check_arity(p, in, 1);
+  const Aval& x = *in[0];
+  WinP w = read(params);
+  size_t n = static_cast<size_t>(x.ndim());
+  if (w.window.size() != n || w.strides.size() != n || w.base_dil.size() != n || w.win_dil.size() != n ||
+      w.padding.size() != n)
+    shape_error(p, in, "window dimensions, strides, padding and dilations need one entry per operand dimension");
+  if (kind_of(p) == WKind::sum && is_bool(x.dtype)) type_error(p, in, "requires a numeric operand");
+  Shape out;
+  for (size_t i = 0; i < n; ++i) {
+    if (w.window[i] < 1 || w.strides[i] < 1 || w.base_dil[i] < 1 || w.win_dil[i] < 1)
+      shape_error(p, in, "window sizes, strides and dilations must be >= 1");
+    int64_t padded = dilate_dim(x.shape[i], w.base_dil[i]) + w.padding[i].first + w.padding[i].second;
+    int64_t span = dilate_dim(w.window[i], w.win_dil[i]);
+    out.push_back(padded < span ? 0 : (padded - span) / w.strides[i] + 1);
+  }
+  return {Aval(out, x.dtype, x.weak_type)};
+}
+
+// For each dimension, the input index of (window offset k, output position o), or -1 for padding and
+// points between the elements of a dilated input.
+std::vector<std::vector<int64_t>> window_tables(const Shape& in, const Shape& out, const WinP& w) {
+  std::vector<std::vector<int64_t>> t(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    t[d].resize(static_cast<size_t>(w.window[d] * out[d]));
+    for (int64_t k = 0; k < w.window[d]; ++k)
+      for (int64_t o = 0; o < out[d]; ++o) {
+        int64_t pos = o * w.strides[d] + k * w.win_dil[d] - w.padding[d].first;
+        int64_t q = -1;
+        if (pos >= 0 && pos % w.base_dil[d] == 0 && pos / w.base_dil[d] < in[d]) q = pos / w.base_dil[d];
+        t[d][static_cast<size_t>(k * out[d] + o)] = q;
+      }
+  }
+  return t;
+}
+
+// Calls f(out_flat, window_flat, in_flat or -1) for every (output element, window element) pair.
+template <class F>
+void for_each_window(const Shape& in, const Shape& out, const WinP& w, F&& f) {
+  auto t = window_tables(in, out, w);
+  size_t nd = in.size();
+  Shape istr = strides_of(in);
+  int64_t nout = numel(out), nwin = 1;
+  for (auto k : w.window) nwin *= k;
+  cpu::parallel_for(nout, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, nwin)), [&](int64_t b, int64_t e) {
+    std::vector<int64_t> oi(nd), ki(nd);
+    for (int64_t o = b; o < e; ++o) {
+      int64_t rem = o;
+      for (size_t d = nd; d-- > 0;) {
+        oi[d] = rem % out[d];
+        rem /= out[d];
+      }
+      std::fill(ki.begin(), ki.end(), 0);
+      for (int64_t k = 0; k < nwin; ++k) {
+        int64_t off = 0;
+        for (size_t d = 0; d < nd && off >= 0; ++d) {
+          int64_t q = t[d][static_cast<size_t>(ki[d] * out[d] + oi[d])];
+          off = q < 0 ? -1 : off + q * istr[d];
+        }
+        f(o, k, off);
+        for (size_t d = nd; d-- > 0;) {
+          if (++ki[d] < w.window[d]) break;
+          ki[d] = 0;
+        }
+      }
+    }
+  });
+}
+
+Arrays window_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> outv, const Params& params) {
+  WinP w = read(params);
+  const Array& x = in[0];
+  Array r = Array::empty(outv[0]);
+  if (r.size() == 0) return {r};
+  WKind kind = kind_of(p);
+  visit_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    const T* xd = static_cast<const T*>(x.raw_data());
+    T* od = static_cast<T*>(r.concrete()->data());
+    C init;
+    if constexpr (std::is_same_v<C, bool>) {
+      init = kind == WKind::min;
+    } else if (kind == WKind::sum) {
+      init = C(0);
+    } else if constexpr (std::is_floating_point_v<C>) {
+      init = kind == WKind::max ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+    } else {
+      init = kind == WKind::max ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+    }
+    std::unique_ptr<C[]> acc(new C[static_cast<size_t>(r.size())]);  // not vector<bool>: needs C&
+    std::fill(acc.get(), acc.get() + r.size(), init);
+    for_each_window(x.shape(), outv[0].shape, w, [&](int64_t o, int64_t, int64_t off) {
+      if (off < 0) return;
+      C v = static_cast<C>(xd[off]);
+      C& a = acc[static_cast<size_t>(o)];
+      if constexpr (std::is_same_v<C, bool>) {
+        a = kind == WKind::min ? (a && v) : (a || v);
+      } else if (kind == WKind::sum) {
+        a = static_cast<C>(a + v);
+      } else if (kind == WKind::max) {
+        if (v > a || v != v) a = v;
+      } else {
+        if (v < a || v != v) a = v;
+      }
+    });
+    for (int64_t i = 0; i < r.size(); ++i) od[i] = static_cast<T>(acc[static_cast<size_t>(i)]);
+  });
+  return {r};
+}
+
+Params window_params(const WinP& w) {
+  std::vector<IntList> pad;
+  for (auto& [lo, hi] : w.padding) pad.push_back({lo, hi});
+  return {{"base_dilation", w.base_dil},
+          {"padding", Ref<const ParamObject>(new lax::IntTuples(pad))},
+          {"window_dilation", w.win_dil},
+          {"window_dimensions", w.window},
+          {"window_strides", w.strides}};
+}
+
+Arrays sum_transpose(const Primitive& p, std::span<const Array> cts, std::span<const TArg> args, const Params& params) {
+  WinP w = read(params);
+  const Array& ct = cts[0];
+  IntList in(args[0].aval.shape.begin(), args[0].aval.shape.end()), out(ct.shape().begin(), ct.shape().end());
+  Pairs pads = window_grad_padding(in, w.window, w.strides, out, w.padding, w.base_dil, w.win_dil);
+  std::vector<IntList> cfg;
+  for (size_t i = 0; i < pads.size(); ++i) cfg.push_back({pads[i].first, pads[i].second, w.strides[i] - 1});
+  Array padded = lax::pad(ct, lax::scalar(0, ct.dtype()), cfg);
+  WinP back{w.window, w.base_dil, IntList(in.size(), 1), w.win_dil, Pairs(in.size(), {0, 0})};
+  return {bind1(p, {padded}, window_params(back))};
+}
+
+// The windows of x as an [*out, window] array (a gather with a constant index table; padding reads
+// the `fill` value).
+Array patches(const Array& x, const Shape& out, const WinP& w, double fill) {
+  int64_t nwin = 1;
+  for (auto k : w.window) nwin *= k;
+  std::vector<int32_t> idx(static_cast<size_t>(numel(out) * nwin));
+  int64_t n = x.size();
+  for_each_window(x.shape(), out, w, [&](int64_t o, int64_t k, int64_t off) {
+    idx[static_cast<size_t>(o * nwin + k)] = static_cast<int32_t>(off < 0 ? n : off);
+  });
+  Shape is = out;
+  is.push_back(nwin);
+  is.push_back(1);
+  Array table = Array::from_data(idx.data(), is, DType::i32);
+  Array parts[] = {lax::reshape(x, {n}), lax::full({1}, fill, x.dtype())};
+  Array flat = lax::concatenate(parts, 0);
+  Shape ss{1};
+  return lax::gather(flat, table, lax::GatherDims({}, {0}, {0}), ss, lax::GatherMode::clip);
+}
+
+// d max-pool: the tangent of the element each window picked (the first maximum, as XLA's
+// select-and-scatter).
+JvpResult chooser_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
+                      const Params& params) {
+  Array y = bind1(p, primals, params);
+  WinP w = read(params);
+  const Array& x = primals[0];
+  double fill = kind_of(p) == WKind::max ? -INFINITY : INFINITY;
+  Array px = patches(x, y.shape(), w, is_floating(x.dtype()) ? fill : 0);
+  int64_t last = px.ndim() - 1;
+  Array pick = kind_of(p) == WKind::max ? lax::argmax(px, last) : lax::argmin(px, last);
+  Array pt = patches(tangents[0], y.shape(), w, 0);
+  Array t = lax::take_along_axis(pt, lax::expand_dims(pick, {last}), last);
+  return {{y}, {lax::reshape(t, y.shape())}};
+}
+
+BatchResult window_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                         const BatchInfo&, const Params& params) {
+  WinP w = read(params);
+  int64_t d = dims[0];
+  w.window.insert(w.window.begin() + d, 1);
+  w.strides.insert(w.strides.begin() + d, 1);
+  w.base_dil.insert(w.base_dil.begin() + d, 1);
+  w.win_dil.insert(w.win_dil.begin() + d, 1);
+  w.padding.insert(w.padding.begin() + d, {0, 0});
+  return {{bind1(p, vals, window_params(w))}, {d}};
+}
+
+}  // namespace
+
+const Primitive reduce_window_sum_p{"reduce_window_sum", 0, &window_shape, &window_impl, &linear_jvp, &sum_transpose,
+                                    &window_batch};
+const Primitive reduce_window_max_p{"reduce_window_max", 0, &window_shape, &window_impl, &chooser_jvp, nullptr,
+                                    &window_batch};
+const Primitive reduce_window_min_p{"reduce_window_min", 0, &window_shape, &window_impl, &chooser_jvp, nullptr,
+                                    &window_batch};
+
+}  // namespace graft::prims
+
+namespace graft::lax {
+namespace {
+Array window_op(const Primitive& p, const Array& x, const Shape& window, const Shape& strides,
+                const std::vector<std::pair<int64_t, int64_t>>& padding, const Shape& base_dilation,
+                const Shape& window_dilation) {
+  size_t n = static_cast<size_t>(x.ndim());
+  auto ones_if_empty = [n](const Shape& s) { return s.empty() ? IntList(n, 1) : prims::to_ints(s); };
+  std::vector<IntList> pad;
+  for (auto& [lo, hi] : padding) pad.push_back({lo, hi});
+  if (pad.empty()) pad.assign(n, {0, 0});
+  return bind1(p, {x},
+               {{"base_dilation", ones_if_empty(base_dilation)},
+                {"padding", Ref<const ParamObject>(new IntTuples(pad))},
+                {"window_dilation", ones_if_empty(window_dilation)},
+                {"window_dimensions", prims::to_ints(window)},
+                {"window_strides", ones_if_empty(strides)}});
+}
+}  // namespace
+Array reduce_window_sum(const Array& x, const Shape& window, const Shape& strides,
+                        const std::vector<std::pair<int64_t, int64_t>>& padding, const Shape& base_dilation,
+                        const Shape& window_dilation) {
+  return window_op(prims::reduce_window_sum_p, x, window, strides, padding, base_dilation, window_dilation);
+}
+Array reduce_window_max(const Array& x, const Shape& window, const Shape& strides,
+                        const std::vector<std::pair<int64_t, int64_t>>& padding, const Shape& base_dilation,
+                        const Shape& window_dilation) {
+  return window_op(prims::reduce_window_max_p, x, window, strides, padding, base_dilation, window_dilation);
+}
+Array reduce_window_min(const Array& x, const Shape& window, const Shape& strides,
+                        const std::vector<std::pair<int64_t, int64_t>>& padding, const Shape& base_dilation,
+                        const Shape& window_dilation) {
+  return window_op(prims::reduce_window_min_p, x, window, strides, padding, base_dilation, window_dilation);
+}
+}  // namespace graft::lax

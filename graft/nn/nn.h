@@ -1,0 +1,145 @@
+// Neural-network building blocks as pure functions on parameter trees.
+//
+// A module is a small struct of hyperparameters with `init(key)` (its parameters, a graft::Tree)
+// and `operator()(params, x)` (the forward pass). Nothing is hidden in objects, so a whole training
+// step — forward, grad, update — is one function of (params, state, batch) that jit compiles:
+//
+//   nn::MLP mlp{{784, 512, 512, 10}};
+//   Tree params = mlp.init(random::key(0));
+//   Array logits = mlp(params, x);
+//   Array loss = nn::cross_entropy(logits, labels);
+//
+// Layouts follow PyTorch for images (NCHW, kernels OIHW) and JAX for dense layers (w: [in, out]).
+#pragma once
+
+#include <array>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graft/core/array.h"
+#include "graft/transforms/pytree.h"
+
+namespace graft::nn {
+
+// ---- initializers ----------------------------------------------------------------------------------
+/// An initializer draws an array of `shape` from a key.
+using Initializer = std::function<Array(const Array& key, const Shape& shape, DType d)>;
+
+/// JAX's variance_scaling: mode "fan_in" | "fan_out" | "fan_avg"; distribution "truncated_normal" |
+/// "normal" | "uniform". in_axis/out_axis locate the fan dimensions (the rest is the receptive field).
+Initializer variance_scaling(double scale, std::string mode, std::string distribution, int64_t in_axis = -2,
+                             int64_t out_axis = -1);
+Initializer glorot_uniform(int64_t in_axis = -2, int64_t out_axis = -1);
+Initializer glorot_normal(int64_t in_axis = -2, int64_t out_axis = -1);
+Initializer he_uniform(int64_t in_axis = -2, int64_t out_axis = -1);
+Initializer he_normal(int64_t in_axis = -2, int64_t out_axis = -1);
+Initializer lecun_uniform(int64_t in_axis = -2, int64_t out_axis = -1);
+Initializer lecun_normal(int64_t in_axis = -2, int64_t out_axis = -1);
+Initializer normal_init(double stddev = 1.0);
+Initializer uniform_init(double scale = 1.0);
+Initializer constant_init(double value);
+
+// ---- layers ---------------------------------------------------------------------------------------------
+/// y = x @ w + b, w: [in, out].
+struct Linear {
+  int64_t in = 0, out = 0;
+  bool bias = true;
+  Initializer w_init = glorot_uniform();
+  Tree init(const Array& key, DType d = DType::f32) const;
+  Array operator()(const Tree& params, const Array& x) const;
+};
+
+/// Dense layers with an activation between them (none after the last).
+struct MLP {
+  std::vector<int64_t> sizes;  ///< {in, hidden..., out}
+  std::function<Array(const Array&)> activation = nullptr;  ///< default: relu
+  Initializer w_init = glorot_uniform();
+  Tree init(const Array& key, DType d = DType::f32) const;
+  Array operator()(const Tree& params, const Array& x) const;
+};
+
+/// Padding of a convolution or pooling window: "VALID", "SAME", or explicit (lo, hi) per spatial dim.
+struct Padding {
+  std::string mode = "VALID";
+  std::vector<std::pair<int64_t, int64_t>> explicit_pads;
+  Padding() = default;
+  Padding(const char* m) : mode(m) {}  // NOLINT
+  Padding(std::string m) : mode(std::move(m)) {}  // NOLINT
+  Padding(std::vector<std::pair<int64_t, int64_t>> p) : mode("EXPLICIT"), explicit_pads(std::move(p)) {}  // NOLINT
+  /// (lo, hi) per spatial dim for inputs of `in` with windows `win` and `strides`.
+  std::vector<std::pair<int64_t, int64_t>> resolve(const Shape& in, const Shape& win, const Shape& strides) const;
+};
+
+/// 2-D convolution, x: [N, C, H, W], weights [O, C / groups, KH, KW].
+struct Conv2d {
+  int64_t in_channels = 0, out_channels = 0;
+  std::array<int64_t, 2> kernel{3, 3};
+  std::array<int64_t, 2> stride{1, 1};
+  Padding padding = "VALID";
+  std::array<int64_t, 2> dilation{1, 1};
+  int64_t groups = 1;
+  bool bias = true;
+  Initializer w_init = he_normal(1, 0);
+  Tree init(const Array& key, DType d = DType::f32) const;
+  Array operator()(const Tree& params, const Array& x) const;
+};
+
+/// Pooling over the two trailing (spatial) axes of [N, C, H, W] inputs; stride defaults to the window.
+Array max_pool2d(const Array& x, std::array<int64_t, 2> window, std::optional<std::array<int64_t, 2>> stride = {},
+                 const Padding& padding = "VALID");
+Array avg_pool2d(const Array& x, std::array<int64_t, 2> window, std::optional<std::array<int64_t, 2>> stride = {},
+                 const Padding& padding = "VALID");
+
+/// Inverted dropout: zeroes a fraction `rate` of x and scales the rest by 1 / (1 - rate) when
+/// training; the identity otherwise. The key decides which elements drop.
+Array dropout(const Array& key, const Array& x, double rate, bool train = true);
+
+/// Layer normalization over the last axis, with a learned scale and bias.
+struct LayerNorm {
+  int64_t features = 0;
+  double eps = 1e-5;
+  Tree init(DType d = DType::f32) const;
+  Array operator()(const Tree& params, const Array& x) const;
+};
+
+/// Batch normalization over every axis but `axis` (1 for NCHW images, -1 for [batch, features]).
+/// Training uses the batch statistics and updates the running ones:
+/// running = momentum * running + (1 - momentum) * batch.
+struct BatchNorm {
+  int64_t features = 0;
+  int64_t axis = 1;
+  double momentum = 0.9;
+  double eps = 1e-5;
+  Tree init(DType d = DType::f32) const;        ///< {"scale", "bias"}
+  Tree init_state(DType d = DType::f32) const;  ///< {"mean", "var"}
+  /// (y, new state); in evaluation mode the state is returned unchanged.
+  std::pair<Array, Tree> operator()(const Tree& params, const Tree& state, const Array& x, bool train) const;
+};
+
+/// A lookup table: ids (integers) -> rows of a [num, dim] table.
+struct Embedding {
+  int64_t num = 0, dim = 0;
+  Initializer init_fn = normal_init(1.0);
+  Tree init(const Array& key, DType d = DType::f32) const;
+  Array operator()(const Tree& params, const Array& ids) const;
+};
+
+// ---- losses and metrics ------------------------------------------------------------------------------
+/// Mean cross entropy of logits [..., classes] against integer labels [...].
+Array cross_entropy(const Array& logits, const Array& labels);
+/// Mean cross entropy against probability targets of the logits' shape.
+Array softmax_cross_entropy(const Array& logits, const Array& targets);
+/// Mean binary cross entropy of logits against {0, 1} targets (numerically stable).
+Array binary_cross_entropy_with_logits(const Array& logits, const Array& targets);
+/// Mean squared error.
+Array mse(const Array& pred, const Array& target);
+/// Fraction of rows whose argmax equals the label (f32).
+Array accuracy(const Array& logits, const Array& labels);
+
+/// Number of parameters (elements) in a tree.
+int64_t num_params(const Tree& params);
+
+}  // namespace graft::nn

@@ -1,0 +1,75 @@
+// Optimizers as pure functions on parameter trees (optax's design), so that a whole training step
+// is one jittable function:
+//
+//   auto opt = optim::adam(1e-3);
+//   Tree state = opt.init(params);
+//   auto step = jit([&](const Tree& p, const Tree& s, const Array& x, const Array& y) {
+//     auto [loss, g] = value_and_grad(loss_fn)(p, x, y);
+//     auto [updates, s2] = opt.update(g, s, p);
+//     return std::make_tuple(optim::apply_updates(p, updates), s2, loss);
+//   });
+//
+// `update` returns the *updates* (what to add to the parameters) and the new optimizer state; both
+// are trees. The step count lives in the state, so learning-rate schedules need no host counter.
+#pragma once
+
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include "graft/core/array.h"
+#include "graft/transforms/pytree.h"
+
+namespace graft::optim {
+
+/// A learning-rate schedule: step (an i32 scalar array, from 0) -> rate (an f32 scalar array).
+using ScheduleFn = std::function<Array(const Array& step)>;
+
+/// A learning rate: a constant or a schedule.
+struct Schedule {
+  ScheduleFn fn;
+  Schedule(double lr);  // NOLINT: constants convert
+  Schedule(ScheduleFn f) : fn(std::move(f)) {}  // NOLINT
+  Array operator()(const Array& step) const { return fn(step); }
+};
+
+Schedule constant_schedule(double lr);
+/// lr * rate^(step / transition_steps) (floored with staircase).
+Schedule exponential_decay(double lr, double decay_rate, int64_t transition_steps, bool staircase = false);
+/// Cosine from lr to lr * alpha over decay_steps, then constant.
+Schedule cosine_decay(double lr, int64_t decay_steps, double alpha = 0.0);
+/// Linear from init to end over `steps`, then constant.
+Schedule linear_schedule(double init, double end, int64_t steps);
+/// Linear warmup from 0 to peak over warmup_steps, then cosine decay to end over the remaining steps.
+Schedule warmup_cosine_decay(double peak, int64_t warmup_steps, int64_t decay_steps, double end = 0.0);
+/// values[i] while step < boundaries[i] (values has one more entry than boundaries).
+Schedule piecewise_constant(std::vector<int64_t> boundaries, std::vector<double> values);
+
+/// A gradient transformation: init(params) -> state; update(grads, state, params) -> (updates, state).
+struct Optimizer {
+  std::function<Tree(const Tree& params)> init;
+  std::function<std::pair<Tree, Tree>(const Tree& grads, const Tree& state, const Tree& params)> update;
+};
+
+/// params + updates.
+Tree apply_updates(const Tree& params, const Tree& updates);
+
+/// Stochastic gradient descent, with optional (Nesterov) momentum.
+Optimizer sgd(Schedule lr, double momentum = 0.0, bool nesterov = false);
+/// Adam (Kingma & Ba), with bias correction.
+Optimizer adam(Schedule lr, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8);
+/// AdamW: Adam with decoupled weight decay (lr * weight_decay * param subtracted each step).
+Optimizer adamw(Schedule lr, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 1e-4);
+/// RMSProp.
+Optimizer rmsprop(Schedule lr, double decay = 0.9, double eps = 1e-8);
+/// Scales the gradients so that their global L2 norm is at most max_norm.
+Optimizer clip_by_global_norm(double max_norm);
+/// Clips every gradient element to [-max_delta, max_delta].
+Optimizer clip(double max_delta);
+/// Applies the transformations in order (e.g. clipping, then adam).
+Optimizer chain(std::vector<Optimizer> parts);
+
+/// The global L2 norm of all leaves.
+Array global_norm(const Tree& t);
+
+}  // namespace graft::optim

@@ -40,6 +40,11 @@ class TracerLeakError : public Error {
   using Error::Error;
 };
 
+/// A file that cannot be read or written, or whose contents are malformed (corrupt, truncated).
+class IOError : public Error {
+  using Error::Error;
+};
+
 /// A feature that exists in the design but is not available in this build or context.
 class NotImplementedError : public Error {
   using Error::Error;

@@ -112,26 +112,36 @@ A identity() {
   }
 }
 
+// One contiguous row. Floats use eight independent accumulators so that the loop vectorizes without
+// reassociation flags; integers use a plain loop, which the vectorizer treats as a reduction itself
+// (the eight-accumulator form of this loop is miscompiled for 16/32-bit signed integers by GCC 12 at
+// -O3 with AVX2/AVX-512: tests/ops/test_reduction_sizes.cpp pins it).
+template <RKind K, class T>
+compute_t<T> reduce_row(const T* row, int64_t n) {
+  using A = compute_t<T>;
+  A total = identity<K, A>();
+  if constexpr (std::is_floating_point_v<A>) {
+    constexpr int W = 8;
+    A acc[W];
+    for (int j = 0; j < W; ++j) acc[j] = identity<K, A>();
+    int64_t r = 0;
+    for (; r + W <= n; r += W)
+      for (int j = 0; j < W; ++j) acc[j] = combine<K>(acc[j], static_cast<A>(row[r + j]));
+    for (; r < n; ++r) total = combine<K>(total, static_cast<A>(row[r]));
+    for (int j = 0; j < W; ++j) total = combine<K>(total, acc[j]);
+  } else {
+    for (int64_t r = 0; r < n; ++r) total = combine<K>(total, static_cast<A>(row[r]));
+  }
+  return total;
+}
+
 template <RKind K, class T>
 void reduce_kernel(const T* x, T* out, Layout L) {
   using A = compute_t<T>;
   if (L.inner == 1) {
-    // contiguous rows: several accumulators so that the loop can be vectorized
     cpu::parallel_for(L.outer, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, L.red)),
                       [&](int64_t o0, int64_t o1) {
-                        for (int64_t o = o0; o < o1; ++o) {
-                          const T* row = x + o * L.red;
-                          constexpr int W = 8;
-                          A acc[W];
-                          for (int j = 0; j < W; ++j) acc[j] = identity<K, A>();
-                          int64_t r = 0;
-                          for (; r + W <= L.red; r += W)
-                            for (int j = 0; j < W; ++j) acc[j] = combine<K>(acc[j], static_cast<A>(row[r + j]));
-                          A total = identity<K, A>();
-                          for (; r < L.red; ++r) total = combine<K>(total, static_cast<A>(row[r]));
-                          for (int j = 0; j < W; ++j) total = combine<K>(total, acc[j]);
-                          out[o] = static_cast<T>(total);
-                        }
+                        for (int64_t o = o0; o < o1; ++o) out[o] = static_cast<T>(reduce_row<K>(x + o * L.red, L.red));
                       });
     return;
   }

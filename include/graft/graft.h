@@ -21,6 +21,8 @@
 #include "graft/ops/ops.h"
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
+#include "graft/data/data.h"
+#include "graft/io/safetensors.h"
 #include "graft/nn/nn.h"
 #include "graft/optim/optim.h"
 #include "graft/random/random.h"

@@ -35,3 +35,64 @@ TEST(ReductionSizes, SumsMaximaAndScansAreExact) {
 
 }  // namespace
 }  // namespace graft
+
+namespace graft {
+namespace {
+
+// host model of a d-typed value (wrapping like the kernels)
+int64_t wrap(int64_t v, DType d) {
+  switch (d) {
+    case DType::i8: return int8_t(v);
+    case DType::i16: return int16_t(v);
+    case DType::i32: return int32_t(v);
+    case DType::u8: return uint8_t(v);
+    case DType::u16: return uint16_t(v);
+    case DType::u32: return uint32_t(v);
+    default: return v;
+  }
+}
+
+TEST(ElementwiseSizes, IntegerAndFloatKernelsAreExact) {
+  for (DType d : {i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64}) {
+    for (int64_t n : {7, 64, 1000, 4099, 70001}) {
+      SCOPED_TRACE(std::string(short_name(d)) + " n=" + std::to_string(n));
+      std::vector<int64_t> a(static_cast<size_t>(n)), b(a.size());
+      for (int64_t i = 0; i < n; ++i) {
+        a[static_cast<size_t>(i)] = i % 7 + (is_unsigned(d) ? 0 : -3);
+        b[static_cast<size_t>(i)] = (i * 5) % 11 + 1;
+      }
+      Array x = array(a).astype(d), y = array(b).astype(d);
+      auto check = [&](const Array& got, auto f, const char* what) {
+        auto g = got.to_vector<int64_t>();
+        for (int64_t i = 0; i < n; ++i) {
+          int64_t want = f(a[static_cast<size_t>(i)], b[static_cast<size_t>(i)]);
+          if (g[static_cast<size_t>(i)] != want) {
+            ADD_FAILURE() << what << " at " << i << ": " << g[static_cast<size_t>(i)] << " vs " << want;
+            return;
+          }
+        }
+      };
+      check(lax::add(x, y), [&](int64_t p, int64_t q) { return wrap(wrap(p, d) + q, d); }, "add");
+      check(lax::sub(y, x), [&](int64_t p, int64_t q) { return wrap(q - wrap(p, d), d); }, "sub");
+      check(lax::mul(x, y), [&](int64_t p, int64_t q) { return wrap(wrap(p, d) * q, d); }, "mul");
+      check(lax::max(x, y), [&](int64_t p, int64_t q) { return std::max(wrap(p, d), q); }, "max");
+      check(lax::min(x, y), [&](int64_t p, int64_t q) { return std::min(wrap(p, d), q); }, "min");
+      check(lax::lt(x, y), [&](int64_t p, int64_t q) { return int64_t(wrap(p, d) < q); }, "lt");
+      check(lax::select(lax::lt(x, y), x, y), [&](int64_t p, int64_t q) { return wrap(p, d) < q ? wrap(p, d) : q; },
+            "select");
+      check(lax::convert_element_type(x, f64), [&](int64_t p, int64_t) { return wrap(p, d); }, "convert");
+      if (!is_unsigned(d)) {
+        check(lax::neg(x), [&](int64_t p, int64_t) { return -p; }, "neg");
+        check(lax::abs(x), [&](int64_t p, int64_t) { return p < 0 ? -p : p; }, "abs");
+      }
+      // layout kernels
+      Array m = lax::reshape(lax::slice_in_dim(x, 0, n - n % 7, 1, 0), {(n - n % 7) / 7, 7});
+      Array t = lax::transpose(m, {1, 0});
+      EXPECT_EQ(lax::reshape(lax::transpose(t, {1, 0}), {m.size()}).to_vector<int64_t>(),
+                lax::reshape(m, {m.size()}).to_vector<int64_t>());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace graft

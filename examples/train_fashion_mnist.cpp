@@ -1,208 +1,201 @@
-// Trains the seeds' MLP (784-512-512-10, ReLU) on Fashion-MNIST with graft's core transformations:
-// one jitted step = value_and_grad of the loss + an Adam or SGD update written as tree_map.
+// The main job: train a classifier on Fashion-MNIST with graft.
 //
-//   train_fashion_mnist [--epochs N] [--batch-size B] [--lr LR] [--optimizer adam|sgd] [--seed S]
-//                       [--data DIR]
+//   train_fashion_mnist --model mlp|cnn --epochs 5 --batch-size 128 --lr 1e-3 --optimizer adam --seed 0
 //
-// Data: Debian's dataset-fashion-mnist package (/usr/share/datasets/fashion-mnist/*.gz).
-#include <zlib.h>
+// One training step (forward, value_and_grad, optimizer update) is a single jitted function of
+// (params, optimizer state, batch). Each epoch prints a progress bar, then the epoch time,
+// examples/s, mean train loss and test accuracy. At the end the parameters are saved as a
+// safetensors checkpoint and the training curve (loss and accuracy per epoch) as an SVG plot.
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
+#include <iomanip>
 #include <cstdio>
-#include <cstring>
-#include <iostream>
-#include <random>
-#include <string>
-#include <vector>
+#include <filesystem>
+#include <sstream>
 
 #include <graft/graft.h>
 
 namespace g = graft;
+using g::Array;
+using g::Tree;
 
 namespace {
 
-struct Options {
-  int epochs = 5;
-  int64_t batch = 128;
-  double lr = 1e-3;
-  std::string optimizer = "adam";
-  uint64_t seed = 0;
-  std::string data = "/usr/share/datasets/fashion-mnist";
+struct Model {
+  std::function<Tree(const Array& key)> init;
+  std::function<Array(const Tree& params, const Array& x)> apply;
+  g::Shape input;  ///< one example's shape
 };
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw g::ValueError("missing value after " + a);
-      return argv[++i];
-    };
-    if (a == "--epochs") {
-      o.epochs = std::stoi(next());
-    } else if (a == "--batch-size") {
-      o.batch = std::stoll(next());
-    } else if (a == "--lr") {
-      o.lr = std::stod(next());
-    } else if (a == "--optimizer") {
-      o.optimizer = next();
-    } else if (a == "--seed") {
-      o.seed = std::stoull(next());
-    } else if (a == "--data") {
-      o.data = next();
-    } else {
-      std::cout << "usage: train_fashion_mnist [--epochs N] [--batch-size B] [--lr LR] [--optimizer adam|sgd] "
-                   "[--seed S] [--data DIR]\n";
-      std::exit(a == "--help" || a == "-h" ? 0 : 2);
-    }
-  }
-  if (o.optimizer != "adam" && o.optimizer != "sgd") throw g::ValueError("--optimizer must be adam or sgd");
-  return o;
+// The seeds' MLP: 784-512-512-10 with ReLU.
+Model mlp() {
+  g::nn::MLP net{{784, 512, 512, 10}};
+  return {[net](const Array& k) { return net.init(k); }, [net](const Tree& p, const Array& x) { return net(p, x); },
+          {784}};
 }
 
-// Reads a gzipped IDX file (big-endian header: magic, dims) into bytes.
-std::vector<uint8_t> read_idx(const std::string& path, std::vector<int64_t>& dims) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f)
-    throw g::Error("cannot open " + path +
-                   " (install Debian's dataset-fashion-mnist package: apt-get install dataset-fashion-mnist)");
-  std::vector<uint8_t> raw;
-  uint8_t buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) raw.insert(raw.end(), buf, buf + n);
-  gzclose(f);
-  auto be32 = [&](size_t off) {
-    if (off + 4 > raw.size()) throw g::Error(path + ": truncated IDX header");
-    return (uint32_t(raw[off]) << 24) | (uint32_t(raw[off + 1]) << 16) | (uint32_t(raw[off + 2]) << 8) | raw[off + 3];
+// Two conv + pool blocks and two dense layers (the peer benchmark's CNN).
+Model cnn() {
+  g::nn::Conv2d c1{1, 32, {3, 3}}, c2{32, 64, {3, 3}};
+  g::nn::Linear d1{1600, 128}, d2{128, 10};
+  auto init = [=](const Array& k) {
+    Array ks = g::random::split(k, 4);
+    return Tree::dict({{"conv1", c1.init(ks[0])}, {"conv2", c2.init(ks[1])}, {"dense1", d1.init(ks[2])},
+                       {"dense2", d2.init(ks[3])}});
   };
-  uint32_t magic = be32(0);
-  if ((magic >> 8) != 0x08) throw g::Error(path + ": not an unsigned-byte IDX file");
-  size_t nd = magic & 0xff, off = 4 + 4 * nd;
-  dims.clear();
-  int64_t count = 1;
-  for (size_t i = 0; i < nd; ++i) {
-    dims.push_back(be32(4 + 4 * i));
-    count *= dims.back();
-  }
-  if (raw.size() < off + static_cast<size_t>(count)) throw g::Error(path + ": truncated IDX data");
-  return std::vector<uint8_t>(raw.begin() + static_cast<std::ptrdiff_t>(off), raw.end());
+  auto apply = [=](const Tree& p, const Array& x) {
+    Array h = g::nn::max_pool2d(g::relu(c1(p["conv1"], x)), {2, 2});  // 28 -> 26 -> 13
+    h = g::nn::max_pool2d(g::relu(c2(p["conv2"], h)), {2, 2});         // 13 -> 11 -> 5
+    h = g::reshape(h, {h.shape(0), -1});
+    return d2(p["dense2"], g::relu(d1(p["dense1"], h)));
+  };
+  return {init, apply, {1, 28, 28}};
 }
 
-struct Split {
-  g::Array images;  // f32 [n, 784] in [0, 1]
-  g::Array labels;  // i32 [n]
-};
-
-Split load(const std::string& dir, const std::string& prefix) {
-  std::vector<int64_t> di, dl;
-  auto img = read_idx(dir + "/" + prefix + "-images-idx3-ubyte.gz", di);
-  auto lab = read_idx(dir + "/" + prefix + "-labels-idx1-ubyte.gz", dl);
-  int64_t n = di[0];
-  std::vector<float> x(img.size());
-  for (size_t i = 0; i < img.size(); ++i) x[i] = img[i] / 255.0f;
-  std::vector<int32_t> y(lab.begin(), lab.end());
-  return {g::array(x, {n, di[1] * di[2]}), g::array(y, {n})};
-}
-
-// Glorot-uniform weights and zero biases (std::mt19937_64 seeded: same seed, same run).
-g::Tree init_mlp(const std::vector<int64_t>& sizes, uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  std::vector<g::Tree> layers;
-  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
-    double lim = std::sqrt(6.0 / double(sizes[i] + sizes[i + 1]));
-    std::uniform_real_distribution<float> u(float(-lim), float(lim));
-    std::vector<float> w(static_cast<size_t>(sizes[i] * sizes[i + 1]));
-    for (auto& v : w) v = u(gen);
-    layers.push_back(g::Tree::dict({{"w", g::array(w, {sizes[i], sizes[i + 1]})}, {"b", g::zeros({sizes[i + 1]})}}));
-  }
-  return g::Tree(layers);
-}
-
-g::Array predict(const g::Tree& params, const g::Array& x) {
-  g::Array h = x;
-  size_t n = params.size();
-  for (size_t i = 0; i < n; ++i) {
-    h = g::matmul(h, params[i]["w"].array()) + params[i]["b"].array();
-    if (i + 1 < n) h = g::relu(h);
-  }
-  return h;
-}
-
-g::Array loss_fn(const g::Tree& params, const g::Array& x, const g::Array& y) {
-  g::Array logp = g::log_softmax(predict(params, x));
-  return -g::mean(g::sum(logp * g::one_hot(y, 10), -1));
+g::optim::Optimizer make_optimizer(const std::string& name, double lr) {
+  if (name == "adam") return g::optim::adam(lr);
+  if (name == "adamw") return g::optim::adamw(lr);
+  if (name == "sgd") return g::optim::sgd(lr);
+  if (name == "momentum") return g::optim::sgd(lr, 0.9);
+  if (name == "nesterov") return g::optim::sgd(lr, 0.9, true);
+  throw g::ValueError("unknown optimizer '" + name + "' (adam, adamw, sgd, momentum, nesterov)");
 }
 
 void progress(int epoch, int64_t done, int64_t total, double loss) {
-  int width = 30, filled = static_cast<int>(width * done / std::max<int64_t>(total, 1));
+  const int width = 30;
+  int filled = static_cast<int>(width * done / std::max<int64_t>(total, 1));
   std::printf("\repoch %d [%s%s] %3d%%  loss %.4f", epoch, std::string(static_cast<size_t>(filled), '#').c_str(),
-              std::string(static_cast<size_t>(width - filled), '.').c_str(), int(100 * done / std::max<int64_t>(total, 1)),
-              loss);
+              std::string(static_cast<size_t>(width - filled), '.').c_str(),
+              static_cast<int>(100 * done / std::max<int64_t>(total, 1)), loss);
   std::fflush(stdout);
+}
+
+// A two-panel SVG line chart of train loss and test accuracy per epoch.
+std::string svg_curves(const std::vector<double>& loss, const std::vector<double>& acc, const std::string& title) {
+  std::ostringstream s;
+  const int W = 360, H = 260, pad = 45;
+  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << 2 * W << "\" height=\"" << H + 30
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    << "<text x=\"" << W << "\" y=\"18\" text-anchor=\"middle\" font-size=\"14\">" << title << "</text>\n";
+  auto panel = [&](const std::vector<double>& v, int x0, const char* name, const char* color) {
+    double lo = *std::min_element(v.begin(), v.end()), hi = *std::max_element(v.begin(), v.end());
+    if (hi - lo < 1e-9) {
+      lo -= 0.5;
+      hi += 0.5;
+    }
+    double m = (hi - lo) * 0.1;
+    lo -= m;
+    hi += m;
+    int top = 30, bottom = 30 + H - pad, left = x0 + pad, right = x0 + W - 15;
+    s << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << right - left << "\" height=\"" << bottom - top
+      << "\" fill=\"none\" stroke=\"#888\"/>\n";
+    s << "<text x=\"" << (left + right) / 2 << "\" y=\"" << bottom + 32 << "\" text-anchor=\"middle\">epoch</text>\n";
+    s << "<text x=\"" << left << "\" y=\"" << top - 4 << "\">" << name << "</text>\n";
+    for (int t = 0; t <= 4; ++t) {
+      double val = lo + (hi - lo) * t / 4;
+      double y = bottom - (bottom - top) * t / 4.0;
+      s << "<text x=\"" << left - 4 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">" << std::fixed
+        << std::setprecision(3) << val << "</text>\n";
+    }
+    std::ostringstream pts;
+    for (size_t i = 0; i < v.size(); ++i) {
+      double x = v.size() == 1 ? (left + right) / 2.0 : left + (right - left) * double(i) / double(v.size() - 1);
+      double y = bottom - (bottom - top) * (v[i] - lo) / (hi - lo);
+      pts << x << "," << y << " ";
+      s << "<circle cx=\"" << x << "\" cy=\"" << y << "\" r=\"3\" fill=\"" << color << "\"/>\n";
+      s << "<text x=\"" << x << "\" y=\"" << bottom + 16 << "\" text-anchor=\"middle\">" << i + 1 << "</text>\n";
+    }
+    s << "<polyline points=\"" << pts.str() << "\" fill=\"none\" stroke=\"" << color << "\" stroke-width=\"2\"/>\n";
+  };
+  panel(loss, 0, "train loss", "#d62728");
+  panel(acc, W, "test accuracy", "#1f77b4");
+  s << "</svg>\n";
+  return s.str();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"Train a classifier on Fashion-MNIST with graft"};
+  std::string model_name = "mlp", optimizer = "adam", data_dir = g::data::kFashionMnistDir, out_dir;
+  int epochs = 5;
+  int64_t batch = 128;
+  double lr = 1e-3;
+  uint64_t seed = 0;
+  app.add_option("--model", model_name, "mlp (784-512-512-10) or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--epochs", epochs, "passes over the training set")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", batch, "examples per step")->check(CLI::PositiveNumber);
+  app.add_option("--lr", lr, "learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--optimizer", optimizer, "adam, adamw, sgd, momentum or nesterov")
+      ->check(CLI::IsMember({"adam", "adamw", "sgd", "momentum", "nesterov"}));
+  app.add_option("--seed", seed, "random seed (initialization and shuffling)");
+  app.add_option("--data", data_dir, "directory with the Fashion-MNIST .gz files");
+  app.add_option("--out", out_dir, "where to write the checkpoint and the plot (default: runs/<model>)");
+  CLI11_PARSE(app, argc, argv);
+  if (out_dir.empty()) out_dir = "runs/" + model_name;
   try {
-    Options o = parse(argc, argv);
-    Split train = load(o.data, "train"), test = load(o.data, "t10k");
-    int64_t n = train.images.shape(0);
-    std::printf("Fashion-MNIST: %lld train / %lld test images; MLP 784-512-512-10, %s lr=%g, batch %lld\n",
-                (long long)n, (long long)test.images.shape(0), o.optimizer.c_str(), o.lr, (long long)o.batch);
-    g::Tree params = init_mlp({784, 512, 512, 10}, o.seed);
-    g::Tree m = g::tree_map([](const g::Array& p) { return g::zeros_like(p); }, params), v = m;
-    bool adam = o.optimizer == "adam";
-    double lr = o.lr;
-    // one training step, traced once and then run from the jit cache
-    auto step = g::jit([adam, lr](const g::Tree& p, const g::Tree& m, const g::Tree& v, const g::Array& t,
-                                  const g::Array& x, const g::Array& y) {
-      auto [loss, grads] = g::value_and_grad(loss_fn)(p, x, y);
-      if (!adam) {
-        g::Tree np = g::tree_map([lr](const g::Array& w, const g::Array& d) { return w - d * lr; }, p, grads);
-        return std::make_tuple(np, m, v, loss);
-      }
-      const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
-      g::Tree nm = g::tree_map([&](const g::Array& a, const g::Array& d) { return a * b1 + d * (1 - b1); }, m, grads);
-      g::Tree nv = g::tree_map([&](const g::Array& a, const g::Array& d) { return a * b2 + d * d * (1 - b2); }, v, grads);
-      g::Array c1 = 1.0 - g::power(g::Array(b1), t), c2 = 1.0 - g::power(g::Array(b2), t);
-      auto lv = nv.leaves(), lm = nm.leaves(), lp = p.leaves();
-      std::vector<g::Array> out;
-      for (size_t i = 0; i < lp.size(); ++i) out.push_back(lp[i] - (lm[i] / c1) * lr / (g::sqrt(lv[i] / c2) + eps));
-      return std::make_tuple(p.with_leaves(out), nm, nv, loss);
-    });
-    auto accuracy = g::jit([](const g::Tree& p, const g::Array& x, const g::Array& y) {
-      return g::sum(g::argmax(predict(p, x), 1) == y);
-    });
-    std::mt19937_64 shuffle_gen(o.seed + 1);
-    std::vector<int32_t> order(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-    int64_t steps = n / o.batch, t = 0;
-    for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-      std::shuffle(order.begin(), order.end(), shuffle_gen);
-      g::Array perm = g::array(order, {n});
+    Model model = model_name == "mlp" ? mlp() : cnn();
+    auto ds = g::data::load_fashion_mnist(data_dir);
+    auto prep = [&](const Array& images) {
+      g::Shape s{images.shape(0)};
+      for (auto d : model.input) s.push_back(d);
+      return g::reshape(images.astype(g::f32) / 255.0, s);
+    };
+    Array x_train = prep(ds.train_images), x_test = prep(ds.test_images);
+    int64_t n = x_train.shape(0);
+    std::printf("Fashion-MNIST: %lld training / %lld test images; model %s (%lld parameters), %s lr=%g, batch %lld, seed %llu\n",
+                (long long)n, (long long)x_test.shape(0), model_name.c_str(),
+                (long long)g::nn::num_params(model.init(g::random::key(seed))), optimizer.c_str(), lr,
+                (long long)batch, (unsigned long long)seed);
+    Array root = g::random::key(seed);
+    Tree params = model.init(g::random::fold_in(root, 0u));
+    auto opt = make_optimizer(optimizer, lr);
+    Tree opt_state = opt.init(params);
+    auto loss_fn = [&model](const Tree& p, const Array& x, const Array& y) {
+      return g::nn::cross_entropy(model.apply(p, x), y);
+    };
+    auto step = g::jit(
+        [&](const Tree& p, const Tree& s, const Array& x, const Array& y) {
+          auto [loss, grads] = g::value_and_grad(loss_fn)(p, x, y);
+          auto [updates, s2] = opt.update(grads, s, p);
+          return std::make_tuple(g::optim::apply_updates(p, updates), s2, loss);
+        },
+        {.name = "train_step"});
+    auto correct = g::jit(
+        [&model](const Tree& p, const Array& x, const Array& y) { return g::sum(g::argmax(model.apply(p, x), 1) == y); },
+        {.name = "eval"});
+    std::vector<double> losses, accs;
+    for (int epoch = 1; epoch <= epochs; ++epoch) {
+      auto batches = g::data::batches(x_train, ds.train_labels, batch,
+                                      g::random::fold_in(root, static_cast<uint32_t>(epoch)));
       auto t0 = std::chrono::steady_clock::now();
       double total = 0;
-      for (int64_t s = 0; s < steps; ++s) {
-        g::Array idx = perm[{g::slice(s * o.batch, (s + 1) * o.batch)}];
-        g::Array xb = g::take(train.images, idx, 0), yb = g::take(train.labels, idx, 0);
-        g::Array loss;
-        std::tie(params, m, v, loss) = step(params, m, v, g::array(float(++t)), xb, yb);
+      int64_t i = 0;
+      for (auto [xb, yb] : batches) {
+        Array loss;
+        std::tie(params, opt_state, loss) = step(params, opt_state, xb, yb);
         total += loss.item<double>();
-        if (s % 20 == 0 || s + 1 == steps) progress(epoch, s + 1, steps, total / double(s + 1));
+        ++i;
+        if (i % 20 == 0 || i == batches.size()) progress(epoch, i, batches.size(), total / double(i));
       }
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      int64_t correct = 0;
-      for (int64_t s = 0; s < test.images.shape(0); s += 1000) {
-        g::Array xb = test.images[{g::slice(s, s + 1000)}], yb = test.labels[{g::slice(s, s + 1000)}];
-        correct += accuracy(params, xb, yb).item<int64_t>();
-      }
-      double acc = double(correct) / double(test.images.shape(0));
-      std::printf("\repoch %d: %.2f s, %.0f examples/s, train loss %.4f, test accuracy %.4f%30s\n", epoch, secs,
-                  double(steps * o.batch) / secs, total / double(steps), acc, "");
+      int64_t right = 0;
+      for (auto [xb, yb] : g::data::batches(x_test, ds.test_labels, 1000, std::nullopt, false))
+        right += correct(params, xb, yb).item<int64_t>();
+      double acc = double(right) / double(x_test.shape(0));
+      losses.push_back(total / double(batches.size()));
+      accs.push_back(acc);
+      std::printf("\repoch %d: %.2f s, %.0f examples/s, train loss %.4f, test accuracy %.4f%20s\n", epoch, secs,
+                  double(batches.size() * batch) / secs, losses.back(), acc, "");
     }
+    std::filesystem::create_directories(out_dir);
+    std::string ckpt = out_dir + "/model.safetensors", plot = out_dir + "/training.svg";
+    g::io::save(ckpt, params,
+                {{"model", model_name}, {"epochs", std::to_string(epochs)}, {"test_accuracy", std::to_string(accs.back())}});
+    g::io::write_file_atomic(plot, svg_curves(losses, accs, "Fashion-MNIST " + model_name + ", " + optimizer));
+    std::printf("saved %s and %s\n", ckpt.c_str(), plot.c_str());
     return 0;
   } catch (const g::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

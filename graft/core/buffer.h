@@ -31,4 +31,26 @@ class Buffer : public RefCounted {
   Deleter del_;
 };
 
+/// Uninitialized scratch memory for kernels, drawn from the same recycling allocator as arrays (so
+/// large temporaries do not fault in fresh pages on every call). T must be trivially copyable.
+template <class T>
+class ScratchBuffer {
+ public:
+  explicit ScratchBuffer(size_t n)
+      : buf_(Buffer::allocate_cpu(n * sizeof(T))), p_(static_cast<T*>(buf_->data())), n_(n) {}
+  ScratchBuffer(size_t n, const T& fill) : ScratchBuffer(n) {
+    for (size_t i = 0; i < n; ++i) p_[i] = fill;
+  }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+  size_t size() const { return n_; }
+
+ private:
+  Ref<Buffer> buf_;
+  T* p_;
+  size_t n_;
+};
+
 }  // namespace graft

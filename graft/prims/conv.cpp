@@ -106,10 +106,14 @@ void conv_canonical(const T* L, const T* R, T* Out, const Shape& ls, const Shape
       }
   }
   int64_t groups = c.fgc * c.bgc, Oper = O / groups, rows = I * prodK, cols = Nout * prodSo;
-  std::vector<T> col(static_cast<size_t>(rows * cols)), res(static_cast<size_t>(Oper * cols));
+  ScratchBuffer<T> col(static_cast<size_t>(rows * cols)), res(static_cast<size_t>(Oper * cols));
   Shape lstr = strides_of(ls);
   for (int64_t grp = 0; grp < groups; ++grp) {
     int64_t c0 = c.fgc > 1 ? grp * I : 0, n0 = c.bgc > 1 ? grp * Nout : 0;
+    // rows (channel, kernel offset) x columns (example, output position); the last spatial dim is
+    // copied as a run, the outer ones are resolved once per run
+    int64_t last = nsp > 0 ? os[2 + nsp - 1] : 1, runs = prodSo / std::max<int64_t>(1, last);
+    int64_t last_stride = nsp > 0 ? lstr[2 + nsp - 1] : 0;
     cpu::parallel_for(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
       std::vector<int64_t> kidx(nsp), sidx(nsp);
       for (int64_t r = r0; r < r1; ++r) {
@@ -118,20 +122,29 @@ void conv_canonical(const T* L, const T* R, T* Out, const Shape& ls, const Shape
           kidx[d] = kf % rs[2 + d];
           kf /= rs[2 + d];
         }
+        const int64_t* tlast = nsp > 0 ? table[nsp - 1].data() + kidx[nsp - 1] * last : nullptr;
         T* dst = col.data() + r * cols;
         for (int64_t n = 0; n < Nout; ++n) {
           const T* src = L + (n0 + n) * lstr[0] + (c0 + i) * lstr[1];
           std::fill(sidx.begin(), sidx.end(), 0);
-          for (int64_t s = 0; s < prodSo; ++s) {
-            int64_t off = 0;
+          for (int64_t run = 0; run < runs; ++run) {
+            int64_t base = 0;
             bool ok = true;
-            for (size_t d = 0; d < nsp && ok; ++d) {
+            for (size_t d = 0; d + 1 < nsp && ok; ++d) {
               int64_t q = table[d][static_cast<size_t>(kidx[d] * os[2 + d] + sidx[d])];
               ok = q >= 0;
-              off += q * lstr[2 + d];
+              base += q * lstr[2 + d];
             }
-            dst[n * prodSo + s] = ok ? src[off] : T(0);
-            for (size_t d = nsp; d-- > 0;) {
+            T* out = dst + n * prodSo + run * last;
+            if (!ok) {
+              std::fill_n(out, last, T(0));
+            } else if (nsp == 0) {
+              out[0] = src[base];
+            } else {
+              const T* s = src + base;
+              for (int64_t j = 0; j < last; ++j) out[j] = tlast[j] >= 0 ? s[tlast[j] * last_stride] : T(0);
+            }
+            for (size_t d = nsp > 0 ? nsp - 1 : 0; d-- > 0;) {
               if (++sidx[d] < os[2 + d]) break;
               sidx[d] = 0;
             }

@@ -35,6 +35,15 @@ void select_kernel(const void* which, DType wd, bool wscalar, std::span<const vo
   };
   E* o = static_cast<E*>(out);
   int64_t ncases = static_cast<int64_t>(cases.size());
+  if (wd == DType::bool_ && !wscalar && ncases == 2) {  // select(pred, a, b): the common case, branch-free
+    const bool* w = static_cast<const bool*>(which);
+    const E* c0 = static_cast<const E*>(cases[0]);
+    const E* c1 = static_cast<const E*>(cases[1]);
+    elementwise_for(n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) o[i] = w[i] ? c1[i] : c0[i];
+    });
+    return;
+  }
   elementwise_for(n, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       int64_t wi = wscalar ? 0 : i;

@@ -67,7 +67,9 @@ std::vector<std::vector<int64_t>> window_tables(const Shape& in, const Shape& ou
   return t;
 }
 
-// Calls f(out_flat, window_flat, in_flat or -1) for every (output element, window element) pair.
+// Calls f(out_flat, window_flat, in_flat or -1) for every (output element, window element) pair,
+// in window order for each output. Windows that lie inside the input (the common case) use offsets
+// precomputed relative to the window's first element instead of per-dimension lookups.
 template <class F>
 void for_each_window(const Shape& in, const Shape& out, const WinP& w, F&& f) {
   auto t = window_tables(in, out, w);
@@ -75,13 +77,49 @@ void for_each_window(const Shape& in, const Shape& out, const WinP& w, F&& f) {
   Shape istr = strides_of(in);
   int64_t nout = numel(out), nwin = 1;
   for (auto k : w.window) nwin *= k;
+  bool undilated = true;
+  for (auto b : w.base_dil) undilated = undilated && b == 1;
+  // per dim and output position: is every window offset inside the input?
+  std::vector<std::vector<char>> inside(nd);
+  for (size_t d = 0; d < nd; ++d) {
+    inside[d].assign(static_cast<size_t>(out[d]), 1);
+    for (int64_t o = 0; o < out[d]; ++o)
+      for (int64_t k = 0; k < w.window[d]; ++k)
+        if (t[d][static_cast<size_t>(k * out[d] + o)] < 0) inside[d][static_cast<size_t>(o)] = 0;
+  }
+  std::vector<int64_t> woff(static_cast<size_t>(nwin), 0);
+  {
+    std::vector<int64_t> ki(nd, 0);
+    for (int64_t k = 0; k < nwin; ++k) {
+      for (size_t d = 0; d < nd; ++d) woff[static_cast<size_t>(k)] += ki[d] * w.win_dil[d] * istr[d];
+      for (size_t d = nd; d-- > 0;) {
+        if (++ki[d] < w.window[d]) break;
+        ki[d] = 0;
+      }
+    }
+  }
   cpu::parallel_for(nout, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, nwin)), [&](int64_t b, int64_t e) {
     std::vector<int64_t> oi(nd), ki(nd);
+    int64_t rem = b;  // decode the first output index once, then count like an odometer
+    for (size_t d = nd; d-- > 0;) {
+      oi[d] = rem % out[d];
+      rem /= out[d];
+    }
     for (int64_t o = b; o < e; ++o) {
-      int64_t rem = o;
-      for (size_t d = nd; d-- > 0;) {
-        oi[d] = rem % out[d];
-        rem /= out[d];
+      if (o > b)
+        for (size_t d = nd; d-- > 0;) {
+          if (++oi[d] < out[d]) break;
+          oi[d] = 0;
+        }
+      bool fast = undilated;
+      int64_t base = 0;
+      for (size_t d = 0; d < nd && fast; ++d) {
+        fast = inside[d][static_cast<size_t>(oi[d])] != 0;
+        base += t[d][static_cast<size_t>(oi[d])] * istr[d];
+      }
+      if (fast) {
+        for (int64_t k = 0; k < nwin; ++k) f(o, k, base + woff[static_cast<size_t>(k)]);
+        continue;
       }
       std::fill(ki.begin(), ki.end(), 0);
       for (int64_t k = 0; k < nwin; ++k) {
@@ -121,8 +159,7 @@ Arrays window_impl(const Primitive& p, std::span<const Array> in, std::span<cons
     } else {
       init = kind == WKind::max ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
     }
-    std::unique_ptr<C[]> acc(new C[static_cast<size_t>(r.size())]);  // not vector<bool>: needs C&
-    std::fill(acc.get(), acc.get() + r.size(), init);
+    ScratchBuffer<C> acc(static_cast<size_t>(r.size()), init);  // not vector<bool>: needs C&
     for_each_window(x.shape(), outv[0].shape, w, [&](int64_t o, int64_t, int64_t off) {
       if (off < 0) return;
       C v = static_cast<C>(xd[off]);
@@ -164,40 +201,129 @@ Arrays sum_transpose(const Primitive& p, std::span<const Array> cts, std::span<c
   return {bind1(p, {padded}, window_params(back))};
 }
 
-// The windows of x as an [*out, window] array (a gather with a constant index table; padding reads
-// the `fill` value).
-Array patches(const Array& x, const Shape& out, const WinP& w, double fill) {
-  int64_t nwin = 1;
-  for (auto k : w.window) nwin *= k;
-  std::vector<int32_t> idx(static_cast<size_t>(numel(out) * nwin));
-  int64_t n = x.size();
-  for_each_window(x.shape(), out, w, [&](int64_t o, int64_t k, int64_t off) {
-    idx[static_cast<size_t>(o * nwin + k)] = static_cast<int32_t>(off < 0 ? n : off);
+// For every window, the flat offset of the element it selects (first maximum or minimum), or -1
+// when the window holds only padding.
+template <class T>
+ScratchBuffer<int64_t> selected_offsets(const T* x, const Shape& in, const Shape& out, const WinP& w, bool is_max) {
+  using C = compute_t<T>;
+  ScratchBuffer<int64_t> sel(static_cast<size_t>(numel(out)), -1);
+  ScratchBuffer<C> best(sel.size());
+  for_each_window(in, out, w, [&](int64_t o, int64_t, int64_t off) {
+    if (off < 0) return;
+    C v = static_cast<C>(x[off]);
+    int64_t& s = sel[static_cast<size_t>(o)];
+    C& b = best[static_cast<size_t>(o)];
+    if (s < 0 || (is_max ? v > b : v < b)) {
+      s = off;
+      b = v;
+    }
   });
-  Shape is = out;
-  is.push_back(nwin);
-  is.push_back(1);
-  Array table = Array::from_data(idx.data(), is, DType::i32);
-  Array parts[] = {lax::reshape(x, {n}), lax::full({1}, fill, x.dtype())};
-  Array flat = lax::concatenate(parts, 0);
-  Shape ss{1};
-  return lax::gather(flat, table, lax::GatherDims({}, {0}, {0}), ss, lax::GatherMode::clip);
+  return sel;
 }
+
+// The window parameters with the select primitive (max or min) of the select_and_* primitives.
+Params select_params(const WinP& w, bool is_max) { return window_params(w).with("select_prim", std::string(is_max ? "max" : "min")); }
+bool selects_max(const Params& p) { return p.get<std::string>("select_prim") == "max"; }
 
 // d max-pool: the tangent of the element each window picked (the first maximum, as XLA's
 // select-and-scatter).
 JvpResult chooser_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
                       const Params& params) {
   Array y = bind1(p, primals, params);
+  Array t = bind1(select_and_gather_add_p, {tangents[0], primals[0]},
+                  select_params(read(params), kind_of(p) == WKind::max));
+  return {{y}, {t}};
+}
+
+// ---- select_and_gather_add(tangents, operand) -> per window, the tangent at the operand's selected
+// element; select_and_scatter_add(source, operand) -> its transpose: each window's value added at
+// the element it selects. Both are linear in their first argument.
+Avals select_gather_shape(const Primitive& p, AvalPtrs in, const Params& params) {
+  check_arity(p, in, 2);
+  if (in[0]->shape != in[1]->shape || in[0]->dtype != in[1]->dtype)
+    shape_error(p, in, "tangents and operand must have the same shape and dtype");
+  const Aval* x = in[1];
+  Avals out = window_shape(reduce_window_max_p, AvalPtrs(&x, 1), params);
+  return {Aval(out[0].shape, in[0]->dtype, in[0]->weak_type)};
+}
+
+Avals select_scatter_shape(const Primitive& p, AvalPtrs in, const Params& params) {
+  check_arity(p, in, 2);
+  const Aval* x = in[1];
+  Avals win = window_shape(reduce_window_max_p, AvalPtrs(&x, 1), params);
+  if (in[0]->shape != win[0].shape || in[0]->dtype != in[1]->dtype)
+    shape_error(p, in, "source must have the window output's shape and the operand's dtype");
+  return {*in[1]};
+}
+
+Arrays select_gather_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out,
+                          const Params& params) {
   WinP w = read(params);
-  const Array& x = primals[0];
-  double fill = kind_of(p) == WKind::max ? -INFINITY : INFINITY;
-  Array px = patches(x, y.shape(), w, is_floating(x.dtype()) ? fill : 0);
-  int64_t last = px.ndim() - 1;
-  Array pick = kind_of(p) == WKind::max ? lax::argmax(px, last) : lax::argmin(px, last);
-  Array pt = patches(tangents[0], y.shape(), w, 0);
-  Array t = lax::take_along_axis(pt, lax::expand_dims(pick, {last}), last);
-  return {{y}, {lax::reshape(t, y.shape())}};
+  Array r = Array::empty(out[0]);
+  visit_dtype(in[1].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      auto sel = selected_offsets(static_cast<const T*>(in[1].raw_data()), in[1].shape(), out[0].shape, w,
+                                  selects_max(params));
+      const T* t = static_cast<const T*>(in[0].raw_data());
+      T* o = static_cast<T*>(r.concrete()->data());
+      for (size_t i = 0; i < sel.size(); ++i) o[i] = sel[i] < 0 ? T(0) : t[sel[i]];
+    }
+  });
+  return {r};
+}
+
+Arrays select_scatter_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out,
+                           const Params& params) {
+  WinP w = read(params);
+  Array r = Array::empty(out[0]);
+  visit_dtype(in[1].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    if constexpr (!std::is_same_v<T, bool>) {
+      auto sel = selected_offsets(static_cast<const T*>(in[1].raw_data()), in[1].shape(), in[0].shape(), w,
+                                  selects_max(params));
+      ScratchBuffer<C> acc(static_cast<size_t>(r.size()), C(0));
+      const T* s = static_cast<const T*>(in[0].raw_data());
+      for (size_t i = 0; i < sel.size(); ++i)
+        if (sel[i] >= 0) acc[static_cast<size_t>(sel[i])] += static_cast<C>(s[i]);
+      T* o = static_cast<T*>(r.concrete()->data());
+      for (size_t i = 0; i < acc.size(); ++i) o[i] = static_cast<T>(acc[i]);
+    }
+  });
+  return {r};
+}
+
+JvpResult select_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
+                     const Params& params) {
+  Array y = bind1(p, primals, params);
+  if (is_zero(tangents[0])) return {{y}, {Array()}};  // the operand only selects: no derivative
+  return {{y}, {bind1(p, {tangents[0], primals[1]}, params)}};
+}
+
+Arrays select_gather_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg> args,
+                               const Params& params) {
+  if (args[1].linear) fail<ValueError>("select_and_gather_add: the operand cannot be linear");
+  return {bind1(select_and_scatter_add_p, {cts[0], args[1].value}, params), Array()};
+}
+
+Arrays select_scatter_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg> args,
+                                const Params& params) {
+  if (args[1].linear) fail<ValueError>("select_and_scatter_add: the operand cannot be linear");
+  return {bind1(select_and_gather_add_p, {cts[0], args[1].value}, params), Array()};
+}
+
+// Both arguments batched at axis 0 (an unbatched one is broadcast), the batch dim a window of 1.
+BatchResult select_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                         const BatchInfo& axis, const Params& params) {
+  Array a = batch_to_front(vals[0], dims[0], axis.size), b = batch_to_front(vals[1], dims[1], axis.size);
+  WinP w = read(params);
+  w.window.insert(w.window.begin(), 1);
+  w.strides.insert(w.strides.begin(), 1);
+  w.base_dil.insert(w.base_dil.begin(), 1);
+  w.win_dil.insert(w.win_dil.begin(), 1);
+  w.padding.insert(w.padding.begin(), {0, 0});
+  return {{bind1(p, {a, b}, select_params(w, selects_max(params)))}, {0}};
 }
 
 BatchResult window_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
@@ -220,6 +346,10 @@ const Primitive reduce_window_max_p{"reduce_window_max", 0, &window_shape, &wind
                                     &window_batch};
 const Primitive reduce_window_min_p{"reduce_window_min", 0, &window_shape, &window_impl, &chooser_jvp, nullptr,
                                     &window_batch};
+const Primitive select_and_gather_add_p{"select_and_gather_add",  0, &select_gather_shape, &select_gather_impl,
+                                        &select_jvp,              &select_gather_transpose, &select_batch};
+const Primitive select_and_scatter_add_p{"select_and_scatter_add",  0, &select_scatter_shape, &select_scatter_impl,
+                                         &select_jvp,               &select_scatter_transpose, &select_batch};
 
 }  // namespace graft::prims
 

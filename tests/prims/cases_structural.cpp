@@ -632,6 +632,68 @@ std::vector<Case> structural_cases() {
                           {{5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}}, mx, -INFINITY));
   v.push_back(window_case("reduce_window_min_strided", reduce_window_min_p,
                           {{6, 5}, {2, 3}, {2, 1}, {1, 1}, {1, 1}, {{0, 0}, {1, 0}}}, mn, INFINITY));
+  // select_and_gather_add / select_and_scatter_add: max-pool windows with padding and overlap
+  {
+    WinCase wc{{2, 5, 6}, {1, 3, 2}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {{0, 0}, {1, 1}, {0, 0}}};
+    std::vector<IntList> pad;
+    for (auto& [lo, hi] : wc.padding) pad.push_back({lo, hi});
+    Params p{{"base_dilation", wc.base_dil},   {"padding", Ref<const ParamObject>(new lax::IntTuples(pad))},
+             {"select_prim", std::string("max")}, {"window_dilation", wc.win_dil},
+             {"window_dimensions", wc.window}, {"window_strides", wc.strides}};
+    // per window: the flat input offset of its first maximum (-1: all padding)
+    auto selected = [wc](const T& x, Shape& os) {
+      size_t n = wc.in.size();
+      Shape ws(wc.window.begin(), wc.window.end());
+      os.clear();
+      for (size_t d = 0; d < n; ++d)
+        os.push_back((wc.in[d] + wc.padding[d].first + wc.padding[d].second - wc.window[d]) / wc.strides[d] + 1);
+      std::vector<int64_t> sel;
+      for_each_index(os, [&](const std::vector<int64_t>& oi) {
+        int64_t best = -1;
+        double bv = 0;
+        for_each_index(ws, [&](const std::vector<int64_t>& k) {
+          std::vector<int64_t> xi(n);
+          for (size_t d = 0; d < n; ++d) {
+            xi[d] = oi[d] * wc.strides[d] + k[d] - wc.padding[d].first;
+            if (xi[d] < 0 || xi[d] >= wc.in[d]) return;
+          }
+          double v = x.at(xi);
+          if (best < 0 || v > bv) {
+            best = x.off(xi);
+            bv = v;
+          }
+        });
+        sel.push_back(best);
+      });
+      return sel;
+    };
+    Shape out_shape{2, 3, 3};
+    v.push_back(make(
+        "select_and_gather_add", select_and_gather_add_p, p,
+        [wc](Rng& r, DType d) { return Inputs{r.uniform(wc.in, d), r.uniform(wc.in, d)}; },
+        [selected](const Inputs& in) {
+          T t(in[0]), x(in[1]);
+          Shape os;
+          auto sel = selected(x, os);
+          T o(os);
+          for (size_t i = 0; i < sel.size(); ++i) o.v[i] = sel[i] < 0 ? 0 : t.v[static_cast<size_t>(sel[i])];
+          return Inputs{o.array(in[0].dtype())};
+        },
+        {true, false}));
+    v.push_back(make(
+        "select_and_scatter_add", select_and_scatter_add_p, p,
+        [wc, out_shape](Rng& r, DType d) { return Inputs{r.uniform(out_shape, d), r.uniform(wc.in, d)}; },
+        [selected](const Inputs& in) {
+          T s(in[0]), x(in[1]);
+          Shape os;
+          auto sel = selected(x, os);
+          T o(x.s);
+          for (size_t i = 0; i < sel.size(); ++i)
+            if (sel[i] >= 0) o.v[static_cast<size_t>(sel[i])] += s.v[i];
+          return Inputs{o.array(in[0].dtype())};
+        },
+        {true, false}));
+  }
   // ---- random bits ------------------------------------------------------------------------------------
   {
     Case c = make(

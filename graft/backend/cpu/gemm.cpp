@@ -1,5 +1,6 @@
 #include "graft/backend/cpu/gemm.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -7,6 +8,7 @@
 
 #ifdef GRAFT_HAVE_BLAS
 #include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
 #endif
 
 namespace graft::cpu {
@@ -52,16 +54,27 @@ void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const voi
 #ifdef GRAFT_HAVE_BLAS
   // BLAS call overhead dominates tiny products: use the loop for them
   bool tiny = M * N * K <= 512;
-  if (dt == DType::f32 && !tiny) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-                1.0f, static_cast<const float*>(A), int(lda), static_cast<const float*>(B), int(ldb), 0.0f,
-                static_cast<float*>(C), int(ldc));
-    return;
-  }
-  if (dt == DType::f64 && !tiny) {
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-                1.0, static_cast<const double*>(A), int(lda), static_cast<const double*>(B), int(ldb), 0.0,
-                static_cast<double*>(C), int(ldc));
+  if ((dt == DType::f32 || dt == DType::f64) && !tiny) {
+    // One thread pool, not two: OpenBLAS's own threads busy-wait (sched_yield) between calls and
+    // fight graft's pool for the cores (a quarter of a CNN step went to the scheduler), so OpenBLAS
+    // runs single-threaded and large products are split across graft's pool by rows of C.
+    static const bool single = (openblas_set_num_threads(1), true);
+    (void)single;
+    int64_t isz = static_cast<int64_t>(itemsize(dt));
+    int64_t grain = std::max<int64_t>(8, (int64_t(1) << 20) / std::max<int64_t>(1, N * K));
+    auto tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
+    parallel_for(M, grain, [&](int64_t m0, int64_t m1) {
+      const char* a = static_cast<const char*>(A) + (ta ? m0 : m0 * lda) * isz;
+      char* c = static_cast<char*>(C) + m0 * ldc * isz;
+      int rows = static_cast<int>(m1 - m0);
+      if (dt == DType::f32) {
+        cblas_sgemm(CblasRowMajor, tA, tB, rows, int(N), int(K), 1.0f, reinterpret_cast<const float*>(a), int(lda),
+                    static_cast<const float*>(B), int(ldb), 0.0f, reinterpret_cast<float*>(c), int(ldc));
+      } else {
+        cblas_dgemm(CblasRowMajor, tA, tB, rows, int(N), int(K), 1.0, reinterpret_cast<const double*>(a), int(lda),
+                    static_cast<const double*>(B), int(ldb), 0.0, reinterpret_cast<double*>(c), int(ldc));
+      }
+    });
     return;
   }
 #endif

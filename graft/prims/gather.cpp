@@ -189,6 +189,13 @@ Arrays gather_impl(const Primitive&, std::span<const Array> in, std::span<const 
   const char* src = static_cast<const char*>(op.raw_data());
   char* dst = static_cast<char*>(r.concrete()->data());
   int64_t nb = numel(bshape);
+  // windows that are one contiguous run in both operand and output (rows of a matrix, say) are
+  // copied with one memcpy
+  bool contiguous = true;
+  for (size_t e = 1; e < w.op_off.size() && contiguous; ++e)
+    contiguous = w.op_off[e] == w.op_off[0] + static_cast<int64_t>(e) &&
+                 w.other_off[e] == w.other_off[0] + static_cast<int64_t>(e);
+  size_t run = contiguous ? w.op_off.size() * isz : 0;
   cpu::parallel_for(nb, std::max<int64_t>(1, 4096 / std::max<size_t>(1, w.op_off.size())), [&](int64_t b0, int64_t b1) {
     std::vector<int64_t> bidx(bshape.size(), 0);
     int64_t rem = b0;
@@ -201,9 +208,14 @@ Arrays gather_impl(const Primitive&, std::span<const Array> in, std::span<const 
       for (size_t k = 0; k < bshape.size(); ++k) obase += bidx[k] * ost[out_batch[k]];
       const char* s = src + starts[static_cast<size_t>(b)] * static_cast<int64_t>(isz);
       bool good = ok[static_cast<size_t>(b)];
-      for (size_t e = 0; e < w.op_off.size(); ++e)
+      if (good && run > 0) {
+        std::memcpy(dst + (obase + w.other_off[0]) * static_cast<int64_t>(isz), s + w.op_off[0] * static_cast<int64_t>(isz),
+                    run);
+      } else {
+        for (size_t e = 0; e < w.op_off.size(); ++e)
         std::memcpy(dst + (obase + w.other_off[e]) * static_cast<int64_t>(isz),
-                    good ? s + w.op_off[e] * static_cast<int64_t>(isz) : fillv.data(), isz);
+                      good ? s + w.op_off[e] * static_cast<int64_t>(isz) : fillv.data(), isz);
+      }
       for (size_t k = bshape.size(); k-- > 0;) {
         if (++bidx[k] < bshape[k]) break;
         bidx[k] = 0;

@@ -1,6 +1,6 @@
 #include "graft/backend/cpu/gemm.h"
 
-#include <algorithm>
+#include <cstring>
 #include <cstring>
 #include <vector>
 
@@ -52,29 +52,38 @@ void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const voi
     return;
   }
 #ifdef GRAFT_HAVE_BLAS
-  // BLAS call overhead dominates tiny products: use the loop for them
+  // BLAS call overhead dominates tiny products: they use the loop below
   bool tiny = M * N * K <= 512;
   if ((dt == DType::f32 || dt == DType::f64) && !tiny) {
-    // One thread pool, not two: OpenBLAS's own threads busy-wait (sched_yield) between calls and
-    // fight graft's pool for the cores (a quarter of a CNN step went to the scheduler), so OpenBLAS
-    // runs single-threaded and large products are split across graft's pool by rows of C.
+    // One thread pool, not two: OpenBLAS's own threads busy-wait (sched_yield) after each call and
+    // fight graft's pool for the cores (a CNN epoch took 52 s that way, 39 s with one pool). So
+    // OpenBLAS runs single-threaded and graft splits the product along the larger of M and N, so that
+    // the threads do not both pack the same large operand.
     static const bool single = (openblas_set_num_threads(1), true);
     (void)single;
     int64_t isz = static_cast<int64_t>(itemsize(dt));
-    int64_t grain = std::max<int64_t>(8, (int64_t(1) << 20) / std::max<int64_t>(1, N * K));
     auto tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
-    parallel_for(M, grain, [&](int64_t m0, int64_t m1) {
+    auto call = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
       const char* a = static_cast<const char*>(A) + (ta ? m0 : m0 * lda) * isz;
-      char* c = static_cast<char*>(C) + m0 * ldc * isz;
-      int rows = static_cast<int>(m1 - m0);
+      const char* b = static_cast<const char*>(B) + (tb ? n0 * ldb : n0) * isz;
+      char* c = static_cast<char*>(C) + (m0 * ldc + n0) * isz;
+      int m = int(m1 - m0), n = int(n1 - n0);
       if (dt == DType::f32) {
-        cblas_sgemm(CblasRowMajor, tA, tB, rows, int(N), int(K), 1.0f, reinterpret_cast<const float*>(a), int(lda),
-                    static_cast<const float*>(B), int(ldb), 0.0f, reinterpret_cast<float*>(c), int(ldc));
+        cblas_sgemm(CblasRowMajor, tA, tB, m, n, int(K), 1.0f, reinterpret_cast<const float*>(a), int(lda),
+                    reinterpret_cast<const float*>(b), int(ldb), 0.0f, reinterpret_cast<float*>(c), int(ldc));
       } else {
-        cblas_dgemm(CblasRowMajor, tA, tB, rows, int(N), int(K), 1.0, reinterpret_cast<const double*>(a), int(lda),
-                    static_cast<const double*>(B), int(ldb), 0.0, reinterpret_cast<double*>(c), int(ldc));
+        cblas_dgemm(CblasRowMajor, tA, tB, m, n, int(K), 1.0, reinterpret_cast<const double*>(a), int(lda),
+                    reinterpret_cast<const double*>(b), int(ldb), 0.0, reinterpret_cast<double*>(c), int(ldc));
       }
-    });
+    };
+    int64_t work = M * N * K;
+    if (work < (int64_t(1) << 18)) {
+      call(0, M, 0, N);
+    } else if (N >= M) {
+      parallel_for(N, std::max<int64_t>(16, N / 8), [&](int64_t n0, int64_t n1) { call(0, M, n0, n1); });
+    } else {
+      parallel_for(M, std::max<int64_t>(16, M / 8), [&](int64_t m0, int64_t m1) { call(m0, m1, 0, N); });
+    }
     return;
   }
 #endif

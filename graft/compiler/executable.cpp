@@ -3,11 +3,16 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "graft/compiler/pipeline.h"
 #include "graft/core/trace.h"
 
 namespace graft {
 
-Executable::Executable(const ClosedJaxpr& cj) {
+Executable::Executable(const ClosedJaxpr& original, const std::string& name) {
+  compiler::OptimizeOptions opts;
+  opts.name = name;
+  program_ = compiler::optimize(original, opts);
+  const ClosedJaxpr& cj = program_;
   const Jaxpr& j = *cj.jaxpr;
   std::unordered_map<const Var*, int32_t> slot;
   auto new_slot = [&](const Var* v) { return slot[v] = num_slots_++; };
@@ -94,10 +99,16 @@ Arrays Executable::run(std::span<const Array> args) const {
   return result;
 }
 
-const Executable& Executable::of(const ClosedJaxpr& j) {
+const Executable& Executable::of(const ClosedJaxpr& j, const std::string& name) {
+  // compiling may compile nested programs (a fused body), so the lock is not held while compiling
   static std::mutex mu;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    if (j.compiled) return *static_cast<const Executable*>(j.compiled.get());
+  }
+  auto exe = std::make_shared<Executable>(j, name);
   std::lock_guard<std::mutex> lk(mu);
-  if (!j.compiled) j.compiled = std::make_shared<Executable>(j);
+  if (!j.compiled) j.compiled = std::move(exe);
   return *static_cast<const Executable*>(j.compiled.get());
 }
 

@@ -1,6 +1,7 @@
-// Executable: a jaxpr lowered for repeated CPU execution (what a cached jit call runs).
+// Executable: a jaxpr compiled for repeated CPU execution (what a cached jit call runs).
 //
-// Lowering resolves every variable to a slot, precomputes output types (no shape rules at run
+// Compiling runs the optimization pipeline (graft/compiler/pipeline.h: inlining, simplification,
+// constant folding, CSE, DCE, fusion), then lowering resolves every variable to a slot, precomputes output types (no shape rules at run
 // time), and computes liveness so that each intermediate buffer is released right after its last
 // use (the peak memory of a run is reported by `peak_bytes`).
 #pragma once
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "graft/ir/jaxpr.h"
@@ -16,16 +18,19 @@ namespace graft {
 
 class Executable {
  public:
-  explicit Executable(const ClosedJaxpr& j);
+  /// Optimizes and lowers j; `name` names the program in GRAFT_DUMP_IR files.
+  explicit Executable(const ClosedJaxpr& j, const std::string& name = "jit");
   /// Runs on concrete CPU arrays; `args` must match the jaxpr's input types.
   Arrays run(std::span<const Array> args) const;
   /// Sum of the bytes of the intermediate values alive at the same time, at the worst step (a
   /// static estimate from liveness; inputs and constants excluded).
   int64_t peak_bytes() const { return peak_bytes_; }
   size_t num_steps() const { return steps_.size(); }
+  /// The optimized program this executable runs.
+  const ClosedJaxpr& program() const { return program_; }
 
   /// The executable cached on j (built on first use).
-  static const Executable& of(const ClosedJaxpr& j);
+  static const Executable& of(const ClosedJaxpr& j, const std::string& name = "jit");
 
  private:
   struct Step {
@@ -36,6 +41,7 @@ class Executable {
     std::vector<Aval> out_avals;
     Params params;
   };
+  ClosedJaxpr program_;
   std::vector<Step> steps_;
   std::vector<Array> slot_init_;  ///< consts and literals, placed before the run
   std::vector<Aval> in_avals_;

@@ -67,6 +67,25 @@ using TransposeRule = Arrays (*)(const Primitive& p, std::span<const Array> cts,
 using BatchRule = BatchResult (*)(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
                                   const BatchInfo& axis, const Params& params);
 
+/// A kernel that the fusion compiler chains over tiles of a fused loop (graft/compiler/fused_kernel.h).
+/// Map (elementwise primitives): out[i] = f(in_0[i * step_0], in_1[i * step_1], ...) for i < n, where a
+/// step of 0 repeats an operand's first element. Reduce: folds n contiguous elements into *acc (of the
+/// output dtype), starting from the reduction's identity when `init` is set.
+struct TileKernel;
+using MapTileFn = void (*)(const TileKernel& k, void* out, const void* const* in, const uint8_t* step, int64_t n);
+using ReduceTileFn = void (*)(void* acc, const void* in, int64_t n, bool init);
+struct TileKernel {
+  MapTileFn map = nullptr;
+  ReduceTileFn reduce = nullptr;
+  int64_t iparam = 0;                         ///< an integer parameter (integer_pow's y, round's method)
+  DType in_dtype = DType::f32, out_dtype = DType::f32;  ///< for conversions
+  int32_t num_inputs = 0;
+  explicit operator bool() const { return map || reduce; }
+};
+/// The tile kernel of `prim` applied to operands of the given types; an empty TileKernel when the
+/// primitive cannot run inside a fused loop for these types.
+using TileRule = TileKernel (*)(const Primitive& p, std::span<const Aval> in, const Params& params);
+
 /// Properties the interpreters and the compiler use.
 enum PrimFlags : uint32_t {
   kElementwise = 1u << 0,    ///< same-shape elementwise op (fusible)
@@ -74,6 +93,8 @@ enum PrimFlags : uint32_t {
   kHigherOrder = 1u << 2,    ///< carries sub-jaxprs in its params
   kNotDifferentiable = 1u << 3,  ///< integer/boolean outputs: tangents are always zero
   kEffectful = 1u << 4,      ///< must not be removed or duplicated by the compiler
+  kCall = 1u << 5,           ///< evaluates the closed jaxpr in its `jaxpr` (or `call_jaxpr`) parameter on
+                             ///< its operands, nothing else: the compiler may inline it
 };
 
 struct Primitive {
@@ -90,6 +111,8 @@ struct Primitive {
   JvpRule linearize = nullptr;
   /// Family-specific data (e.g. the elementwise functor table); opaque to the interpreters.
   const void* data = nullptr;
+  /// Optional: the kernel the fusion compiler uses for this primitive inside fused loops.
+  TileRule tile = nullptr;
 
   bool has(PrimFlags f) const { return (flags & f) != 0; }
 };

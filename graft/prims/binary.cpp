@@ -258,7 +258,7 @@ Arrays div_transpose(const Primitive&, std::span<const Array> cts, std::span<con
 constexpr uint32_t kIB = kMaskInt | kMaskBool;
 constexpr uint32_t kF64F32 = bit(DType::f32) | bit(DType::f64);
 
-#define BINARY_INFO(id, F, mask, jvp) const BinaryInfo id##_info{mask, false, binary_kernels<F, mask>(), jvp};
+#define BINARY_INFO(id, F, mask, jvp) const BinaryInfo id##_info{mask, false, binary_kernels<F, mask>(), binary_tiles<F, mask>(), jvp};
 BINARY_INFO(add, Add, kMaskNum, &jvp_add)
 BINARY_INFO(sub, Sub, kMaskNum, &jvp_sub)
 BINARY_INFO(mul, Mul, kMaskNum, &jvp_mul)
@@ -303,9 +303,16 @@ Arrays binary_impl(const Primitive& p, std::span<const Array> in, std::span<cons
   return {r};
 }
 
+TileKernel binary_tile_rule(const Primitive& p, std::span<const Aval> in, const Params&) {
+  TileKernel k;
+  k.map = static_cast<const BinaryInfo*>(p.data)->tiles[static_cast<size_t>(in[0].dtype)];
+  k.num_inputs = 2;
+  return k;
+}
+
 #define BINARY_PRIM(id, name, transpose)                                                                    \
   const Primitive id##_p{name,                kElementwise, &binary_shape, &binary_impl, &binary_jvp, transpose, \
-                         &batch_elementwise, nullptr,      &id##_info};
+                         &batch_elementwise, nullptr,      &id##_info,   &binary_tile_rule};
 BINARY_PRIM(add, "add", &add_transpose)
 BINARY_PRIM(sub, "sub", &sub_transpose)
 BINARY_PRIM(mul, "mul", &mul_transpose)

@@ -19,7 +19,7 @@ GRAFT_CMP(Gt, >)
 GRAFT_CMP(Ge, >=)
 #undef GRAFT_CMP
 
-#define CMP_INFO(id, F) const BinaryInfo id##_info{kMaskAll, true, binary_kernels<F, kMaskAll>(), nullptr};
+#define CMP_INFO(id, F) const BinaryInfo id##_info{kMaskAll, true, binary_kernels<F, kMaskAll>(), binary_tiles<F, kMaskAll>(), nullptr};
 CMP_INFO(eq, Eq)
 CMP_INFO(ne, Ne)
 CMP_INFO(lt, Lt)
@@ -33,7 +33,7 @@ CMP_INFO(ge, Ge)
 #define CMP_PRIM(id, name)                                                                               \
   const Primitive id##_p{name,                kElementwise | kNotDifferentiable, &binary_shape, &binary_impl, \
                          &zero_jvp,        nullptr,                           &batch_elementwise, nullptr, \
-                         &id##_info};
+                         &id##_info,       &binary_tile_rule};
 CMP_PRIM(eq, "eq")
 CMP_PRIM(ne, "ne")
 CMP_PRIM(lt, "lt")

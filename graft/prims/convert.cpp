@@ -34,6 +34,25 @@ Arrays convert_impl(const Primitive&, std::span<const Array> in, std::span<const
   return {r};
 }
 
+void convert_tile(const TileKernel& k, void* out, const void* const* in, const uint8_t* step, int64_t n) {
+  if (step[0]) {
+    convert_elements(in[0], k.in_dtype, out, k.out_dtype, n);
+    return;
+  }
+  size_t sz = itemsize(k.out_dtype);
+  convert_elements(in[0], k.in_dtype, out, k.out_dtype, 1);
+  for (int64_t i = 1; i < n; ++i) std::memcpy(static_cast<char*>(out) + i * static_cast<int64_t>(sz), out, sz);
+}
+
+TileKernel convert_tile_rule(const Primitive&, std::span<const Aval> in, const Params& params) {
+  TileKernel k;
+  k.map = &convert_tile;
+  k.in_dtype = in[0].dtype;
+  k.out_dtype = params.get_dtype("new_dtype");
+  k.num_inputs = 1;
+  return k;
+}
+
 JvpResult convert_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
                       const Params& params) {
   Array y = bind1(p, primals, params);
@@ -60,7 +79,8 @@ Arrays bitcast_impl(const Primitive&, std::span<const Array> in, std::span<const
 }  // namespace
 
 const Primitive convert_element_type_p{"convert_element_type", kElementwise, &convert_shape,      &convert_impl,
-                                       &convert_jvp,           &convert_transpose, &batch_unary};
+                                       &convert_jvp,           &convert_transpose, &batch_unary,
+                                       nullptr,                nullptr,       &convert_tile_rule};
 const Primitive bitcast_convert_type_p{"bitcast_convert_type", kElementwise | kNotDifferentiable,
                                        &bitcast_shape,         &bitcast_impl,
                                        &zero_jvp,              nullptr,

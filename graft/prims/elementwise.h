@@ -45,18 +45,55 @@ inline C wrap_mul(C a, C b) {
 }
 
 // ---- unary ------------------------------------------------------------------------------------------
+// Each family's kernel is written once as a tile function (the form fused loops call, see
+// graft/core/primitive.h's TileKernel); the eager kernel runs the same function over parallel chunks.
 using UnaryKernel = void (*)(const void* in, void* out, int64_t n, int64_t iparam);
 
 template <class F, class T>
-void unary_kernel(const void* in, void* out, int64_t n, int64_t ip) {
+using unary_out_t = std::conditional_t<std::is_same_v<decltype(F::apply(compute_t<T>{}, int64_t{})), bool>, bool, T>;
+
+template <class F, class T>
+void unary_tile(const TileKernel& k, void* out, const void* const* in, const uint8_t* step, int64_t n) {
   using C = compute_t<T>;
-  using R = decltype(F::apply(C{}, ip));
-  using O = std::conditional_t<std::is_same_v<R, bool>, bool, T>;
-  const T* a = static_cast<const T*>(in);
+  using O = unary_out_t<F, T>;
+  const T* a = static_cast<const T*>(in[0]);
   O* o = static_cast<O*>(out);
+  int64_t ip = k.iparam;
+  if (step[0]) {
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::apply(static_cast<C>(a[i]), ip));
+  } else {
+    O v = static_cast<O>(F::apply(static_cast<C>(a[0]), ip));
+    for (int64_t i = 0; i < n; ++i) o[i] = v;
+  }
+}
+
+template <class F, class T>
+void unary_kernel(const void* in, void* out, int64_t n, int64_t ip) {
+  using O = unary_out_t<F, T>;
+  TileKernel k;
+  k.iparam = ip;
+  const uint8_t step = 1;
   elementwise_for(n, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) o[i] = static_cast<O>(F::apply(static_cast<C>(a[i]), ip));
+    const void* a = static_cast<const T*>(in) + b;
+    unary_tile<F, T>(k, static_cast<O*>(out) + b, &a, &step, e - b);
   });
+}
+
+template <class F, uint32_t M, DType D>
+constexpr MapTileFn unary_tile_for() {
+  if constexpr ((M & bit(D)) != 0) {
+    return &unary_tile<F, type_of_t<D>>;
+  } else {
+    return nullptr;
+  }
+}
+template <class F, uint32_t M, size_t... I>
+constexpr std::array<MapTileFn, kNumDTypes> unary_tile_table(std::index_sequence<I...>) {
+  return {unary_tile_for<F, M, static_cast<DType>(I)>()...};
+}
+template <class F, uint32_t M>
+constexpr std::array<MapTileFn, kNumDTypes> unary_tiles() {
+  return unary_tile_table<F, M>(std::make_index_sequence<kNumDTypes>());
 }
 
 template <class F, uint32_t M, DType D>
@@ -81,26 +118,55 @@ constexpr std::array<UnaryKernel, kNumDTypes> unary_kernels() {
 using BinaryKernel = void (*)(const void* a, const void* b, void* out, int64_t n, int a_step, int b_step);
 
 template <class F, class T>
-void binary_kernel(const void* pa, const void* pb, void* out, int64_t n, int as, int bs) {
+using binary_out_t = std::conditional_t<std::is_same_v<decltype(F::apply(compute_t<T>{}, compute_t<T>{})), bool>, bool, T>;
+
+template <class F, class T>
+void binary_tile(const TileKernel&, void* out, const void* const* in, const uint8_t* step, int64_t n) {
   using C = compute_t<T>;
-  using R = decltype(F::apply(C{}, C{}));
-  using O = std::conditional_t<std::is_same_v<R, bool>, bool, T>;
-  const T* a = static_cast<const T*>(pa);
-  const T* b = static_cast<const T*>(pb);
+  using O = binary_out_t<F, T>;
+  const T* a = static_cast<const T*>(in[0]);
+  const T* b = static_cast<const T*>(in[1]);
   O* o = static_cast<O*>(out);
+  if (step[0] && step[1]) {
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::apply(static_cast<C>(a[i]), static_cast<C>(b[i])));
+  } else if (step[1]) {
+    C x = static_cast<C>(a[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::apply(x, static_cast<C>(b[i])));
+  } else if (step[0]) {
+    C y = static_cast<C>(b[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = static_cast<O>(F::apply(static_cast<C>(a[i]), y));
+  } else {
+    O v = static_cast<O>(F::apply(static_cast<C>(a[0]), static_cast<C>(b[0])));
+    for (int64_t i = 0; i < n; ++i) o[i] = v;
+  }
+}
+
+template <class F, class T>
+void binary_kernel(const void* pa, const void* pb, void* out, int64_t n, int as, int bs) {
+  using O = binary_out_t<F, T>;
+  TileKernel k;
+  const uint8_t step[2] = {static_cast<uint8_t>(as), static_cast<uint8_t>(bs)};
   elementwise_for(n, [&](int64_t lo, int64_t hi) {
-    if (as && bs) {
-      for (int64_t i = lo; i < hi; ++i) o[i] = static_cast<O>(F::apply(static_cast<C>(a[i]), static_cast<C>(b[i])));
-    } else if (bs) {
-      C x = static_cast<C>(a[0]);
-      for (int64_t i = lo; i < hi; ++i) o[i] = static_cast<O>(F::apply(x, static_cast<C>(b[i])));
-    } else if (as) {
-      C y = static_cast<C>(b[0]);
-      for (int64_t i = lo; i < hi; ++i) o[i] = static_cast<O>(F::apply(static_cast<C>(a[i]), y));
-    } else {
-      for (int64_t i = lo; i < hi; ++i) o[i] = static_cast<O>(F::apply(static_cast<C>(a[0]), static_cast<C>(b[0])));
-    }
+    const void* in[2] = {static_cast<const T*>(pa) + (as ? lo : 0), static_cast<const T*>(pb) + (bs ? lo : 0)};
+    binary_tile<F, T>(k, static_cast<O*>(out) + lo, in, step, hi - lo);
   });
+}
+
+template <class F, uint32_t M, DType D>
+constexpr MapTileFn binary_tile_for() {
+  if constexpr ((M & bit(D)) != 0) {
+    return &binary_tile<F, type_of_t<D>>;
+  } else {
+    return nullptr;
+  }
+}
+template <class F, uint32_t M, size_t... I>
+constexpr std::array<MapTileFn, kNumDTypes> binary_tile_table(std::index_sequence<I...>) {
+  return {binary_tile_for<F, M, static_cast<DType>(I)>()...};
+}
+template <class F, uint32_t M>
+constexpr std::array<MapTileFn, kNumDTypes> binary_tiles() {
+  return binary_tile_table<F, M>(std::make_index_sequence<kNumDTypes>());
 }
 
 template <class F, uint32_t M, DType D>
@@ -125,10 +191,12 @@ struct BinaryInfo {
   uint32_t mask;
   bool bool_out;
   std::array<BinaryKernel, kNumDTypes> kernels;
+  std::array<MapTileFn, kNumDTypes> tiles;
   /// Forward derivative given primals a, b, output y and tangents (either may be null).
   Array (*jvp)(const Array& a, const Array& b, const Array& y, const Array& ta, const Array& tb);
 };
 Avals binary_shape(const Primitive& p, AvalPtrs in, const Params& params);
 Arrays binary_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> out, const Params& params);
+TileKernel binary_tile_rule(const Primitive& p, std::span<const Aval> in, const Params& params);
 
 }  // namespace graft::prims

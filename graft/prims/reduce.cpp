@@ -238,6 +238,34 @@ Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<cons
   return {r};
 }
 
+// The tile form (fused loops): folds n contiguous elements into *acc.
+template <RKind K, class T>
+void reduce_tile(void* acc, const void* in, int64_t n, bool init) {
+  using A = compute_t<T>;
+  T* a = static_cast<T*>(acc);
+  A r = reduce_row<K>(static_cast<const T*>(in), n);
+  *a = static_cast<T>(init ? r : combine<K>(static_cast<A>(*a), r));
+}
+
+TileKernel reduce_tile_rule(const Primitive& p, std::span<const Aval> in, const Params&) {
+  const ReduceInfo& info = *static_cast<const ReduceInfo*>(p.data);
+  TileKernel k;
+  k.num_inputs = 1;
+  visit_dtype(in[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool>) {
+      switch (info.kind) {
+        case RKind::sum: k.reduce = &reduce_tile<RKind::sum, T>; break;
+        case RKind::max: k.reduce = &reduce_tile<RKind::max, T>; break;
+        case RKind::min: k.reduce = &reduce_tile<RKind::min, T>; break;
+        case RKind::prod: k.reduce = &reduce_tile<RKind::prod, T>; break;
+        default: break;
+      }
+    }
+  });
+  return k;
+}
+
 // ---- derivatives ------------------------------------------------------------------------------------
 Axes kept_dims(int64_t ndim, const IntList& axes) {
   Axes kept;
@@ -398,14 +426,14 @@ const ReduceInfo or_info{RKind::or_, kMaskInt | kMaskBool};
 
 }  // namespace
 
-const Primitive reduce_sum_p{"reduce_sum",          0, &reduce_shape, &reduce_impl, &reduce_sum_jvp,
-                             &reduce_sum_transpose, &reduce_batch, nullptr, &sum_info};
-const Primitive reduce_max_p{"reduce_max", 0, &reduce_shape, &reduce_impl, &chooser_jvp, nullptr, &reduce_batch,
-                             nullptr,      &max_info};
-const Primitive reduce_min_p{"reduce_min", 0, &reduce_shape, &reduce_impl, &chooser_jvp, nullptr, &reduce_batch,
-                             nullptr,      &min_info};
-const Primitive reduce_prod_p{"reduce_prod", 0, &reduce_shape, &reduce_impl, &reduce_prod_jvp, nullptr,
-                              &reduce_batch, nullptr,       &prod_info};
+const Primitive reduce_sum_p{"reduce_sum",          0,             &reduce_shape, &reduce_impl, &reduce_sum_jvp,
+                             &reduce_sum_transpose, &reduce_batch, nullptr,       &sum_info,    &reduce_tile_rule};
+const Primitive reduce_max_p{"reduce_max", 0,       &reduce_shape, &reduce_impl, &chooser_jvp, nullptr, &reduce_batch,
+                             nullptr,      &max_info, &reduce_tile_rule};
+const Primitive reduce_min_p{"reduce_min", 0,       &reduce_shape, &reduce_impl, &chooser_jvp, nullptr, &reduce_batch,
+                             nullptr,      &min_info, &reduce_tile_rule};
+const Primitive reduce_prod_p{"reduce_prod", 0,              &reduce_shape, &reduce_impl, &reduce_prod_jvp, nullptr,
+                              &reduce_batch, nullptr,        &prod_info,    &reduce_tile_rule};
 const Primitive reduce_and_p{"reduce_and", kNotDifferentiable, &reduce_shape, &reduce_impl, &zero_jvp, nullptr,
                              &reduce_batch, nullptr,           &and_info};
 const Primitive reduce_or_p{"reduce_or", kNotDifferentiable, &reduce_shape, &reduce_impl, &zero_jvp, nullptr,

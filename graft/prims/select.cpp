@@ -27,47 +27,63 @@ Avals select_n_shape(const Primitive& p, AvalPtrs in, const Params&) {
   return {Aval(c0.shape, c0.dtype, weak)};
 }
 
+// out[i] = cases[which[i]][i] (a bool selector picks case 1 when true). Operands with step 0 are
+// repeated (a rank-0 selector, or uniform values inside a fused loop).
 template <size_t kSize>
-void select_kernel(const void* which, DType wd, bool wscalar, std::span<const void* const> cases, void* out,
-                   int64_t n) {
+void select_tile(const TileKernel& k, void* out, const void* const* in, const uint8_t* step, int64_t n) {
   struct E {
     unsigned char b[kSize];
   };
   E* o = static_cast<E*>(out);
-  int64_t ncases = static_cast<int64_t>(cases.size());
-  if (wd == DType::bool_ && !wscalar && ncases == 2) {  // select(pred, a, b): the common case, branch-free
-    const bool* w = static_cast<const bool*>(which);
-    const E* c0 = static_cast<const E*>(cases[0]);
-    const E* c1 = static_cast<const E*>(cases[1]);
-    elementwise_for(n, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) o[i] = w[i] ? c1[i] : c0[i];
-    });
+  int64_t ncases = k.num_inputs - 1;
+  bool all_steps = true;
+  for (int64_t c = 0; c <= ncases; ++c) all_steps = all_steps && step[c];
+  if (k.in_dtype == DType::bool_ && ncases == 2 && all_steps) {  // select(pred, a, b): branch-free
+    const bool* w = static_cast<const bool*>(in[0]);
+    const E* c0 = static_cast<const E*>(in[1]);
+    const E* c1 = static_cast<const E*>(in[2]);
+    for (int64_t i = 0; i < n; ++i) o[i] = w[i] ? c1[i] : c0[i];
     return;
   }
-  elementwise_for(n, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      int64_t wi = wscalar ? 0 : i;
-      int64_t k = wd == DType::bool_ ? static_cast<const bool*>(which)[wi] : static_cast<const int32_t*>(which)[wi];
-      k = k < 0 ? 0 : (k >= ncases ? ncases - 1 : k);
-      o[i] = static_cast<const E*>(cases[static_cast<size_t>(k)])[i];
-    }
-  });
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t wi = step[0] ? i : 0;
+    int64_t c = k.in_dtype == DType::bool_ ? static_cast<const bool*>(in[0])[wi] : static_cast<const int32_t*>(in[0])[wi];
+    c = c < 0 ? 0 : (c >= ncases ? ncases - 1 : c);
+    o[i] = static_cast<const E*>(in[c + 1])[step[c + 1] ? i : 0];
+  }
 }
 
-Arrays select_n_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params&) {
-  Array r = Array::empty(out[0]);
-  SmallVector<const void*, 4> cases;
-  for (size_t i = 1; i < in.size(); ++i) cases.push_back(in[i].raw_data());
-  const void* w = in[0].raw_data();
-  bool ws = in[0].ndim() == 0;
-  int64_t n = r.size();
-  void* o = r.concrete()->data();
-  switch (itemsize(r.dtype())) {
-    case 1: select_kernel<1>(w, in[0].dtype(), ws, cases, o, n); break;
-    case 2: select_kernel<2>(w, in[0].dtype(), ws, cases, o, n); break;
-    case 4: select_kernel<4>(w, in[0].dtype(), ws, cases, o, n); break;
-    default: select_kernel<8>(w, in[0].dtype(), ws, cases, o, n); break;
+MapTileFn select_tile_for(size_t size) {
+  switch (size) {
+    case 1: return &select_tile<1>;
+    case 2: return &select_tile<2>;
+    case 4: return &select_tile<4>;
+    default: return &select_tile<8>;
   }
+}
+
+TileKernel select_n_tile_rule(const Primitive&, std::span<const Aval> in, const Params&) {
+  TileKernel k;
+  k.map = select_tile_for(itemsize(in[1].dtype));
+  k.in_dtype = in[0].dtype;
+  k.num_inputs = static_cast<int32_t>(in.size());
+  return k;
+}
+
+Arrays select_n_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
+  Array r = Array::empty(out[0]);
+  Avals avals = avals_of(in);
+  TileKernel k = select_n_tile_rule(p, {avals.data(), avals.size()}, params);
+  SmallVector<uint8_t, 4> step;
+  for (auto& x : in) step.push_back(x.ndim() == 0 && r.ndim() != 0 ? 0 : 1);
+  size_t sz = itemsize(r.dtype());
+  char* o = static_cast<char*>(r.concrete()->data());
+  elementwise_for(r.size(), [&](int64_t b, int64_t e) {
+    SmallVector<const void*, 4> ptrs;
+    for (size_t i = 0; i < in.size(); ++i)
+      ptrs.push_back(static_cast<const char*>(in[i].raw_data()) + (step[i] ? b * static_cast<int64_t>(itemsize(in[i].dtype())) : 0));
+    k.map(k, o + b * static_cast<int64_t>(sz), ptrs.data(), step.data(), e - b);
+  });
   return {r};
 }
 
@@ -109,30 +125,43 @@ Avals clamp_shape(const Primitive& p, AvalPtrs in, const Params&) {
   return {x};
 }
 
-Arrays clamp_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params&) {
-  Array r = Array::empty(out[0]);
-  visit_dtype(r.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using C = compute_t<T>;
-    if constexpr (!std::is_same_v<T, bool>) {
-      const T* lo = in[0].data<T>();
-      const T* x = in[1].data<T>();
-      const T* hi = in[2].data<T>();
-      T* o = static_cast<T*>(r.concrete()->data());
-      bool ls = in[0].ndim() == 0 && in[1].ndim() != 0, hs = in[2].ndim() == 0 && in[1].ndim() != 0;
-      elementwise_for(r.size(), [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          C v = static_cast<C>(x[i]), l = static_cast<C>(lo[ls ? 0 : i]), h = static_cast<C>(hi[hs ? 0 : i]);
-          if constexpr (std::is_floating_point_v<C>) {
-            if (v != v) {
-              o[i] = x[i];
-              continue;
-            }
-          }
-          o[i] = static_cast<T>(v < l ? l : (v > h ? h : v));
-        }
-      });
+template <class T>
+void clamp_tile(const TileKernel&, void* out, const void* const* in, const uint8_t* step, int64_t n) {
+  using C = compute_t<T>;
+  if constexpr (!std::is_same_v<T, bool>) {
+    const T* lo = static_cast<const T*>(in[0]);
+    const T* x = static_cast<const T*>(in[1]);
+    const T* hi = static_cast<const T*>(in[2]);
+    T* o = static_cast<T*>(out);
+    for (int64_t i = 0; i < n; ++i) {
+      C v = static_cast<C>(x[step[1] ? i : 0]), l = static_cast<C>(lo[step[0] ? i : 0]),
+        h = static_cast<C>(hi[step[2] ? i : 0]);
+      C r = v < l ? l : (v > h ? h : v);
+      if constexpr (std::is_floating_point_v<C>) r = v != v ? v : r;  // NaN stays NaN
+      o[i] = static_cast<T>(r);
     }
+  }
+}
+
+TileKernel clamp_tile_rule(const Primitive&, std::span<const Aval> in, const Params&) {
+  TileKernel k;
+  visit_dtype(in[1].dtype, [&](auto tag) { k.map = &clamp_tile<typename decltype(tag)::type>; });
+  k.num_inputs = 3;
+  return k;
+}
+
+Arrays clamp_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
+  Array r = Array::empty(out[0]);
+  Avals avals = avals_of(in);
+  TileKernel k = clamp_tile_rule(p, {avals.data(), avals.size()}, params);
+  int64_t sz = static_cast<int64_t>(itemsize(r.dtype()));
+  uint8_t step[3];
+  for (int i = 0; i < 3; ++i) step[i] = in[i].ndim() == 0 && r.ndim() != 0 ? 0 : 1;
+  char* o = static_cast<char*>(r.concrete()->data());
+  elementwise_for(r.size(), [&](int64_t b, int64_t e) {
+    const void* ptrs[3];
+    for (int i = 0; i < 3; ++i) ptrs[i] = static_cast<const char*>(in[i].raw_data()) + (step[i] ? b * sz : 0);
+    k.map(k, o + b * sz, ptrs, step, e - b);
   });
   return {r};
 }
@@ -155,9 +184,10 @@ JvpResult clamp_jvp(const Primitive& p, std::span<const Array> primals, std::spa
 
 }  // namespace
 
-const Primitive select_n_p{"select_n",          kElementwise, &select_n_shape, &select_n_impl, &select_n_jvp,
-                           &select_n_transpose, &batch_elementwise};
-const Primitive clamp_p{"clamp", kElementwise, &clamp_shape, &clamp_impl, &clamp_jvp, nullptr, &batch_elementwise};
+const Primitive select_n_p{"select_n",          kElementwise,       &select_n_shape, &select_n_impl, &select_n_jvp,
+                           &select_n_transpose, &batch_elementwise, nullptr,         nullptr,        &select_n_tile_rule};
+const Primitive clamp_p{"clamp",  kElementwise,       &clamp_shape, &clamp_impl, &clamp_jvp,
+                        nullptr,  &batch_elementwise, nullptr,      nullptr,     &clamp_tile_rule};
 
 }  // namespace graft::prims
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numbers>
 
+#include "graft/backend/cpu/vmath.h"
 #include "graft/prims/elementwise.h"
 
 namespace graft::prims {
@@ -19,6 +20,7 @@ struct UnaryInfo {
   uint32_t mask;
   bool bool_out;
   std::array<UnaryKernel, kNumDTypes> kernels;
+  std::array<MapTileFn, kNumDTypes> tiles;
   UnaryJvp jvp;              ///< nullptr: the derivative is zero
   const char* iparam;        ///< name of an integer parameter passed to the kernel, or nullptr
 };
@@ -63,7 +65,13 @@ struct IsFinite {
 };
 struct Exp {
   template <class C>
-  static C apply(C x, int64_t) { return std::exp(x); }
+  static C apply(C x, int64_t) {
+    if constexpr (std::is_same_v<C, float>) {
+      return vmath::exp(x);  // vectorizable (libm's is a scalar call)
+    } else {
+      return std::exp(x);
+    }
+  }
 };
 struct Exp2 {
   template <class C>
@@ -71,7 +79,13 @@ struct Exp2 {
 };
 struct Log {
   template <class C>
-  static C apply(C x, int64_t) { return std::log(x); }
+  static C apply(C x, int64_t) {
+    if constexpr (std::is_same_v<C, float>) {
+      return vmath::log(x);  // vectorizable (libm's is a scalar call)
+    } else {
+      return std::log(x);
+    }
+  }
 };
 struct Log1p {
   template <class C>
@@ -83,11 +97,18 @@ struct Expm1 {
 };
 struct Tanh {
   template <class C>
-  static C apply(C x, int64_t) { return std::tanh(x); }
+  static C apply(C x, int64_t) {
+    if constexpr (std::is_same_v<C, float>) {
+      return vmath::tanh(x);  // vectorizable (libm's is a scalar call)
+    } else {
+      return std::tanh(x);
+    }
+  }
 };
 struct Logistic {
   template <class C>
   static C apply(C x, int64_t) {
+    if constexpr (std::is_same_v<C, float>) return vmath::logistic(x);
     if (x >= 0) return C(1) / (C(1) + std::exp(-x));
     C e = std::exp(x);
     return e / (C(1) + e);
@@ -321,6 +342,14 @@ Arrays unary_impl(const Primitive& p, std::span<const Array> in, std::span<const
   return {r};
 }
 
+TileKernel unary_tile_rule(const Primitive& p, std::span<const Aval> in, const Params& params) {
+  const UnaryInfo& info = info_of(p);
+  TileKernel k;
+  k.map = info.tiles[static_cast<size_t>(in[0].dtype)];
+  k.iparam = info.iparam ? params.get_int(info.iparam) : 0;
+  k.num_inputs = 1;
+  return k;
+}
 JvpResult unary_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
                     const Params& params) {
   Array y = bind1(p, primals, params);
@@ -337,7 +366,7 @@ Arrays identity_transpose(const Primitive&, std::span<const Array> cts, std::spa
 }
 
 #define UNARY_INFO(id, Functor, mask, bool_out, jvp, iparam) \
-  const UnaryInfo id##_info{mask, bool_out, unary_kernels<Functor, mask>(), jvp, iparam};
+  const UnaryInfo id##_info{mask, bool_out, unary_kernels<Functor, mask>(), unary_tiles<Functor, mask>(), jvp, iparam};
 UNARY_INFO(neg, Neg, kMaskNum, false, &jvp_neg, nullptr)
 UNARY_INFO(sign, Sign, kMaskNum, false, nullptr, nullptr)
 UNARY_INFO(floor, Floor, kMaskFloat, false, nullptr, nullptr)
@@ -381,7 +410,7 @@ UNARY_INFO(stop_gradient, Identity, kMaskAll, false, nullptr, nullptr)
 
 #define UNARY_PRIM(id, name, transpose)                                                                     \
   const Primitive id##_p{name,         kElementwise, &unary_shape, &unary_impl, &unary_jvp, transpose, \
-                         &batch_unary, nullptr,      &id##_info};
+                         &batch_unary, nullptr,      &id##_info,   &unary_tile_rule};
 UNARY_PRIM(neg, "neg", &neg_transpose)
 UNARY_PRIM(sign, "sign", nullptr)
 UNARY_PRIM(floor, "floor", nullptr)

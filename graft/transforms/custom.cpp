@@ -242,9 +242,9 @@ ClosedJaxpr trace_call(const FlatFn& f, const std::vector<Array>& args) {
 
 }  // namespace
 
-const Primitive custom_jvp_call_p{"custom_jvp_call", kHigherOrder | kMultipleResults, &call_shape, &call_impl,
+const Primitive custom_jvp_call_p{"custom_jvp_call", kHigherOrder | kMultipleResults | kCall, &call_shape, &call_impl,
                                   &custom_jvp_jvp,   nullptr,                         &custom_jvp_batch};
-const Primitive custom_vjp_call_p{"custom_vjp_call", kHigherOrder | kMultipleResults,
+const Primitive custom_vjp_call_p{"custom_vjp_call", kHigherOrder | kMultipleResults | kCall,
                                   &call_shape,       &call_impl,
                                   &custom_vjp_jvp,   nullptr,
                                   &custom_vjp_batch, &custom_vjp_linearize};

@@ -140,7 +140,7 @@ BatchResult jit_batch(const Primitive&, std::span<const Array> vals, std::span<c
 
 }  // namespace
 
-const Primitive jit_p{"jit",           kHigherOrder | kMultipleResults, &jit_shape, &jit_impl, &jit_jvp,
+const Primitive jit_p{"jit",           kHigherOrder | kMultipleResults | kCall, &jit_shape, &jit_impl, &jit_jvp,
                       &jit_transpose, &jit_batch,                      &jit_linearize};
 
 JaxprPtr hoisted(const ClosedJaxpr& j) {
@@ -232,7 +232,7 @@ std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std:
   e->consts = closed.consts;
   bool cacheable = true;
   for (auto& c : e->consts) cacheable = cacheable && c.is_concrete();
-  if (cacheable) e->exe = std::shared_ptr<const Executable>(e->call, &Executable::of(*e->call));
+  if (cacheable) e->exe = std::shared_ptr<const Executable>(e->call, &Executable::of(*e->call, opts.name));
   std::lock_guard<std::mutex> lk(mu_);
   ++traces_;
   if (log_compiles())

@@ -1,0 +1,590 @@
+// The fusion primitive and its tiled executor (see fusion.h for the model).
+#include "graft/compiler/fusion.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "graft/backend/cpu/parallel.h"
+#include "graft/core/error.h"
+#include "graft/prims/primitives.h"
+
+namespace graft::compiler {
+
+// ---- geometry shared with the fuse pass -------------------------------------------------------------
+std::optional<BroadcastPattern> broadcast_pattern(const Shape& operand, const Shape& result, const IntList& dims) {
+  std::vector<int64_t> kept;  // result dimensions that carry an operand dimension of size > 1
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (operand[i] != 1) kept.push_back(dims[i]);
+  BroadcastPattern p;
+  if (kept.empty()) return p;
+  size_t k = 0;
+  for (int64_t d = kept.front(); d <= kept.back(); ++d) {
+    if (k < kept.size() && kept[k] == d) {
+      p.mod *= result[static_cast<size_t>(d)];
+      ++k;
+    } else if (result[static_cast<size_t>(d)] != 1) {
+      return std::nullopt;
+    }
+  }
+  for (size_t d = static_cast<size_t>(kept.back()) + 1; d < result.size(); ++d) p.inner *= result[d];
+  return p;
+}
+
+int64_t fusible_row_length(const Eqn& e) {
+  if (!e.prim->tile || e.inputs.size() != 1 || e.outputs.size() != 1) return 0;
+  const Aval& x = e.inputs[0].aval();
+  TileKernel k = e.prim->tile(*e.prim, {&x, 1}, e.params);
+  if (!k.reduce) return 0;
+  IntList axes = e.params.get_ints("axes");
+  std::sort(axes.begin(), axes.end());
+  int64_t nd = x.ndim(), c = 1;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] != nd - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i)) return 0;
+    c *= x.shape[static_cast<size_t>(axes[i])];
+  }
+  if (c < 2 || e.outputs[0]->aval.size() < 1) return 0;
+  return c;
+}
+
+// ---- the compiled program -----------------------------------------------------------------------------
+namespace {
+
+// How a register's values vary inside a block: one value, one per row, or one per element.
+enum class Vary : uint8_t { uniform = 0, row = 1, full = 2 };
+
+struct Reg {
+  enum Kind : uint8_t { input, output, scratch, constant } kind;
+  Vary vary;
+  DType dtype;
+  int32_t index;  // input/output/constant index, or scratch slot
+};
+
+enum class Op : uint8_t { map, load, expand, reduce, store };
+
+struct Instr {
+  Op op;
+  uint8_t stage = 1;  // chunked rows: 0 once before the chunks, 1 per chunk, 2 once after
+  int32_t out;
+  SmallVector<int32_t, 3> in;
+  SmallVector<uint8_t, 3> step;
+  TileKernel k;
+  BroadcastPattern pattern;
+  int32_t input = -1;  // load: the input read
+};
+
+constexpr size_t kMaxMapOperands = 8;
+
+[[noreturn]] void internal(const std::string& why) {
+  fail<ValueError>("fusion: cannot compile this fused body (", why, "); this is a graft compiler bug");
+}
+
+void fill(char* dst, const char* value, int64_t count, size_t size) {
+  switch (size) {
+    case 1: std::memset(dst, *value, static_cast<size_t>(count)); return;
+    case 2: {
+      uint16_t v;
+      std::memcpy(&v, value, 2);
+      std::fill_n(reinterpret_cast<uint16_t*>(dst), count, v);
+      return;
+    }
+    case 4: {
+      uint32_t v;
+      std::memcpy(&v, value, 4);
+      std::fill_n(reinterpret_cast<uint32_t*>(dst), count, v);
+      return;
+    }
+    default: {
+      uint64_t v;
+      std::memcpy(&v, value, 8);
+      std::fill_n(reinterpret_cast<uint64_t*>(dst), count, v);
+    }
+  }
+}
+
+// Per-thread scratch memory, grown on demand and kept (a fused loop runs many times).
+char* thread_scratch(size_t bytes) {
+  struct Arena {
+    char* p = nullptr;
+    size_t size = 0;
+    ~Arena() { std::free(p); }
+  };
+  thread_local Arena a;
+  bytes = std::max<size_t>(bytes, 64);
+  if (a.size < bytes) {
+    std::free(a.p);
+    size_t n = (bytes + 63) / 64 * 64;
+    a.p = static_cast<char*>(std::aligned_alloc(64, n));
+    if (!a.p) throw std::bad_alloc();
+    a.size = n;
+  }
+  return a.p;
+}
+
+}  // namespace
+
+struct FusedKernel::Impl {
+  enum class Mode { loop, rows, chunked } mode = Mode::loop;
+  int64_t n = 0, row = 0, rows = 0;  // domain, row length, number of rows
+  int64_t block_rows = 1;            // rows per block (Mode::rows)
+  std::vector<Reg> regs;
+  std::vector<Instr> prog;
+  std::vector<Array> constants;
+  std::vector<Aval> in_avals, out_avals;
+  std::vector<Array> body_consts;
+  std::vector<size_t> slot_offset;  // per scratch slot
+  size_t scratch_bytes = 0;
+
+  int64_t full_block() const {
+    return mode == Mode::rows ? block_rows * row : kTileElements;
+  }
+  int64_t count(Vary v, int64_t nfull, int64_t nrows) const {
+    return v == Vary::full ? nfull : (v == Vary::row ? nrows : 1);
+  }
+
+  explicit Impl(const ClosedJaxpr& body);
+  void compile(const Jaxpr& j);
+  void allocate_slots();
+  void run_block(char** base, const std::vector<const char*>& in, const std::vector<char*>& out, int64_t f0,
+                 int64_t r0, int64_t nfull, int64_t nrows, int stage, bool first_chunk) const;
+  void bind(char** base, const std::vector<const char*>& in, const std::vector<char*>& out, int64_t f0,
+            int64_t r0) const;
+  // Starts loading the next block's full-sized operands (and claiming its output lines) while this
+  // block computes: a block alternates between memory and arithmetic otherwise.
+  void prefetch_next(char* const* base, int64_t nfull, int64_t limit_f, int64_t f0) const {
+    int64_t ahead = std::min(nfull, limit_f - (f0 + nfull));
+    if (ahead <= 0) return;
+    for (size_t i = 0; i < regs.size(); ++i) {
+      const Reg& r = regs[i];
+      if (r.vary != Vary::full || (r.kind != Reg::input && r.kind != Reg::output)) continue;
+      int64_t sz = static_cast<int64_t>(itemsize(r.dtype));
+      const char* p = base[i] + nfull * sz;
+      for (int64_t off = 0; off < ahead * sz; off += 64) {
+        if (r.kind == Reg::input) {
+          __builtin_prefetch(p + off, 0, 1);
+        } else {
+          __builtin_prefetch(p + off, 1, 1);
+        }
+      }
+    }
+  }
+};
+
+FusedKernel::Impl::Impl(const ClosedJaxpr& body) {
+  const Jaxpr& j = *body.jaxpr;
+  body_consts = body.consts;
+  for (auto& v : j.constvars) in_avals.push_back(v->aval);
+  for (auto& v : j.invars) in_avals.push_back(v->aval);
+  for (auto& a : j.outvars) out_avals.push_back(a.aval());
+  for (auto& a : in_avals) n = std::max(n, a.size());
+  for (auto& e : j.eqns) {
+    for (auto& v : e.outputs) n = std::max(n, v->aval.size());
+    if (int64_t c = fusible_row_length(e)) {
+      if (row && row != c) internal("reductions over rows of different lengths");
+      row = c;
+    }
+  }
+  if (row) {
+    rows = n / row;
+    mode = row <= kMaxRowElements ? Mode::rows : Mode::chunked;
+    block_rows = mode == Mode::rows ? std::max<int64_t>(1, kTileElements / row) : 1;
+  }
+  compile(j);
+  allocate_slots();
+}
+
+void FusedKernel::Impl::compile(const Jaxpr& j) {
+  std::unordered_map<const Var*, int32_t> reg_of;
+  std::unordered_map<const Var*, int32_t> input_index;  // inputs read only through broadcasts
+  std::vector<bool> out_claimed(j.outvars.size(), false);
+  std::vector<bool> after_reduce;  // per register: depends on a reduction of this loop
+
+  auto add_reg = [&](Reg r, bool dep) {
+    regs.push_back(r);
+    after_reduce.push_back(dep);
+    return static_cast<int32_t>(regs.size() - 1);
+  };
+  auto natural = [&](const Aval& a) {
+    int64_t m = a.size();
+    if (m == n) return Vary::full;
+    if (row && m == rows) return Vary::row;
+    return Vary::uniform;
+  };
+  // all arguments (consts first) are inputs
+  std::vector<const Var*> args;
+  for (auto& v : j.constvars) args.push_back(v.get());
+  for (auto& v : j.invars) args.push_back(v.get());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Aval& a = args[i]->aval;
+    int64_t m = a.size();
+    int32_t idx = static_cast<int32_t>(i);
+    if (m == n && n > 1) {
+      reg_of[args[i]] = add_reg({Reg::input, Vary::full, a.dtype, idx}, false);
+    } else if (row && m == rows && rows > 1) {
+      reg_of[args[i]] = add_reg({Reg::input, Vary::row, a.dtype, idx}, false);
+    } else if (m == 1) {
+      reg_of[args[i]] = add_reg({Reg::input, Vary::uniform, a.dtype, idx}, false);
+    } else {
+      input_index[args[i]] = idx;
+    }
+  }
+  auto reg_for = [&](const Atom& a) -> int32_t {
+    if (a.is_literal()) {
+      constants.push_back(a.literal);
+      return add_reg({Reg::constant, Vary::uniform, a.literal.dtype(), static_cast<int32_t>(constants.size() - 1)},
+                     false);
+    }
+    auto it = reg_of.find(a.var.get());
+    if (it == reg_of.end()) internal("operand " + a.aval().str() + " is read other than through a broadcast");
+    return it->second;
+  };
+  // A new register for var v: written straight into v's output buffer when v is an output of the
+  // loop with the same granularity.
+  auto def_reg = [&](const Var* v, Vary vary, bool dep) {
+    for (size_t oi = 0; oi < j.outvars.size(); ++oi)
+      if (!out_claimed[oi] && !j.outvars[oi].is_literal() && j.outvars[oi].var.get() == v && natural(v->aval) == vary) {
+        out_claimed[oi] = true;
+        return add_reg({Reg::output, vary, v->aval.dtype, static_cast<int32_t>(oi)}, dep);
+      }
+    return add_reg({Reg::scratch, vary, v->aval.dtype, -1}, dep);
+  };
+  auto emit = [&](Instr ins) {
+    // steps: operands that vary less than the result repeat their value
+    ins.step.clear();
+    for (auto r : ins.in) ins.step.push_back(regs[static_cast<size_t>(r)].vary == regs[static_cast<size_t>(ins.out)].vary);
+    prog.push_back(std::move(ins));
+  };
+  // Full-granularity copy of a row or uniform register (B > 1 rows per block, or a reduction's operand).
+  auto expanded = [&](int32_t src, DType d) {
+    int32_t r = add_reg({Reg::scratch, Vary::full, d, -1}, after_reduce[static_cast<size_t>(src)]);
+    emit(Instr{Op::expand, 1, r, {src}, {}, {}, {}, -1});
+    return r;
+  };
+
+  for (const Eqn& e : j.eqns) {
+    const Var* out = e.outputs[0].get();
+    const Primitive* p = e.prim;
+    if (p == &prims::broadcast_in_dim_p) {
+      const Atom& a = e.inputs[0];
+      auto pat = broadcast_pattern(a.aval().shape, out->aval.shape, e.params.get_ints("broadcast_dimensions"));
+      if (!pat) internal("a broadcast without a contiguous pattern");
+      if (!a.is_literal() && input_index.count(a.var.get())) {
+        int32_t in = input_index.at(a.var.get());
+        if (pat->mod == 1) {
+          reg_of[out] = add_reg({Reg::input, Vary::uniform, a.aval().dtype, in}, false);
+        } else if (row && pat->inner == row && pat->mod == rows) {
+          int32_t r = add_reg({Reg::input, Vary::row, a.aval().dtype, in}, false);
+          reg_of[out] = block_rows == 1 ? r : expanded(r, a.aval().dtype);
+        } else {
+          int32_t r = def_reg(out, Vary::full, false);
+          emit(Instr{Op::load, 1, r, {}, {}, {}, *pat, in});
+          reg_of[out] = r;
+        }
+        continue;
+      }
+      int32_t src = reg_for(a);
+      Vary v = regs[static_cast<size_t>(src)].vary;
+      if (v == Vary::uniform || (v == Vary::row && block_rows == 1) ||
+          (v == Vary::full && pat->inner == 1 && pat->mod == n)) {  // the last: only unit dimensions added
+        reg_of[out] = src;
+      } else if (v == Vary::row && pat->mod == rows && (rows == 1 || pat->inner == row)) {
+        reg_of[out] = expanded(src, a.aval().dtype);
+      } else {
+        internal("a broadcast of " + a.aval().str() + " that is not a row value");
+      }
+      continue;
+    }
+    if (p == &prims::reshape_p || p == &prims::squeeze_p || p == &prims::convert_element_type_p) {
+      if (p != &prims::convert_element_type_p || e.inputs[0].aval().dtype == out->aval.dtype) {
+        reg_of[out] = reg_for(e.inputs[0]);
+        continue;
+      }
+    }
+    if (fusible_row_length(e)) {
+      int32_t src = reg_for(e.inputs[0]);
+      if (regs[static_cast<size_t>(src)].vary != Vary::full) src = expanded(src, e.inputs[0].aval().dtype);
+      Avals ia{e.inputs[0].aval()};
+      TileKernel k = p->tile(*p, {ia.data(), ia.size()}, e.params);
+      int32_t r = def_reg(out, Vary::row, true);
+      emit(Instr{Op::reduce, 1, r, {src}, {}, k, {}, -1});
+      reg_of[out] = r;
+      continue;
+    }
+    if (p->tile) {
+      std::vector<Aval> ia;
+      for (auto& a : e.inputs) ia.push_back(a.aval());
+      TileKernel k = p->tile(*p, ia, e.params);
+      if (k.map) {
+        Instr ins{Op::map, 1, -1, {}, {}, k, {}, -1};
+        Vary v = Vary::uniform;
+        bool dep = false;
+        for (auto& a : e.inputs) {
+          int32_t r = reg_for(a);
+          ins.in.push_back(r);
+          v = std::max(v, regs[static_cast<size_t>(r)].vary);
+          dep = dep || after_reduce[static_cast<size_t>(r)];
+        }
+        // a row value meeting full ones needs a full copy when a block holds several rows
+        if (v == Vary::full && block_rows > 1)
+          for (auto& r : ins.in)
+            if (regs[static_cast<size_t>(r)].vary == Vary::row) r = expanded(r, regs[static_cast<size_t>(r)].dtype);
+        if (ins.in.size() > kMaxMapOperands) internal("too many operands");
+        int32_t r = def_reg(out, v, dep);
+        ins.out = r;
+        emit(std::move(ins));
+        reg_of[out] = r;
+        continue;
+      }
+    }
+    internal(std::string("primitive ") + p->name + " in a fused loop");
+  }
+  // outputs not written in place are stored at the end
+  for (size_t oi = 0; oi < j.outvars.size(); ++oi) {
+    if (out_claimed[oi]) continue;
+    int32_t src = reg_for(j.outvars[oi]);
+    int32_t dst = add_reg({Reg::output, natural(out_avals[oi]), out_avals[oi].dtype, static_cast<int32_t>(oi)},
+                          after_reduce[static_cast<size_t>(src)]);
+    emit(Instr{Op::store, 1, dst, {src}, {}, {}, {}, -1});
+  }
+  if (mode != Mode::chunked) return;
+  // chunked rows: full values and reductions run per chunk; row values before (if they need no
+  // reduction) or after all chunks
+  for (auto& ins : prog) {
+    const Reg& o = regs[static_cast<size_t>(ins.out)];
+    bool dep = after_reduce[static_cast<size_t>(ins.out)];
+    if (ins.op == Op::reduce || o.vary == Vary::full) {
+      ins.stage = 1;
+      for (auto r : ins.in)
+        if (after_reduce[static_cast<size_t>(r)] && ins.op != Op::reduce)
+          internal("a full-sized value depends on a reduction in a chunked loop");
+    } else {
+      ins.stage = dep || ins.op == Op::store ? 2 : 0;
+    }
+  }
+  std::stable_sort(prog.begin(), prog.end(), [](const Instr& a, const Instr& b) { return a.stage < b.stage; });
+}
+
+// Scratch registers share slots when their lifetimes do not overlap (program order). Chunked loops
+// keep every register in its own slot: accumulators and pre-chunk values live across the chunks.
+void FusedKernel::Impl::allocate_slots() {
+  std::vector<int64_t> last_use(regs.size(), -1), first_def(regs.size(), -1);
+  for (size_t i = 0; i < prog.size(); ++i) {
+    for (auto r : prog[i].in) last_use[static_cast<size_t>(r)] = static_cast<int64_t>(i);
+    if (first_def[static_cast<size_t>(prog[i].out)] < 0) first_def[static_cast<size_t>(prog[i].out)] = static_cast<int64_t>(i);
+  }
+  auto slot_bytes = [&](Vary v) -> size_t {
+    int64_t elems = v == Vary::full ? full_block() : (v == Vary::row ? block_rows : 1);
+    return (static_cast<size_t>(elems) * 8 + 63) / 64 * 64;
+  };
+  struct Slot {
+    Vary vary;
+    int64_t free_at;  // program index after which it is free
+  };
+  std::vector<Slot> slots;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    Reg& r = regs[static_cast<size_t>(prog[i].out)];
+    if (r.kind != Reg::scratch || r.index >= 0) continue;
+    int64_t end = std::max<int64_t>(last_use[static_cast<size_t>(prog[i].out)], static_cast<int64_t>(i));
+    int32_t chosen = -1;
+    if (mode != Mode::chunked)
+      for (size_t s = 0; s < slots.size() && chosen < 0; ++s)
+        if (slots[s].vary == r.vary && slots[s].free_at < static_cast<int64_t>(i)) chosen = static_cast<int32_t>(s);
+    if (chosen < 0) {
+      slots.push_back({r.vary, end});
+      slot_offset.push_back(scratch_bytes);
+      scratch_bytes += slot_bytes(r.vary);
+      chosen = static_cast<int32_t>(slots.size() - 1);
+    }
+    slots[static_cast<size_t>(chosen)].free_at = end;
+    r.index = chosen;
+  }
+}
+
+void FusedKernel::Impl::bind(char** base, const std::vector<const char*>& in, const std::vector<char*>& out,
+                             int64_t f0, int64_t r0) const {
+  for (size_t i = 0; i < regs.size(); ++i) {
+    const Reg& r = regs[i];
+    int64_t off = r.vary == Vary::full ? f0 : (r.vary == Vary::row ? r0 : 0);
+    off *= static_cast<int64_t>(itemsize(r.dtype));
+    if (r.kind == Reg::input) {
+      base[i] = const_cast<char*>(in[static_cast<size_t>(r.index)]) + off;
+    } else if (r.kind == Reg::output) {
+      base[i] = out[static_cast<size_t>(r.index)] + off;
+    }
+  }
+}
+
+void FusedKernel::Impl::run_block(char** base, const std::vector<const char*>& in, const std::vector<char*>&,
+                                  int64_t f0, int64_t, int64_t nfull, int64_t nrows, int stage,
+                                  bool first_chunk) const {
+  const void* ptrs[kMaxMapOperands];
+  for (const Instr& ins : prog) {
+    if (stage >= 0 && ins.stage != stage) continue;
+    const Reg& o = regs[static_cast<size_t>(ins.out)];
+    char* dst = base[ins.out];
+    size_t osz = itemsize(o.dtype);
+    switch (ins.op) {
+      case Op::map: {
+        size_t k = 0;
+        for (auto r : ins.in) ptrs[k++] = base[r];
+        ins.k.map(ins.k, dst, ptrs, ins.step.data(), count(o.vary, nfull, nrows));
+        break;
+      }
+      case Op::load: {
+        const char* src = in[static_cast<size_t>(ins.input)];
+        int64_t inner = ins.pattern.inner, mod = ins.pattern.mod;
+        int64_t f = f0, end = f0 + nfull;
+        while (f < end) {
+          int64_t q = f / inner, idx = q % mod;
+          if (inner == 1) {
+            int64_t run = std::min(mod - idx, end - f);
+            std::memcpy(dst + (f - f0) * static_cast<int64_t>(osz), src + idx * static_cast<int64_t>(osz),
+                        static_cast<size_t>(run) * osz);
+            f += run;
+          } else {
+            int64_t run = std::min((q + 1) * inner, end) - f;
+            fill(dst + (f - f0) * static_cast<int64_t>(osz), src + idx * static_cast<int64_t>(osz), run, osz);
+            f += run;
+          }
+        }
+        break;
+      }
+      case Op::expand: {
+        const Reg& s = regs[static_cast<size_t>(ins.in[0])];
+        const char* src = base[ins.in[0]];
+        if (s.vary == Vary::uniform) {
+          fill(dst, src, nfull, osz);
+        } else {
+          for (int64_t b = 0; b < nrows; ++b) fill(dst + b * row * static_cast<int64_t>(osz), src + b * static_cast<int64_t>(osz), row, osz);
+        }
+        break;
+      }
+      case Op::reduce: {
+        const char* src = base[ins.in[0]];
+        if (mode == Mode::chunked) {
+          ins.k.reduce(dst, src, nfull, first_chunk);
+        } else {
+          for (int64_t b = 0; b < nrows; ++b)
+            ins.k.reduce(dst + b * static_cast<int64_t>(osz), src + b * row * static_cast<int64_t>(osz), row, true);
+        }
+        break;
+      }
+      case Op::store: {
+        const Reg& s = regs[static_cast<size_t>(ins.in[0])];
+        const char* src = base[ins.in[0]];
+        int64_t cnt = count(o.vary, nfull, nrows);
+        if (s.vary == o.vary) {
+          std::memcpy(dst, src, static_cast<size_t>(cnt) * osz);
+        } else if (s.vary == Vary::uniform) {
+          fill(dst, src, cnt, osz);
+        } else {  // a row value stored as a full one
+          int64_t per = o.vary == Vary::full && mode != Mode::chunked ? row : cnt;
+          for (int64_t b = 0; b < std::max<int64_t>(1, cnt / std::max<int64_t>(1, per)); ++b)
+            fill(dst + b * per * static_cast<int64_t>(osz), src + b * static_cast<int64_t>(osz), per, osz);
+        }
+        break;
+      }
+    }
+  }
+}
+
+FusedKernel::FusedKernel(const ClosedJaxpr& body) : impl_(std::make_unique<Impl>(body)) {}
+FusedKernel::~FusedKernel() = default;
+
+Arrays FusedKernel::run(std::span<const Array> args0) const {
+  const Impl& m = *impl_;
+  std::vector<Array> args = m.body_consts;
+  args.insert(args.end(), args0.begin(), args0.end());
+  if (args.size() != m.in_avals.size())
+    fail<ValueError>("fusion: expected ", m.in_avals.size(), " operands, got ", args.size());
+  std::vector<const char*> in;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].is_concrete() || !args[i].aval().same_type(m.in_avals[i]))
+      fail<TypeError>("fusion: operand ", i, " should be a concrete ", m.in_avals[i].str());
+    in.push_back(static_cast<const char*>(args[i].raw_data()));
+  }
+  Arrays outs;
+  std::vector<char*> out;
+  for (auto& a : m.out_avals) {
+    outs.push_back(Array::empty(a));
+    out.push_back(static_cast<char*>(outs.back().concrete()->data()));
+  }
+  if (m.n == 0) return outs;
+  using Mode = Impl::Mode;
+  int64_t T = kTileElements;
+  int64_t nblocks = m.mode == Mode::loop ? (m.n + T - 1) / T
+                                         : (m.mode == Mode::rows ? (m.rows + m.block_rows - 1) / m.block_rows : m.rows);
+  int64_t per_block = m.mode == Mode::chunked ? m.row : m.full_block();
+  int64_t grain = std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, per_block));
+  cpu::parallel_for(nblocks, grain, [&](int64_t b0, int64_t b1) {
+    char* arena = thread_scratch(m.scratch_bytes);
+    SmallVector<char*, 32> base(m.regs.size(), nullptr);
+    for (size_t i = 0; i < m.regs.size(); ++i) {
+      const Reg& r = m.regs[i];
+      if (r.kind == Reg::scratch) base[i] = arena + m.slot_offset[static_cast<size_t>(r.index)];
+      if (r.kind == Reg::constant) base[i] = static_cast<char*>(const_cast<void*>(m.constants[static_cast<size_t>(r.index)].raw_data()));
+    }
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      if (m.mode == Mode::loop) {
+        int64_t f0 = blk * T, nf = std::min(T, m.n - f0);
+        m.bind(base.data(), in, out, f0, 0);
+        m.prefetch_next(base.data(), nf, m.n, f0);
+        m.run_block(base.data(), in, out, f0, 0, nf, 0, -1, true);
+      } else if (m.mode == Mode::rows) {
+        int64_t r0 = blk * m.block_rows, nr = std::min(m.block_rows, m.rows - r0);
+        m.bind(base.data(), in, out, r0 * m.row, r0);
+        m.prefetch_next(base.data(), nr * m.row, m.n, r0 * m.row);
+        m.run_block(base.data(), in, out, r0 * m.row, r0, nr * m.row, nr, -1, true);
+      } else {
+        int64_t r0 = blk;
+        m.bind(base.data(), in, out, r0 * m.row, r0);
+        m.run_block(base.data(), in, out, r0 * m.row, r0, 0, 1, 0, true);
+        for (int64_t c0 = 0; c0 < m.row; c0 += T) {
+          int64_t f0 = r0 * m.row + c0, nf = std::min(T, m.row - c0);
+          m.bind(base.data(), in, out, f0, r0);
+          m.run_block(base.data(), in, out, f0, r0, nf, 1, 1, c0 == 0);
+        }
+        m.run_block(base.data(), in, out, r0 * m.row, r0, 0, 1, 2, true);
+      }
+    }
+  });
+  return outs;
+}
+
+const FusedKernel& FusedKernel::of(const ClosedJaxpr& body) {
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lk(mu);
+  if (!body.compiled) body.compiled = std::make_shared<FusedKernel>(body);
+  return *static_cast<const FusedKernel*>(body.compiled.get());
+}
+
+// ---- the primitive --------------------------------------------------------------------------------------
+const ClosedJaxpr& fusion_body(const Params& params) { return params.get_jaxpr("jaxpr"); }
+
+namespace {
+
+Avals fusion_shape(const Primitive&, AvalPtrs in, const Params& params) {
+  const ClosedJaxpr& b = fusion_body(params);
+  const auto& invars = b.jaxpr->invars;
+  if (in.size() != invars.size()) fail<ValueError>("fusion: the body takes ", invars.size(), " operands, got ", in.size());
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!in[i]->same_type(invars[i]->aval))
+      fail<TypeError>("fusion: operand ", i, " has type ", in[i]->str(), ", the body expects ", invars[i]->aval.str());
+  Avals out;
+  for (auto& a : b.out_avals()) out.push_back(a);
+  return out;
+}
+
+Arrays fusion_impl(const Primitive&, std::span<const Array> in, std::span<const Aval>, const Params& params) {
+  return FusedKernel::of(fusion_body(params)).run(in);
+}
+
+}  // namespace
+
+// Compiler-internal: fused programs are made after all transformations ran, so there are no rules
+// for differentiation or batching (binding it under one raises NotImplementedError).
+const Primitive fusion_p{"fusion", kHigherOrder | kMultipleResults, &fusion_shape, &fusion_impl};
+
+}  // namespace graft::compiler

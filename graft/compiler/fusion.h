@@ -1,0 +1,71 @@
+// Fused loops: the `fusion` primitive and the tiled executor that runs it on the CPU.
+//
+// The fuse pass (graft/compiler/passes/fuse.cpp) replaces a group of equations by one equation
+//
+//   d:f32[4096,4096] = fusion[jaxpr={ lambda ; a:f32[4096,4096]. let b = reduce_max[axes=(1,)] a; ... }] x
+//
+// whose body holds elementwise primitives (anything with a map tile kernel), broadcasts of its
+// operands, reshapes, and reductions over trailing axes. All full-sized values of the body have the
+// same number of elements N (the domain); reductions fold rows of C contiguous elements (the same C
+// for every reduction of a group), so row-sized values have R = N / C elements.
+//
+// FusedKernel runs the body as a program over tiles of the domain: blocks of whole rows (so a
+// softmax row is read from memory once and its intermediates never leave the cache), or fixed-size
+// tiles when the body has no reductions. Intermediates live in small per-thread scratch registers;
+// the kernels are the primitives' own tile kernels (TileKernel), vectorized by the C++ compiler.
+// Rows longer than kMaxRowElements are processed in chunks, which the pass allows only when no
+// full-sized value depends on a reduction of the group.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "graft/core/primitive.h"
+#include "graft/ir/jaxpr.h"
+
+namespace graft::compiler {
+
+extern const Primitive fusion_p;
+
+/// Elements a tile of a loop without reductions holds (small enough that a few registers of them
+/// stay in L1).
+inline constexpr int64_t kTileElements = 2048;
+/// Longest row a fused loop holds whole; longer rows are processed in chunks (single phase only).
+inline constexpr int64_t kMaxRowElements = 16384;
+
+/// How a fused loop reads an operand broadcast into its domain: element f of the result (flat,
+/// row-major) reads operand element (f / inner) % mod.
+struct BroadcastPattern {
+  int64_t inner = 1, mod = 1;
+};
+/// The pattern of broadcast_in_dim(operand -> result, dims), if the operand's non-unit dimensions
+/// map to one contiguous block of the result's dimensions (ignoring unit dimensions).
+std::optional<BroadcastPattern> broadcast_pattern(const Shape& operand, const Shape& result, const IntList& dims);
+
+/// The row length C of a reduction a fused loop can run: a reduce primitive with a tile kernel whose
+/// reduced axes are the operand's trailing axes and span at least 2 elements. 0 otherwise.
+int64_t fusible_row_length(const Eqn& e);
+
+/// A fused body compiled for the tiled executor.
+class FusedKernel {
+ public:
+  explicit FusedKernel(const ClosedJaxpr& body);
+  ~FusedKernel();
+  /// Runs on concrete CPU arrays of the body's input types; returns its outputs.
+  Arrays run(std::span<const Array> args) const;
+  /// The kernel cached on `body` (compiled on first use).
+  static const FusedKernel& of(const ClosedJaxpr& body);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// A fusion equation's body.
+const ClosedJaxpr& fusion_body(const Params& params);
+
+}  // namespace graft::compiler

@@ -1,0 +1,27 @@
+// The compiler's passes, one per file in this folder. Each takes a closed jaxpr and returns an
+// equivalent one; graft/compiler/pipeline.cpp lists them in the order they run.
+#pragma once
+
+#include "graft/ir/jaxpr.h"
+
+namespace graft::compiler::passes {
+
+/// inline: replaces calls (nested jit, custom_jvp_call, custom_vjp_call) by the equations of their
+/// bodies, so that the other passes see one flat program.
+ClosedJaxpr inline_calls(const ClosedJaxpr& j);
+/// dce: removes equations whose results nothing reads, and constants nothing uses.
+ClosedJaxpr eliminate_dead_code(const ClosedJaxpr& j);
+/// cse: equations that apply the same primitive with the same parameters to the same operands are
+/// computed once.
+ClosedJaxpr eliminate_common_subexpressions(const ClosedJaxpr& j);
+/// fold_constants: evaluates equations whose operands are all known (literals, constants) and whose
+/// results are small, replacing them by literals or constants.
+ClosedJaxpr fold_constants(const ClosedJaxpr& j);
+/// simplify: algebraic identities (x*1, x+0, neg(neg x), transpose∘transpose, reshape chains,
+/// broadcast chains, identity conversions, stop_gradient at run time, transposed products).
+ClosedJaxpr simplify(const ClosedJaxpr& j);
+/// fuse: groups elementwise chains, their broadcasts and row reductions into `fusion` equations
+/// that run as one loop over tiles (graft/compiler/fusion.h).
+ClosedJaxpr fuse(const ClosedJaxpr& j);
+
+}  // namespace graft::compiler::passes

@@ -1,0 +1,155 @@
+// Golden tests of the compiler's passes: input jaxpr (made by tracing a small function), one pass,
+// the expected jaxpr text. Dead equations a pass leaves behind (printed with `_` binders) are dce's
+// to remove, which its own test shows.
+#include "testing.h"
+
+#include "graft/compiler/pipeline.h"
+
+namespace graft {
+namespace {
+
+class Passes : public ::testing::Test {
+ protected:
+  Array v = ones({3}), m = ones({2, 3}), W = ones({3, 4});
+  std::function<Array(const Array&)> inner = jit([](const Array& x) { return sin(x) * 2.0; });
+
+  template <class F, class... A>
+  std::string after(const char* pass, F f, const A&... args) {
+    return compiler::run_pass(pass, make_jaxpr(f)(args...)).str();
+  }
+};
+
+TEST_F(Passes, inline_flattens_nested_jit) {
+  EXPECT_EQ(after("inline", [&](const Array& x) { return inner(x) + inner(cos(x)); }, v), R"({ lambda ; a:f32[3]. let
+    b:f32[3] = cos a
+    c:f32[3] = sin b
+    d:f32[3] = mul c 2.0:f32[]
+    e:f32[3] = sin a
+    f:f32[3] = mul e 2.0:f32[]
+    g:f32[3] = add f d
+  in (g,) })");
+}
+
+TEST_F(Passes, dce_drops_unused) {
+  EXPECT_EQ(after("dce", [](const Array& x) { Array unused = exp(x); (void)unused; return sin(x); }, v), R"({ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) })");
+}
+
+TEST_F(Passes, cse_merges_repeats) {
+  EXPECT_EQ(after("cse", [](const Array& x) { return sin(x) * cos(x) + sin(x) * cos(x); }, v), R"({ lambda ; a:f32[3]. let
+    b:f32[3] = cos a
+    c:f32[3] = sin a
+    d:f32[3] = mul c b
+    e:f32[3] = add d d
+  in (e,) })");
+}
+
+TEST_F(Passes, fold_constants_evaluates_known) {
+  EXPECT_EQ(after("fold_constants", [](const Array& x) { Array c = exp(array(1.0f)) * 2.0; return x * c + iota(f32, {3}); }, v), R"({ lambda a:f32[3]; b:f32[3]. let
+    c:f32[3] = mul b 5.4365635:f32[]
+    d:f32[3] = add c a
+  in (d,) })");
+}
+
+TEST_F(Passes, simplify_identities) {
+  EXPECT_EQ(after("simplify", [](const Array& x) { return stop_gradient(x) * 1.0 + 0.0; }, v), R"({ lambda ; a:f32[3]. let  in (a,) })");
+}
+
+TEST_F(Passes, simplify_transpose_of_transpose) {
+  EXPECT_EQ(after("simplify", [](const Array& x) { return transpose(transpose(x)); }, m), R"({ lambda ; a:f32[2,3]. let
+    _:f32[3,2] = transpose[permutation=(1, 0)] a
+  in (a,) })");
+}
+
+TEST_F(Passes, simplify_reshape_chain) {
+  EXPECT_EQ(after("simplify", [](const Array& x) { return reshape(reshape(x, {3, 2}), {6}); }, m), R"({ lambda ; a:f32[2,3]. let
+    _:f32[3,2] = reshape[new_sizes=(3, 2)] a
+    b:f32[6] = reshape[new_sizes=(6,)] a
+  in (b,) })");
+}
+
+TEST_F(Passes, simplify_broadcast_chain) {
+  EXPECT_EQ(after("simplify", [](const Array& x) { return broadcast_to(broadcast_to(x, {2, 3}), {4, 2, 3}); }, v), R"({ lambda ; a:f32[3]. let
+    _:f32[2,3] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 3)] a
+    b:f32[4,2,3] = broadcast_in_dim[broadcast_dimensions=(2,) shape=(4, 2, 3)] a
+  in (b,) })");
+}
+
+TEST_F(Passes, simplify_transposed_product) {
+  EXPECT_EQ(after("simplify", [](const Array& a, const Array& b) { return transpose(matmul(a, b)); }, m, W), R"({ lambda ; a:f32[2,3] b:f32[3,4]. let
+    _:f32[2,4] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] a b
+    c:f32[4,2] = dot_general[
+      dimension_numbers=(([0], [1]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] b a
+  in (c,) })");
+}
+
+TEST_F(Passes, simplify_double_negation) {
+  EXPECT_EQ(after("simplify", [](const Array& x) { return -(-x); }, v), R"({ lambda ; a:f32[3]. let _:f32[3] = neg a in (a,) })");
+}
+
+TEST_F(Passes, fuse_bias_relu) {
+  EXPECT_EQ(after("fuse", [](const Array& x, const Array& b) { return relu(x * 2.0 + b); }, m, v), R"({ lambda ; a:f32[2,3] b:f32[3]. let
+    c:f32[2,3] = fusion[
+      jaxpr={ lambda ; d:f32[2,3] e:f32[3]. let
+          f:f32[2,3] = mul d 2.0:f32[]
+          g:f32[2,3] = broadcast_in_dim[
+            broadcast_dimensions=(1,)
+            shape=(2, 3)
+          ] e
+          h:f32[2,3] = add f g
+          i:bool[2,3] = gt h 0.0:f32[]
+          j:f32[2,3] = broadcast_in_dim[
+            broadcast_dimensions=()
+            shape=(2, 3)
+          ] 0.0:f32[]
+          k:f32[2,3] = select_n i j h
+        in (k,) }
+    ] a b
+  in (c,) })");
+}
+
+TEST_F(Passes, fuse_log_softmax) {
+  EXPECT_EQ(after("fuse", [](const Array& x) { return log_softmax(x); }, m), R"({ lambda ; a:f32[2,3]. let
+    b:f32[2,3] = fusion[
+      jaxpr={ lambda ; c:f32[2,3]. let
+          d:f32[2] = reduce_max[axes=(1,)] c
+          e:f32[2] = stop_gradient d
+          f:f32[2,1] = reshape[new_sizes=(2, 1)] e
+          g:f32[2,3] = broadcast_in_dim[
+            broadcast_dimensions=(0, 1)
+            shape=(2, 3)
+          ] f
+          h:f32[2,3] = sub c g
+          i:f32[2,3] = exp h
+          j:f32[2] = reduce_sum[axes=(1,)] i
+          k:f32[2] = log j
+          l:f32[2,1] = reshape[new_sizes=(2, 1)] k
+          m:f32[2,3] = broadcast_in_dim[
+            broadcast_dimensions=(0, 1)
+            shape=(2, 3)
+          ] l
+          n:f32[2,3] = sub h m
+        in (n,) }
+    ] a
+  in (b,) })");
+}
+
+TEST_F(Passes, fuse_sum_of_squares) {
+  EXPECT_EQ(after("fuse", [](const Array& x) { return sum(x * x); }, m), R"({ lambda ; a:f32[2,3]. let
+    b:f32[] = fusion[
+      jaxpr={ lambda ; c:f32[2,3]. let
+          d:f32[2,3] = mul c c
+          e:f32[] = reduce_sum[axes=(0, 1)] d
+        in (e,) }
+    ] a
+  in (b,) })");
+}
+
+}  // namespace
+}  // namespace graft

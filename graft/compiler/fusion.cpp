@@ -1,6 +1,8 @@
 // The fusion primitive and its tiled executor (see fusion.h for the model).
 #include "graft/compiler/fusion.h"
 
+#include "graft/compiler/codegen.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -62,20 +64,34 @@ struct Reg {
   int32_t index;  // input/output/constant index, or scratch slot
 };
 
-enum class Op : uint8_t { map, load, expand, reduce, store };
+enum class Op : uint8_t { map, load, expand, reduce, store, loop };
 
 struct Instr {
   Op op;
   uint8_t stage = 1;  // chunked rows: 0 once before the chunks, 1 per chunk, 2 once after
-  int32_t out;
+  int32_t out;        // loop: the first of `outs`
   SmallVector<int32_t, 3> in;
   SmallVector<uint8_t, 3> step;
   TileKernel k;
   BroadcastPattern pattern;
   int32_t input = -1;  // load: the input read
+  // map: the equation, kept for code generation
+  const Primitive* prim = nullptr;
+  Params params;
+  // loop: generated machine code for a run of maps; reads `in`, writes `outs`
+  LoopFn fn = nullptr;
+  std::vector<int32_t> outs;
 };
 
+std::span<const int32_t> outputs_of(const Instr& ins) {
+  if (ins.op == Op::loop) return ins.outs;
+  return {&ins.out, 1};
+}
+
 constexpr size_t kMaxMapOperands = 8;
+constexpr size_t kMaxLoopPointers = 64;
+// Outputs at least this large bypass the caches (about half of this machine's L3).
+constexpr int64_t kStreamingBytes = int64_t(16) << 20;
 
 [[noreturn]] void internal(const std::string& why) {
   fail<ValueError>("fusion: cannot compile this fused body (", why, "); this is a graft compiler bug");
@@ -146,28 +162,31 @@ struct FusedKernel::Impl {
 
   explicit Impl(const ClosedJaxpr& body);
   void compile(const Jaxpr& j);
+  void generate();
+  Instr generated_loop(size_t begin, size_t end) const;
+  // Outputs far larger than the caches are written with non-temporal stores (no read for ownership)
+  // when every block starts 64-byte aligned.
+  bool streams(int32_t reg) const {
+    const Reg& r = regs[static_cast<size_t>(reg)];
+    if (r.kind != Reg::output || r.vary != Vary::full) return false;
+    int64_t sz = static_cast<int64_t>(itemsize(r.dtype));
+    if (n * sz < kStreamingBytes) return false;
+    int64_t block = mode == Mode::loop ? kTileElements : (mode == Mode::rows ? block_rows * row : kTileElements);
+    return mode != Mode::chunked || row * sz % 64 == 0 ? (block * sz) % 64 == 0 : false;
+  }
   void allocate_slots();
   void run_block(char** base, const std::vector<const char*>& in, const std::vector<char*>& out, int64_t f0,
                  int64_t r0, int64_t nfull, int64_t nrows, int stage, bool first_chunk) const;
   void bind(char** base, const std::vector<const char*>& in, const std::vector<char*>& out, int64_t f0,
             int64_t r0) const;
-  // Starts loading the next block's full-sized operands (and claiming its output lines) while this
-  // block computes: a block alternates between memory and arithmetic otherwise.
-  void prefetch_next(char* const* base, int64_t nfull, int64_t limit_f, int64_t f0) const {
-    int64_t ahead = std::min(nfull, limit_f - (f0 + nfull));
-    if (ahead <= 0) return;
+  // Prefetches [offset, offset + count) elements past each full-sized input's block (into L2).
+  void prefetch_inputs(char* const* base, int64_t offset, int64_t count) const {
     for (size_t i = 0; i < regs.size(); ++i) {
       const Reg& r = regs[i];
-      if (r.vary != Vary::full || (r.kind != Reg::input && r.kind != Reg::output)) continue;
+      if (r.vary != Vary::full || r.kind != Reg::input) continue;
       int64_t sz = static_cast<int64_t>(itemsize(r.dtype));
-      const char* p = base[i] + nfull * sz;
-      for (int64_t off = 0; off < ahead * sz; off += 64) {
-        if (r.kind == Reg::input) {
-          __builtin_prefetch(p + off, 0, 1);
-        } else {
-          __builtin_prefetch(p + off, 1, 1);
-        }
-      }
+      const char* p = base[i] + offset * sz;
+      for (int64_t off = 0; off < count * sz; off += 64) __builtin_prefetch(p + off, 0, 2);
     }
   }
 };
@@ -192,6 +211,7 @@ FusedKernel::Impl::Impl(const ClosedJaxpr& body) {
     block_rows = mode == Mode::rows ? std::max<int64_t>(1, kTileElements / row) : 1;
   }
   compile(j);
+  generate();
   allocate_slots();
 }
 
@@ -317,7 +337,7 @@ void FusedKernel::Impl::compile(const Jaxpr& j) {
       for (auto& a : e.inputs) ia.push_back(a.aval());
       TileKernel k = p->tile(*p, ia, e.params);
       if (k.map) {
-        Instr ins{Op::map, 1, -1, {}, {}, k, {}, -1};
+        Instr ins{Op::map, 1, -1, {}, {}, k, {}, -1, p, e.params, nullptr, {}};
         Vary v = Vary::uniform;
         bool dep = false;
         for (auto& a : e.inputs) {
@@ -369,11 +389,9 @@ void FusedKernel::Impl::compile(const Jaxpr& j) {
 // Scratch registers share slots when their lifetimes do not overlap (program order). Chunked loops
 // keep every register in its own slot: accumulators and pre-chunk values live across the chunks.
 void FusedKernel::Impl::allocate_slots() {
-  std::vector<int64_t> last_use(regs.size(), -1), first_def(regs.size(), -1);
-  for (size_t i = 0; i < prog.size(); ++i) {
+  std::vector<int64_t> last_use(regs.size(), -1);
+  for (size_t i = 0; i < prog.size(); ++i)
     for (auto r : prog[i].in) last_use[static_cast<size_t>(r)] = static_cast<int64_t>(i);
-    if (first_def[static_cast<size_t>(prog[i].out)] < 0) first_def[static_cast<size_t>(prog[i].out)] = static_cast<int64_t>(i);
-  }
   auto slot_bytes = [&](Vary v) -> size_t {
     int64_t elems = v == Vary::full ? full_block() : (v == Vary::row ? block_rows : 1);
     return (static_cast<size_t>(elems) * 8 + 63) / 64 * 64;
@@ -384,22 +402,103 @@ void FusedKernel::Impl::allocate_slots() {
   };
   std::vector<Slot> slots;
   for (size_t i = 0; i < prog.size(); ++i) {
-    Reg& r = regs[static_cast<size_t>(prog[i].out)];
-    if (r.kind != Reg::scratch || r.index >= 0) continue;
-    int64_t end = std::max<int64_t>(last_use[static_cast<size_t>(prog[i].out)], static_cast<int64_t>(i));
-    int32_t chosen = -1;
-    if (mode != Mode::chunked)
-      for (size_t s = 0; s < slots.size() && chosen < 0; ++s)
-        if (slots[s].vary == r.vary && slots[s].free_at < static_cast<int64_t>(i)) chosen = static_cast<int32_t>(s);
-    if (chosen < 0) {
-      slots.push_back({r.vary, end});
-      slot_offset.push_back(scratch_bytes);
-      scratch_bytes += slot_bytes(r.vary);
-      chosen = static_cast<int32_t>(slots.size() - 1);
+    for (int32_t out : outputs_of(prog[i])) {
+      Reg& r = regs[static_cast<size_t>(out)];
+      if (r.kind != Reg::scratch || r.index >= 0) continue;
+      int64_t end = std::max<int64_t>(last_use[static_cast<size_t>(out)], static_cast<int64_t>(i));
+      int32_t chosen = -1;
+      if (mode != Mode::chunked)
+        for (size_t s = 0; s < slots.size() && chosen < 0; ++s)
+          if (slots[s].vary == r.vary && slots[s].free_at < static_cast<int64_t>(i)) chosen = static_cast<int32_t>(s);
+      if (chosen < 0) {
+        slots.push_back({r.vary, end});
+        slot_offset.push_back(scratch_bytes);
+        scratch_bytes += slot_bytes(r.vary);
+        chosen = static_cast<int32_t>(slots.size() - 1);
+      }
+      slots[static_cast<size_t>(chosen)].free_at = end;
+      r.index = chosen;
     }
-    slots[static_cast<size_t>(chosen)].free_at = end;
-    r.index = chosen;
   }
+}
+
+// Runs of maps with the same granularity become one generated loop: their intermediates never leave
+// vector registers. Runs the generator cannot handle stay tile calls.
+void FusedKernel::Impl::generate() {
+  if (!codegen_enabled()) return;
+  auto generable = [&](const Instr& ins) {
+    if (ins.op != Op::map || !ins.prim) return false;
+    std::vector<DType> in;
+    for (auto r : ins.in) in.push_back(regs[static_cast<size_t>(r)].dtype);
+    return can_generate(*ins.prim, in, regs[static_cast<size_t>(ins.out)].dtype, ins.params);
+  };
+  std::vector<Instr> out;
+  for (size_t i = 0; i < prog.size();) {
+    size_t j = i;
+    if (generable(prog[i])) {
+      Vary v = regs[static_cast<size_t>(prog[i].out)].vary;
+      while (j < prog.size() && generable(prog[j]) && regs[static_cast<size_t>(prog[j].out)].vary == v &&
+             prog[j].stage == prog[i].stage)
+        ++j;
+    }
+    if (j > i) {
+      Instr loop = generated_loop(i, j);
+      if (loop.fn) {
+        out.push_back(std::move(loop));
+        i = j;
+        continue;
+      }
+    }
+    out.push_back(prog[i]);
+    ++i;
+  }
+  prog = std::move(out);
+}
+
+Instr FusedKernel::Impl::generated_loop(size_t begin, size_t end) const {
+  Vary v = regs[static_cast<size_t>(prog[begin].out)].vary;
+  Instr loop{Op::loop, prog[begin].stage, -1, {}, {}, {}, {}, -1, nullptr, {}, nullptr, {}};
+  std::unordered_map<int32_t, int> defined;  // register -> index of the op defining it
+  for (size_t i = begin; i < end; ++i) defined[prog[i].out] = static_cast<int>(i - begin);
+  // operands: registers read but not defined by the run, in order of first use
+  LoopSpec spec;
+  std::unordered_map<int32_t, int> operand_of;
+  for (size_t i = begin; i < end; ++i)
+    for (auto r : prog[i].in) {
+      if (defined.count(r) || operand_of.count(r)) continue;
+      const Reg& reg = regs[static_cast<size_t>(r)];
+      LoopSpec::Operand o{reg.dtype, reg.vary < v, Array()};
+      if (reg.kind == Reg::constant) {
+        o.literal = constants[static_cast<size_t>(reg.index)];
+      } else {
+        loop.in.push_back(r);
+      }
+      operand_of[r] = static_cast<int>(spec.operands.size());
+      spec.operands.push_back(std::move(o));
+    }
+  int k = static_cast<int>(spec.operands.size());
+  auto value = [&](int32_t r) { return defined.count(r) ? k + defined.at(r) : operand_of.at(r); };
+  for (size_t i = begin; i < end; ++i) {
+    LoopSpec::Op op{prog[i].prim, prog[i].params, {}, regs[static_cast<size_t>(prog[i].out)].dtype};
+    for (auto r : prog[i].in) op.args.push_back(value(r));
+    spec.ops.push_back(std::move(op));
+  }
+  // stored: results that are outputs of the fused loop or read after the run
+  for (size_t i = begin; i < end; ++i) {
+    int32_t r = prog[i].out;
+    bool keep = regs[static_cast<size_t>(r)].kind == Reg::output;
+    for (size_t q = end; q < prog.size() && !keep; ++q)
+      for (auto x : prog[q].in) keep = keep || x == r;
+    if (keep) {
+      spec.outputs.push_back(value(r));
+      loop.outs.push_back(r);
+      spec.streaming.push_back(streams(r));
+    }
+  }
+  if (loop.outs.empty() || loop.in.size() + loop.outs.size() > kMaxLoopPointers) return loop;
+  loop.out = loop.outs[0];
+  loop.fn = generate_loop(spec);
+  return loop;
 }
 
 void FusedKernel::Impl::bind(char** base, const std::vector<const char*>& in, const std::vector<char*>& out,
@@ -430,6 +529,14 @@ void FusedKernel::Impl::run_block(char** base, const std::vector<const char*>& i
         size_t k = 0;
         for (auto r : ins.in) ptrs[k++] = base[r];
         ins.k.map(ins.k, dst, ptrs, ins.step.data(), count(o.vary, nfull, nrows));
+        break;
+      }
+      case Op::loop: {
+        char* ptrs_all[kMaxLoopPointers];
+        size_t k = 0;
+        for (auto r : ins.in) ptrs_all[k++] = base[r];
+        for (auto r : ins.outs) ptrs_all[k++] = base[r];
+        ins.fn(ptrs_all, count(o.vary, nfull, nrows));
         break;
       }
       case Op::load: {
@@ -523,19 +630,20 @@ Arrays FusedKernel::run(std::span<const Array> args0) const {
     SmallVector<char*, 32> base(m.regs.size(), nullptr);
     for (size_t i = 0; i < m.regs.size(); ++i) {
       const Reg& r = m.regs[i];
-      if (r.kind == Reg::scratch) base[i] = arena + m.slot_offset[static_cast<size_t>(r.index)];
+      // scratch registers that only live inside a generated loop have no slot
+      if (r.kind == Reg::scratch && r.index >= 0) base[i] = arena + m.slot_offset[static_cast<size_t>(r.index)];
       if (r.kind == Reg::constant) base[i] = static_cast<char*>(const_cast<void*>(m.constants[static_cast<size_t>(r.index)].raw_data()));
     }
     for (int64_t blk = b0; blk < b1; ++blk) {
       if (m.mode == Mode::loop) {
         int64_t f0 = blk * T, nf = std::min(T, m.n - f0);
         m.bind(base.data(), in, out, f0, 0);
-        m.prefetch_next(base.data(), nf, m.n, f0);
         m.run_block(base.data(), in, out, f0, 0, nf, 0, -1, true);
       } else if (m.mode == Mode::rows) {
         int64_t r0 = blk * m.block_rows, nr = std::min(m.block_rows, m.rows - r0);
         m.bind(base.data(), in, out, r0 * m.row, r0);
-        m.prefetch_next(base.data(), nr * m.row, m.n, r0 * m.row);
+        // whole rows spend most of their time in cache: fetch the next block's inputs meanwhile
+        if (blk + 1 < b1) m.prefetch_inputs(base.data(), nr * m.row, std::min(m.block_rows, m.rows - r0 - nr) * m.row);
         m.run_block(base.data(), in, out, r0 * m.row, r0, nr * m.row, nr, -1, true);
       } else {
         int64_t r0 = blk;

@@ -1,5 +1,6 @@
 // Reductions over axes: reduce_{sum,max,min,prod,and,or}, argmax, argmin. All their rules.
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "graft/prims/elementwise.h"
@@ -59,17 +60,19 @@ inline A combine(A acc, A v) {
   } else if constexpr (K == RKind::prod) {
     return wrap_mul(acc, v);
   } else if constexpr (K == RKind::max) {
+    // NaN propagates: a NaN v is taken, and a NaN acc is never replaced (v > NaN is false). Written
+    // as one select so that row loops vectorize.
     if constexpr (std::is_floating_point_v<A>) {
-      if (v != v) return v;
-      if (acc != acc) return acc;
+      return (v > acc || v != v) ? v : acc;
+    } else {
+      return v > acc ? v : acc;
     }
-    return v > acc ? v : acc;
   } else if constexpr (K == RKind::min) {
     if constexpr (std::is_floating_point_v<A>) {
-      if (v != v) return v;
-      if (acc != acc) return acc;
+      return (v < acc || v != v) ? v : acc;
+    } else {
+      return v < acc ? v : acc;
     }
-    return v < acc ? v : acc;
   } else if constexpr (K == RKind::and_) {
     if constexpr (std::is_same_v<A, bool>) {
       return acc && v;
@@ -116,9 +119,34 @@ A identity() {
 // reassociation flags; integers use a plain loop, which the vectorizer treats as a reduction itself
 // (the eight-accumulator form of this loop is miscompiled for 16/32-bit signed integers by GCC 12 at
 // -O3 with AVX2/AVX-512: tests/ops/test_reduction_sizes.cpp pins it).
+// max/min of float rows with GCC vector types: the compiler does not if-convert the NaN-propagating
+// select of a scalar loop, so the lanes are written out (64 bytes a step).
+template <RKind K, class T>
+T minmax_row(const T* row, int64_t n) {
+  constexpr int W = static_cast<int>(64 / sizeof(T));
+  using V [[gnu::vector_size(64)]] = T;
+  using M [[gnu::vector_size(64)]] = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  T id = identity<K, T>();
+  V acc;
+  for (int j = 0; j < W; ++j) acc[j] = id;
+  int64_t r = 0;
+  for (; r + W <= n; r += W) {
+    V v;
+    std::memcpy(&v, row + r, sizeof(V));
+    M take = K == RKind::max ? ((v > acc) | (v != v)) : ((v < acc) | (v != v));
+    acc = take ? v : acc;
+  }
+  T total = id;
+  for (; r < n; ++r) total = combine<K>(total, row[r]);
+  for (int j = 0; j < W; ++j) total = combine<K>(total, acc[j]);
+  return total;
+}
+
 template <RKind K, class T>
 compute_t<T> reduce_row(const T* row, int64_t n) {
   using A = compute_t<T>;
+  if constexpr ((K == RKind::max || K == RKind::min) && (std::is_same_v<T, float> || std::is_same_v<T, double>))
+    return minmax_row<K>(row, n);
   A total = identity<K, A>();
   if constexpr (std::is_floating_point_v<A>) {
     constexpr int W = 8;

@@ -1,0 +1,170 @@
+#include "graft/backend/cpu/llvm_jit.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "graft/core/error.h"
+
+#ifdef GRAFT_HAVE_LLVM
+#include <llvm/ExecutionEngine/ObjectCache.h>
+#include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#endif
+
+namespace graft::cpu {
+
+namespace {
+std::atomic<int64_t> g_compiled{0}, g_hits{0};
+}
+
+JitStats jit_stats() { return {g_compiled.load(), g_hits.load()}; }
+
+#ifndef GRAFT_HAVE_LLVM
+
+bool have_llvm_jit() { return false; }
+void* jit_compile(std::unique_ptr<llvm::LLVMContext>, std::unique_ptr<llvm::Module>, const std::string&) {
+  fail<NotImplementedError>("code generation: graft was built without LLVM");
+}
+std::string jit_target() { return "none"; }
+
+#else
+
+bool have_llvm_jit() { return true; }
+
+namespace {
+
+std::string cache_dir() {
+  const char* d = std::getenv("GRAFT_CACHE_DIR");
+  if (d && *d) return std::string(d) == "off" ? std::string() : std::string(d);
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/graft";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/graft";
+  return std::string();
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+// Object files on disk, keyed by the module identifier (set to a hash of the IR and the target).
+// The directory is read for every module, so that a program (or a test) can move it.
+class DiskCache : public llvm::ObjectCache {
+ public:
+  void notifyObjectCompiled(const llvm::Module* m, llvm::MemoryBufferRef obj) override {
+    ++g_compiled;
+    std::string dir = cache_dir();
+    if (dir.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return;  // a cache that cannot be written is only slower
+    std::string path = dir + "/" + m->getModuleIdentifier() + ".o";
+    std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&obj)) + std::to_string(serial_++);
+    {
+      std::ofstream f(tmp, std::ios::binary);
+      f.write(obj.getBufferStart(), static_cast<std::streamsize>(obj.getBufferSize()));
+      if (!f) return;
+    }
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) std::filesystem::remove(tmp, ec);
+  }
+  std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module* m) override {
+    std::string dir = cache_dir();
+    if (dir.empty()) return nullptr;
+    auto buf = llvm::MemoryBuffer::getFile(dir + "/" + m->getModuleIdentifier() + ".o", /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf) return nullptr;
+    ++g_hits;
+    return std::move(*buf);
+  }
+
+ private:
+  std::atomic<uint64_t> serial_{0};
+};
+
+struct Jit {
+  std::unique_ptr<llvm::orc::LLJIT> lljit;
+  std::unique_ptr<DiskCache> cache;
+  std::string target;
+  std::mutex mu;
+};
+
+[[noreturn]] void llvm_fail(const char* what, llvm::Error err) {
+  std::string msg;
+  llvm::raw_string_ostream os(msg);
+  os << err;
+  fail<ValueError>("code generation: ", what, ": ", os.str());
+}
+
+Jit& jit() {
+  static Jit* j = [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    auto* s = new Jit();
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) llvm_fail("detecting the host CPU", jtmb.takeError());
+    jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    s->target = jtmb->getCPU() + " " + jtmb->getFeatures().getString();
+    s->cache = std::make_unique<DiskCache>();
+    DiskCache* cache = s->cache.get();
+    auto built = llvm::orc::LLJITBuilder()
+                     .setJITTargetMachineBuilder(*jtmb)
+                     .setCompileFunctionCreator([cache](llvm::orc::JITTargetMachineBuilder b)
+                                                    -> llvm::Expected<std::unique_ptr<llvm::orc::IRCompileLayer::IRCompiler>> {
+                       auto tm = b.createTargetMachine();
+                       if (!tm) return tm.takeError();
+                       return std::make_unique<llvm::orc::TMOwningSimpleCompiler>(std::move(*tm), cache);
+                     })
+                     .create();
+    if (!built) llvm_fail("starting the JIT", built.takeError());
+    s->lljit = std::move(*built);
+    return s;  // leaked on purpose: kernels stay valid until the process exits
+  }();
+  return *j;
+}
+
+}  // namespace
+
+std::string jit_target() { return jit().target; }
+
+void* jit_compile(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
+                  const std::string& symbol) {
+  Jit& j = jit();
+  std::string err;
+  llvm::raw_string_ostream es(err);
+  if (llvm::verifyModule(*module, &es)) fail<ValueError>("code generation: invalid module: ", es.str());
+  // the identifier keys the disk cache: the IR and the CPU it is compiled for
+  std::string ir;
+  llvm::raw_string_ostream os(ir);
+  module->print(os, nullptr);
+  os.flush();
+  char key[40];
+  std::snprintf(key, sizeof key, "k%016llx", static_cast<unsigned long long>(fnv1a(ir + "|" + j.target)));
+  module->setModuleIdentifier(key);
+  std::lock_guard<std::mutex> lk(j.mu);
+  // one JIT library per module: names of different modules never clash
+  static std::atomic<int> counter{0};
+  auto& lib = j.lljit->getExecutionSession().createBareJITDylib("m" + std::to_string(counter++));
+  lib.addToLinkOrder(j.lljit->getMainJITDylib());
+  if (auto e = j.lljit->addIRModule(lib, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
+    llvm_fail("adding a module", std::move(e));
+  auto sym = j.lljit->lookup(lib, symbol);
+  if (!sym) llvm_fail("looking up a kernel", sym.takeError());
+  return reinterpret_cast<void*>(sym->getAddress());
+}
+
+#endif
+
+}  // namespace graft::cpu

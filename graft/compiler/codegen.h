@@ -1,0 +1,54 @@
+// Code generation for fused loops: a run of elementwise primitives becomes one machine-code loop
+// (LLVM, see graft/backend/cpu/llvm_jit.h) that keeps every intermediate in vector registers.
+//
+// The tiled executor (fusion.h) hands over a LoopSpec: the loop's operands (read at every index, or
+// one value for the whole loop), its operations in order, and which values it stores. The generated
+// function is `void f(char* const* ptrs, int64_t n)`: ptrs holds the operand pointers followed by
+// the output pointers; it computes n elements. The transcendental functions are the same
+// polynomials as graft::vmath, operation for operation, so generated and interpreted loops give
+// bit-identical results.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "graft/core/array.h"
+#include "graft/core/params.h"
+#include "graft/core/primitive.h"
+
+namespace graft::compiler {
+
+struct LoopSpec {
+  struct Operand {
+    DType dtype;
+    bool uniform = false;  ///< one value for the whole loop (read at index 0)
+    Array literal;         ///< a known rank-0 value: compiled in, no pointer
+  };
+  struct Op {
+    const Primitive* prim;
+    Params params;
+    std::vector<int> args;  ///< value ids: operands are 0..k-1, op j defines value k + j
+    DType dtype;            ///< result dtype
+  };
+  std::vector<Operand> operands;
+  std::vector<Op> ops;
+  std::vector<int> outputs;  ///< value ids stored, in pointer order after the (non-literal) operands
+  /// Per output: write with non-temporal stores (for outputs much larger than the caches, which are
+  /// then not read for ownership). The pointers must be 64-byte aligned.
+  std::vector<bool> streaming;
+};
+
+using LoopFn = void (*)(char* const* ptrs, int64_t n);
+
+/// Whether the loop generator handles `prim` on operands of these types.
+bool can_generate(const Primitive& prim, std::span<const DType> in, DType out, const Params& params);
+/// Machine code for the loop, or nullptr when graft has no LLVM (or GRAFT_CODEGEN=0).
+LoopFn generate_loop(const LoopSpec& spec);
+/// Whether generate_loop produces code (LLVM present and GRAFT_CODEGEN not 0).
+bool codegen_enabled();
+/// Turns code generation on or off for kernels compiled from now on (tests compare both paths);
+/// without LLVM it stays off.
+void set_codegen_enabled(bool on);
+
+}  // namespace graft::compiler

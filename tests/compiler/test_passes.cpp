@@ -151,5 +151,39 @@ TEST_F(Passes, fuse_sum_of_squares) {
   in (b,) })");
 }
 
+TEST_F(Passes, fuse_copies_scalar_broadcasts_per_reader) {
+  // after cse both relus read one broadcast zero; each fused loop gets its own copy instead of one
+  // loop exporting a materialized array of zeros
+  auto f = [](const Array& x, const Array& w) { return relu(matmul(relu(x), w)); };
+  ClosedJaxpr j = compiler::run_pass("cse", make_jaxpr(f)(ones({2, 3}), ones({3, 3})));
+  EXPECT_EQ(compiler::run_pass("fuse", j).str(), R"({ lambda ; a:f32[2,3] b:f32[3,3]. let
+    c:f32[2,3] = fusion[
+      jaxpr={ lambda ; d:f32[2,3]. let
+          e:bool[2,3] = gt d 0.0:f32[]
+          f:f32[2,3] = broadcast_in_dim[
+            broadcast_dimensions=()
+            shape=(2, 3)
+          ] 0.0:f32[]
+          g:f32[2,3] = select_n e f d
+        in (g,) }
+    ] a
+    h:f32[2,3] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] c b
+    i:f32[2,3] = fusion[
+      jaxpr={ lambda ; j:f32[2,3]. let
+          k:bool[2,3] = gt j 0.0:f32[]
+          l:f32[2,3] = broadcast_in_dim[
+            broadcast_dimensions=()
+            shape=(2, 3)
+          ] 0.0:f32[]
+          m:f32[2,3] = select_n k l j
+        in (m,) }
+    ] h
+  in (i,) })");
+}
+
 }  // namespace
 }  // namespace graft

@@ -357,11 +357,52 @@ ClosedJaxpr Fuser::run(const ClosedJaxpr& cj) {
   return ClosedJaxpr(out, cj.consts);
 }
 
+// A broadcast of a scalar is free inside a fused loop but a full array outside one: give every
+// reader its own copy (placed just before it), so that no group has to export it.
+std::shared_ptr<const Jaxpr> split_scalar_broadcasts(const Jaxpr& j) {
+  std::unordered_map<const Var*, const Eqn*> scalar_bcast;
+  std::unordered_map<const Var*, int> uses;
+  for (auto& e : j.eqns) {
+    if (e.prim == &prims::broadcast_in_dim_p && e.inputs[0].aval().size() == 1) scalar_bcast[e.outputs[0].get()] = &e;
+    for (auto& a : e.inputs)
+      if (!a.is_literal()) ++uses[a.var.get()];
+  }
+  for (auto& a : j.outvars)
+    if (!a.is_literal()) ++uses[a.var.get()];
+  bool any = false;
+  for (auto& [v, e] : scalar_bcast) any = any || uses[v] > 1;
+  if (!any) return nullptr;
+  auto out = std::make_shared<Jaxpr>();
+  out->constvars = j.constvars;
+  out->invars = j.invars;
+  out->outvars = j.outvars;
+  std::unordered_map<const Var*, int> seen;
+  for (const Eqn& e0 : j.eqns) {
+    Eqn e = e0;
+    for (auto& a : e.inputs) {
+      if (a.is_literal()) continue;
+      auto it = scalar_bcast.find(a.var.get());
+      if (it == scalar_bcast.end() || ++seen[a.var.get()] == 1) continue;  // the first reader keeps the original
+      Eqn copy = *it->second;
+      copy.outputs = {make_ref<Var>(a.var->aval)};
+      a = Atom(copy.outputs[0]);
+      out->eqns.push_back(std::move(copy));
+    }
+    out->eqns.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace
 
 ClosedJaxpr fuse(const ClosedJaxpr& j) {
-  Fuser f(*j.jaxpr);
-  return f.run(j);
+  std::shared_ptr<const Jaxpr> split = split_scalar_broadcasts(*j.jaxpr);
+  const Jaxpr& src = split ? *split : *j.jaxpr;
+  Fuser f(src);
+  ClosedJaxpr r = f.run(split ? ClosedJaxpr(split, j.consts) : j);
+  for (auto& e : r.jaxpr->eqns)
+    if (e.prim == &fusion_p) return r;
+  return j;  // nothing fused: keep the program as it was (without the copied broadcasts)
 }
 
 }  // namespace graft::compiler::passes

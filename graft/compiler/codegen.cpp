@@ -18,7 +18,10 @@
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Metadata.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Pass.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils.h>
 #endif
 
 namespace graft::compiler {
@@ -73,6 +76,10 @@ bool can_generate(const Primitive& p, std::span<const DType> in, DType out, cons
   if (&p == &convert_element_type_p) return true;
   (void)params;
   return false;
+}
+
+bool can_generate_reduction(const Primitive& p, DType d) {
+  return supported_dtype(d) && !is_bool(d) && is_one_of(p, {&reduce_sum_p, &reduce_max_p, &reduce_min_p, &reduce_prod_p});
 }
 
 #ifndef GRAFT_HAVE_LLVM
@@ -194,6 +201,32 @@ class Emitter {
     llvm::Value* e = exp(b_.CreateFNeg(intrinsic(llvm::Intrinsic::fabs, {x})));
     llvm::Value* num = sel(b_.CreateFCmpOGE(x, cf(0.0)), cf(1.0), e);
     return b_.CreateFDiv(num, b_.CreateFAdd(cf(1.0), e));
+  }
+
+  // ---- reductions (the interpreter's combine rules, graft/prims/reduce.cpp) ----------------------------
+  llvm::Value* identity(const Primitive& p, DType d) {
+    if (&p == &reduce_sum_p) return cst(d, 0);
+    if (&p == &reduce_prod_p) return cst(d, 1);
+    bool mx = &p == &reduce_max_p;
+    if (is_floating(d)) return cst(d, mx ? -INFINITY : INFINITY);
+    unsigned bits = scalar(d)->getIntegerBitWidth();
+    llvm::APInt v = is_unsigned(d) ? (mx ? llvm::APInt::getMinValue(bits) : llvm::APInt::getMaxValue(bits))
+                                   : (mx ? llvm::APInt::getSignedMinValue(bits) : llvm::APInt::getSignedMaxValue(bits));
+    return llvm::ConstantInt::get(type(d), v);
+  }
+  llvm::Value* combine(const Primitive& p, DType d, llvm::Value* acc, llvm::Value* v) {
+    bool fl = is_floating(d);
+    if (&p == &reduce_sum_p) return fl ? b_.CreateFAdd(acc, v) : b_.CreateAdd(acc, v);
+    if (&p == &reduce_prod_p) return fl ? b_.CreateFMul(acc, v) : b_.CreateMul(acc, v);
+    bool mx = &p == &reduce_max_p;
+    if (fl) {  // a NaN value is taken; a NaN accumulator is never replaced
+      llvm::Value* better = mx ? b_.CreateFCmpOGT(v, acc) : b_.CreateFCmpOLT(v, acc);
+      return sel(b_.CreateOr(better, b_.CreateFCmpUNO(v, v)), v, acc);
+    }
+    bool u = is_unsigned(d);
+    llvm::Value* better = mx ? (u ? b_.CreateICmpUGT(v, acc) : b_.CreateICmpSGT(v, acc))
+                             : (u ? b_.CreateICmpULT(v, acc) : b_.CreateICmpSLT(v, acc));
+    return sel(better, v, acc);
   }
 
   // ---- one primitive -------------------------------------------------------------------------------
@@ -327,11 +360,12 @@ LoopFn generate_loop(const LoopSpec& spec) {
   auto mod = std::make_unique<llvm::Module>("graft", *ctx);
   llvm::IRBuilder<> b(*ctx);
   llvm::Type* i8p = b.getInt8PtrTy();
-  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {i8p->getPointerTo(), b.getInt64Ty()}, false);
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), {i8p->getPointerTo(), b.getInt64Ty(), b.getInt64Ty()}, false);
   auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, "kernel", *mod);
   fn->addFnAttr(llvm::Attribute::NoUnwind);
   llvm::Value* ptrs = fn->getArg(0);
   llvm::Value* n = fn->getArg(1);
+  llvm::Value* init = fn->getArg(2);
   auto* entry = llvm::BasicBlock::Create(*ctx, "entry", fn);
   b.SetInsertPoint(entry);
 
@@ -365,6 +399,17 @@ LoopFn generate_loop(const LoopSpec& spec) {
   for (auto& op : spec.ops) value_dtype.push_back(op.dtype);
   std::vector<llvm::Value*> out_base;
   for (int id : spec.outputs) out_base.push_back(load_ptr(value_dtype[static_cast<size_t>(id)]));
+  // reductions: a vector and a scalar accumulator each, on the stack (promoted to registers below)
+  std::vector<llvm::Value*> acc_ptr, acc_vec, acc_one;
+  Emitter vec_em(b, *mod, lanes);
+  for (auto& r : spec.reductions) {
+    DType d = value_dtype[static_cast<size_t>(r.value)];
+    acc_ptr.push_back(load_ptr(d));
+    acc_vec.push_back(b.CreateAlloca(vec_em.type(d)));
+    acc_one.push_back(b.CreateAlloca(scalar_em.type(d)));
+    b.CreateStore(vec_em.identity(*r.prim, d), acc_vec.back());
+    b.CreateStore(scalar_em.identity(*r.prim, d), acc_one.back());
+  }
 
   // body(i, w): computes elements [i, i + w) with w lanes
   auto body = [&](llvm::Value* i, unsigned w) {
@@ -379,6 +424,11 @@ LoopFn generate_loop(const LoopSpec& spec) {
       llvm::Type* st = em.widen(em.stored(d));
       llvm::Value* p = b.CreateBitCast(b.CreateGEP(em.stored(d), base[k], i), st->getPointerTo());
       llvm::Value* x = b.CreateAlignedLoad(st, p, llvm::Align(itemsize(d)));
+      if (spec.operands[k].prefetch_next && w > 1) {
+        llvm::Value* ahead = b.CreateBitCast(b.CreateGEP(em.stored(d), base[k], b.CreateAdd(i, n)), i8p);
+        b.CreateCall(llvm::Intrinsic::getDeclaration(mod.get(), llvm::Intrinsic::prefetch, {i8p}),
+                     {ahead, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+      }
       val[k] = is_bool(d) ? b.CreateICmpNE(x, llvm::Constant::getNullValue(st)) : x;
     }
     size_t k0 = spec.operands.size();
@@ -390,6 +440,13 @@ LoopFn generate_loop(const LoopSpec& spec) {
         arg_d.push_back(value_dtype[static_cast<size_t>(a)]);
       }
       val[k0 + j] = em.emit(spec.ops[j], args, arg_d);
+    }
+    for (size_t k = 0; k < spec.reductions.size(); ++k) {
+      const auto& r = spec.reductions[k];
+      DType d = value_dtype[static_cast<size_t>(r.value)];
+      llvm::Value* slot = w == 1 ? acc_one[k] : acc_vec[k];
+      llvm::Value* acc = b.CreateLoad(em.type(d), slot);
+      b.CreateStore(em.combine(*r.prim, d, acc, val[static_cast<size_t>(r.value)]), slot);
     }
     for (size_t o = 0; o < spec.outputs.size(); ++o) {
       int id = spec.outputs[o];
@@ -435,12 +492,31 @@ LoopFn generate_loop(const LoopSpec& spec) {
   i = counted(i, n1, lanes, [&](llvm::Value* at) { body(at, lanes); });
   counted(i, n, 1, [&](llvm::Value* at) { body(at, 1); });
   auto* done = b.GetInsertBlock();
+  // fold each vector accumulator's lanes (in order), then the tail's, into the result
+  for (size_t k = 0; k < spec.reductions.size(); ++k) {
+    const auto& r = spec.reductions[k];
+    DType d = value_dtype[static_cast<size_t>(r.value)];
+    llvm::Value* v = b.CreateLoad(vec_em.type(d), acc_vec[k]);
+    llvm::Value* total = scalar_em.identity(*r.prim, d);
+    for (unsigned l = 0; l < lanes; ++l) total = scalar_em.combine(*r.prim, d, total, b.CreateExtractElement(v, l));
+    total = scalar_em.combine(*r.prim, d, total, b.CreateLoad(scalar_em.type(d), acc_one[k]));
+    llvm::Value* old = b.CreateLoad(scalar_em.type(d), acc_ptr[k]);
+    llvm::Value* merged = scalar_em.combine(*r.prim, d, old, total);
+    b.CreateStore(b.CreateSelect(b.CreateICmpNE(init, b.getInt64(0)), total, merged), acc_ptr[k]);
+  }
   b.SetInsertPoint(done);
   bool any_nt = false;
   for (bool nt : spec.streaming) any_nt = any_nt || nt;
   // non-temporal stores are weakly ordered: fence them before other threads read the results
   if (any_nt) b.CreateCall(llvm::Intrinsic::getDeclaration(mod.get(), llvm::Intrinsic::x86_sse_sfence));
   b.CreateRetVoid();
+  if (!spec.reductions.empty()) {  // the accumulators live on the stack until mem2reg lifts them
+    llvm::legacy::FunctionPassManager fpm(mod.get());
+    fpm.add(llvm::createPromoteMemoryToRegisterPass());
+    fpm.doInitialization();
+    fpm.run(*fn);
+    fpm.doFinalization();
+  }
   return reinterpret_cast<LoopFn>(cpu::jit_compile(std::move(ctx), std::move(mod), "kernel"));
 }
 

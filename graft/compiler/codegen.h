@@ -4,7 +4,7 @@
 // The tiled executor (fusion.h) hands over a LoopSpec: the loop's operands (read at every index, or
 // one value for the whole loop), its operations in order, and which values it stores. The generated
 // function is `void f(char* const* ptrs, int64_t n)`: ptrs holds the operand pointers followed by
-// the output pointers; it computes n elements. The transcendental functions are the same
+// the output pointers (and the reductions' accumulators); it computes n elements. The transcendental functions are the same
 // polynomials as graft::vmath, operation for operation, so generated and interpreted loops give
 // bit-identical results.
 #pragma once
@@ -24,6 +24,9 @@ struct LoopSpec {
     DType dtype;
     bool uniform = false;  ///< one value for the whole loop (read at index 0)
     Array literal;         ///< a known rank-0 value: compiled in, no pointer
+    /// Prefetch (into L2) the n elements that follow this operand's block, one line per vector read:
+    /// the next block's memory traffic then overlaps this block's arithmetic.
+    bool prefetch_next = false;
   };
   struct Op {
     const Primitive* prim;
@@ -37,12 +40,23 @@ struct LoopSpec {
   /// Per output: write with non-temporal stores (for outputs much larger than the caches, which are
   /// then not read for ownership). The pointers must be 64-byte aligned.
   std::vector<bool> streaming;
+  /// Reductions folded into the loop (reduce_sum/max/min/prod of a value): each has an accumulator
+  /// pointer after the output pointers, into which the loop folds its n elements; with `init` set the
+  /// accumulator's old value is ignored.
+  struct Reduction {
+    const Primitive* prim;
+    int value;
+  };
+  std::vector<Reduction> reductions;
 };
 
-using LoopFn = void (*)(char* const* ptrs, int64_t n);
+/// f(ptrs, n, init): operands, outputs and accumulators in ptrs; init starts the accumulators afresh.
+using LoopFn = void (*)(char* const* ptrs, int64_t n, int64_t init);
 
 /// Whether the loop generator handles `prim` on operands of these types.
 bool can_generate(const Primitive& prim, std::span<const DType> in, DType out, const Params& params);
+/// Whether a reduction primitive can be folded into a generated loop for this dtype.
+bool can_generate_reduction(const Primitive& prim, DType d);
 /// Machine code for the loop, or nullptr when graft has no LLVM (or GRAFT_CODEGEN=0).
 LoopFn generate_loop(const LoopSpec& spec);
 /// Whether generate_loop produces code (LLVM present and GRAFT_CODEGEN not 0).

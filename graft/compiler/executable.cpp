@@ -3,6 +3,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "graft/compiler/fusion.h"
 #include "graft/compiler/pipeline.h"
 #include "graft/core/trace.h"
 
@@ -14,6 +15,9 @@ Executable::Executable(const ClosedJaxpr& original, const std::string& name) {
   program_ = compiler::optimize(original, opts);
   const ClosedJaxpr& cj = program_;
   const Jaxpr& j = *cj.jaxpr;
+  // fused loops are compiled now (machine code included), not on their first run
+  for (const Eqn& e : j.eqns)
+    if (e.prim == &compiler::fusion_p) compiler::FusedKernel::of(compiler::fusion_body(e.params));
   std::unordered_map<const Var*, int32_t> slot;
   auto new_slot = [&](const Var* v) { return slot[v] = num_slots_++; };
   for (size_t i = 0; i < j.constvars.size(); ++i) {

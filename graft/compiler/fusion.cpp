@@ -78,9 +78,11 @@ struct Instr {
   // map: the equation, kept for code generation
   const Primitive* prim = nullptr;
   Params params;
-  // loop: generated machine code for a run of maps; reads `in`, writes `outs`
+  // loop: generated machine code for a run of maps (and a reduction of one of its values); reads
+  // `in`, writes `outs` (stored values, then the reduction's accumulator)
   LoopFn fn = nullptr;
   std::vector<int32_t> outs;
+  Vary loop_vary = Vary::full;
 };
 
 std::span<const int32_t> outputs_of(const Instr& ins) {
@@ -163,7 +165,7 @@ struct FusedKernel::Impl {
   explicit Impl(const ClosedJaxpr& body);
   void compile(const Jaxpr& j);
   void generate();
-  Instr generated_loop(size_t begin, size_t end) const;
+  Instr generated_loop(size_t begin, size_t end, bool absorb_reduce) const;
   // Outputs far larger than the caches are written with non-temporal stores (no read for ownership)
   // when every block starts 64-byte aligned.
   bool streams(int32_t reg) const {
@@ -171,24 +173,17 @@ struct FusedKernel::Impl {
     if (r.kind != Reg::output || r.vary != Vary::full) return false;
     int64_t sz = static_cast<int64_t>(itemsize(r.dtype));
     if (n * sz < kStreamingBytes) return false;
-    int64_t block = mode == Mode::loop ? kTileElements : (mode == Mode::rows ? block_rows * row : kTileElements);
-    return mode != Mode::chunked || row * sz % 64 == 0 ? (block * sz) % 64 == 0 : false;
+    // every block must start on a 64-byte boundary: blocks are whole tiles, whole row blocks, or
+    // chunks of rows (which then need rows of a multiple of 64 bytes too)
+    int64_t block = mode == Mode::rows ? block_rows * row : kTileElements;
+    if (mode == Mode::chunked && row * sz % 64 != 0) return false;
+    return block * sz % 64 == 0;
   }
   void allocate_slots();
   void run_block(char** base, const std::vector<const char*>& in, const std::vector<char*>& out, int64_t f0,
                  int64_t r0, int64_t nfull, int64_t nrows, int stage, bool first_chunk) const;
   void bind(char** base, const std::vector<const char*>& in, const std::vector<char*>& out, int64_t f0,
             int64_t r0) const;
-  // Prefetches [offset, offset + count) elements past each full-sized input's block (into L2).
-  void prefetch_inputs(char* const* base, int64_t offset, int64_t count) const {
-    for (size_t i = 0; i < regs.size(); ++i) {
-      const Reg& r = regs[i];
-      if (r.vary != Vary::full || r.kind != Reg::input) continue;
-      int64_t sz = static_cast<int64_t>(itemsize(r.dtype));
-      const char* p = base[i] + offset * sz;
-      for (int64_t off = 0; off < count * sz; off += 64) __builtin_prefetch(p + off, 0, 2);
-    }
-  }
 };
 
 FusedKernel::Impl::Impl(const ClosedJaxpr& body) {
@@ -328,7 +323,7 @@ void FusedKernel::Impl::compile(const Jaxpr& j) {
       Avals ia{e.inputs[0].aval()};
       TileKernel k = p->tile(*p, {ia.data(), ia.size()}, e.params);
       int32_t r = def_reg(out, Vary::row, true);
-      emit(Instr{Op::reduce, 1, r, {src}, {}, k, {}, -1});
+      emit(Instr{Op::reduce, 1, r, {src}, {}, k, {}, -1, p, e.params, nullptr, {}});
       reg_of[out] = r;
       continue;
     }
@@ -442,10 +437,19 @@ void FusedKernel::Impl::generate() {
         ++j;
     }
     if (j > i) {
-      Instr loop = generated_loop(i, j);
+      // a reduction right after the run folds into the loop when a block is one row (or a chunk of one)
+      bool absorb = j < prog.size() && prog[j].op == Op::reduce && prog[j].prim && (mode == Mode::chunked || block_rows == 1) &&
+                    regs[static_cast<size_t>(prog[i].out)].vary == Vary::full && prog[j].stage == prog[i].stage &&
+                    can_generate_reduction(*prog[j].prim, regs[static_cast<size_t>(prog[j].out)].dtype);
+      if (absorb) {
+        bool reads_run = false;
+        for (size_t q = i; q < j; ++q) reads_run = reads_run || prog[q].out == prog[j].in[0];
+        absorb = reads_run;
+      }
+      Instr loop = generated_loop(i, j, absorb);
       if (loop.fn) {
         out.push_back(std::move(loop));
-        i = j;
+        i = j + (absorb ? 1 : 0);
         continue;
       }
     }
@@ -455,9 +459,10 @@ void FusedKernel::Impl::generate() {
   prog = std::move(out);
 }
 
-Instr FusedKernel::Impl::generated_loop(size_t begin, size_t end) const {
+Instr FusedKernel::Impl::generated_loop(size_t begin, size_t end, bool absorb_reduce) const {
   Vary v = regs[static_cast<size_t>(prog[begin].out)].vary;
-  Instr loop{Op::loop, prog[begin].stage, -1, {}, {}, {}, {}, -1, nullptr, {}, nullptr, {}};
+  Instr loop{Op::loop, prog[begin].stage, -1, {}, {}, {}, {}, -1, nullptr, {}, nullptr, {}, v};
+  size_t after = end + (absorb_reduce ? 1 : 0);  // the first instruction after the loop
   std::unordered_map<int32_t, int> defined;  // register -> index of the op defining it
   for (size_t i = begin; i < end; ++i) defined[prog[i].out] = static_cast<int>(i - begin);
   // operands: registers read but not defined by the run, in order of first use
@@ -467,7 +472,10 @@ Instr FusedKernel::Impl::generated_loop(size_t begin, size_t end) const {
     for (auto r : prog[i].in) {
       if (defined.count(r) || operand_of.count(r)) continue;
       const Reg& reg = regs[static_cast<size_t>(r)];
-      LoopSpec::Operand o{reg.dtype, reg.vary < v, Array()};
+      LoopSpec::Operand o{reg.dtype, reg.vary < v, Array(), false};
+      // blocks of whole rows compute long enough to hide the next block's reads (prefetched here);
+      // tiles of a plain loop are streamed by the hardware prefetcher
+      o.prefetch_next = mode == Mode::rows && reg.kind == Reg::input && reg.vary == Vary::full && v == Vary::full;
       if (reg.kind == Reg::constant) {
         o.literal = constants[static_cast<size_t>(reg.index)];
       } else {
@@ -487,13 +495,17 @@ Instr FusedKernel::Impl::generated_loop(size_t begin, size_t end) const {
   for (size_t i = begin; i < end; ++i) {
     int32_t r = prog[i].out;
     bool keep = regs[static_cast<size_t>(r)].kind == Reg::output;
-    for (size_t q = end; q < prog.size() && !keep; ++q)
+    for (size_t q = after; q < prog.size() && !keep; ++q)
       for (auto x : prog[q].in) keep = keep || x == r;
     if (keep) {
       spec.outputs.push_back(value(r));
       loop.outs.push_back(r);
       spec.streaming.push_back(streams(r));
     }
+  }
+  if (absorb_reduce) {
+    spec.reductions.push_back({prog[end].prim, value(prog[end].in[0])});
+    loop.outs.push_back(prog[end].out);
   }
   if (loop.outs.empty() || loop.in.size() + loop.outs.size() > kMaxLoopPointers) return loop;
   loop.out = loop.outs[0];
@@ -536,7 +548,7 @@ void FusedKernel::Impl::run_block(char** base, const std::vector<const char*>& i
         size_t k = 0;
         for (auto r : ins.in) ptrs_all[k++] = base[r];
         for (auto r : ins.outs) ptrs_all[k++] = base[r];
-        ins.fn(ptrs_all, count(o.vary, nfull, nrows));
+        ins.fn(ptrs_all, count(ins.loop_vary, nfull, nrows), first_chunk ? 1 : 0);
         break;
       }
       case Op::load: {
@@ -642,8 +654,6 @@ Arrays FusedKernel::run(std::span<const Array> args0) const {
       } else if (m.mode == Mode::rows) {
         int64_t r0 = blk * m.block_rows, nr = std::min(m.block_rows, m.rows - r0);
         m.bind(base.data(), in, out, r0 * m.row, r0);
-        // whole rows spend most of their time in cache: fetch the next block's inputs meanwhile
-        if (blk + 1 < b1) m.prefetch_inputs(base.data(), nr * m.row, std::min(m.block_rows, m.rows - r0 - nr) * m.row);
         m.run_block(base.data(), in, out, r0 * m.row, r0, nr * m.row, nr, -1, true);
       } else {
         int64_t r0 = blk;

@@ -102,6 +102,34 @@ TEST_F(Codegen, loops_write_only_what_is_read_later) {
   EXPECT_TRUE(bit_equal(got[1], want[1]));
 }
 
+TEST_F(Codegen, reductions_folded_into_loops) {
+  // rows of >= 2048 elements are one block each, chunked beyond 16K: the reduction runs inside the
+  // generated loop (one accumulator per row, continued across chunks)
+  Rng rng(6);
+  for (int64_t c : {2048, 3001, 20000}) {
+    Array x = rng.uniform({3, c}, f32, -2, 2);
+    auto f = [](const Array& a) {
+      return std::vector<Array>{sum(exp(a) * 0.5, -1), max(a * 2.0, -1), min(a - 1.0, -1), prod(a * 0.01 + 1.0, -1)};
+    };
+    auto want = f(x);
+    auto got = jit(f)(x);
+    for (size_t k = 0; k < want.size(); ++k) EXPECT_TRUE(testing::close(got[k], want[k], 1e-5, 1e-6)) << k << " c=" << c;
+    Array d = rng.uniform({2, c}, f64, -2, 2);
+    auto fd = [](const Array& a) { return sum(a * a, -1) + max(a + 1.0, -1); };
+    EXPECT_TRUE(testing::close(jit(fd)(d), fd(d), 1e-12, 1e-12));
+    Array i = rng.ints({2, c}, i32, -100, 100);
+    auto fi = [](const Array& a) { return sum(a * 3, -1) + max(a - 1, -1) + min(abs(a), -1); };
+    EXPECT_TRUE(bit_equal(jit(fi)(i), fi(i)));
+  }
+  // NaN propagation of max/min inside the loop, at the start, middle and tail of a row
+  Array x = rng.uniform({4, 2051}, f32, -1, 1);
+  x = x.at({0, 0}).set(NAN).at({1, 1000}).set(NAN).at({2, 2050}).set(NAN);
+  auto mm = [](const Array& a) { return std::vector<Array>{max(a * 1.0, -1), min(a * 1.0, -1)}; };
+  auto want = mm(x);
+  auto got = jit(mm)(x);
+  EXPECT_TRUE(bit_equal(got[0], want[0]) && bit_equal(got[1], want[1])) << got[0] << want[0];
+}
+
 TEST_F(Codegen, streaming_stores_for_large_outputs) {
   // 2^23 floats (32 MiB) exceed the streaming threshold: non-temporal stores, same values
   Rng rng(5);

@@ -1,6 +1,7 @@
 #include "graft/backend/cpu/parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 
@@ -37,12 +38,18 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     f(0, n);
     return;
   }
-  int chunks = static_cast<int>(std::min<int64_t>(nt, (n + grain - 1) / grain));
-#pragma omp parallel num_threads(chunks)
+  int64_t pieces = (n + grain - 1) / grain;
+  int team = static_cast<int>(std::min<int64_t>(nt, pieces));
+  // Up to 8 pieces per thread, handed out as threads finish: on a shared machine one core is often
+  // slower than the other, and a static split would leave the faster one waiting at the barrier.
+  int64_t parts = std::min<int64_t>(pieces, int64_t(team) * 8);
+  std::atomic<int64_t> next{0};
+#pragma omp parallel num_threads(team)
   {
-    int i = omp_get_thread_num(), k = omp_get_num_threads();
-    int64_t b = n * i / k, e = n * (i + 1) / k;
-    if (b < e) f(b, e);
+    for (int64_t p = next++; p < parts; p = next++) {
+      int64_t b = n * p / parts, e = n * (p + 1) / parts;
+      if (b < e) f(b, e);
+    }
   }
 }
 

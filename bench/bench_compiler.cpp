@@ -1,0 +1,194 @@
+// The compiler's speed against the machine's limits, measured in one process:
+//   - roofline: STREAM triad bandwidth (two threads) and oneDNN's sgemm peak (1024^3, 4096^3)
+//   - jit(tanh(x)*0.5 + x*x - 1) on 2^24 floats, as GB/s counting one read of x and one write of y
+//   - jit(softmax) over the rows of a 4096x4096 matrix, counting one read and one write
+//   - jit(dot_general) 1024^3 and 4096^3 against oneDNN's sgemm
+//   - one jitted SGD training step of the MLP 784-512-512-10 at batch 128: time, peak memory of its
+//     intermediates, and the first call's extra latency (trace + compile)
+// Prints one JSON object per line (the peers' format). `bench_compiler --first-call-only` measures only
+// the MLP step's first call (bench/run_compiler.sh runs it twice, the second time from the disk cache).
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "graft/compiler/executable.h"
+#include "graft/graft.h"
+
+namespace g = graft;
+using g::Array;
+using g::Tree;
+
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+struct Times {
+  double median, best;
+};
+template <class F>
+Times time_it(F f, int reps) {
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    double t0 = now();
+    f();
+    t.push_back(now() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t[0]};
+}
+
+void emit(const char* name, double value, const char* unit, const std::string& extra = "") {
+  std::printf("{\"name\": \"%s\", \"value\": %.4g, \"unit\": \"%s\"%s%s}\n", name, value, unit,
+              extra.empty() ? "" : ", ", extra.c_str());
+  std::fflush(stdout);
+}
+
+std::string kv(const char* k, double v) {
+  char b[96];
+  std::snprintf(b, sizeof b, "\"%s\": %.4g", k, v);
+  return b;
+}
+
+// ---- roofline ------------------------------------------------------------------------------------------
+double stream_triad() {
+  const int64_t n = int64_t(1) << 25;  // 128 MiB per array: far beyond the caches
+  float* a = static_cast<float*>(std::aligned_alloc(64, n * 4));
+  float* b = static_cast<float*>(std::aligned_alloc(64, n * 4));
+  float* c = static_cast<float*>(std::aligned_alloc(64, n * 4));
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = 0;
+    b[i] = 1;
+    c[i] = 2;
+  }
+  Times t = time_it(
+      [&] {
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; ++i) a[i] = b[i] + 3.0f * c[i];
+      },
+      10);
+  double gbs = 3.0 * 4 * n / t.best / 1e9;  // STREAM's count: no write-allocate traffic
+  emit("stream_triad", gbs, "GB/s", kv("median_GBps", 3.0 * 4 * n / t.median / 1e9) + ", \"threads\": " +
+                                        std::to_string(omp_get_max_threads()));
+  std::free(a);
+  std::free(b);
+  std::free(c);
+  return gbs;
+}
+
+double dnnl_peak(int64_t n, int reps) {
+  std::vector<float> A(n * n, 0.5f), B(n * n, 0.25f), C(n * n);
+  dnnl_sgemm('N', 'N', n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n);
+  Times t = time_it([&] { dnnl_sgemm('N', 'N', n, n, n, 1.0f, A.data(), n, B.data(), n, 0.0f, C.data(), n); }, reps);
+  double fl = 2.0 * n * n * n;
+  emit(("dnnl_sgemm_" + std::to_string(n)).c_str(), fl / t.median / 1e9, "GFLOP/s", kv("best_GFLOPs", fl / t.best / 1e9));
+  return fl / t.median / 1e9;
+}
+
+// ---- graft -------------------------------------------------------------------------------------------------
+void chain(double triad) {
+  auto f = [](const Array& x) { return g::tanh(x) * 0.5 + x * x - 1.0; };
+  Array x = g::random::normal(g::random::key(0), {int64_t(1) << 24});
+  auto jf = g::jit(f);
+  jf(x);
+  Times t = time_it([&] { Array y = jf(x); }, 20);
+  double gbs = 8.0 * (1 << 24) / t.median / 1e9;
+  emit("graft_chain_2^24", gbs, "GB/s",
+       kv("best_GBps", 8.0 * (1 << 24) / t.best / 1e9) + ", " + kv("median_ms", t.median * 1e3) + ", " +
+           kv("fraction_of_triad", gbs / triad) + ", " + kv("best_fraction_of_triad", 8.0 * (1 << 24) / t.best / 1e9 / triad));
+}
+
+void softmax(double triad) {
+  auto f = [](const Array& x) { return g::softmax(x); };
+  Array x = g::random::normal(g::random::key(1), {4096, 4096});
+  auto jf = g::jit(f);
+  jf(x);
+  Times t = time_it([&] { Array y = jf(x); }, 20);
+  double gbs = 8.0 * (1 << 24) / t.median / 1e9;
+  emit("graft_softmax_4096x4096", gbs, "GB/s",
+       kv("best_GBps", 8.0 * (1 << 24) / t.best / 1e9) + ", " + kv("median_ms", t.median * 1e3) + ", " +
+           kv("fraction_of_triad", gbs / triad) + ", " + kv("best_fraction_of_triad", 8.0 * (1 << 24) / t.best / 1e9 / triad));
+}
+
+void dot(int64_t n, int reps, double dnnl) {
+  Array a = g::random::normal(g::random::key(2), {n, n}), b = g::random::normal(g::random::key(3), {n, n});
+  auto jf = g::jit([](const Array& p, const Array& q) { return g::matmul(p, q); });
+  jf(a, b);
+  Times t = time_it([&] { Array c = jf(a, b); }, reps);
+  double gf = 2.0 * n * n * n / t.median / 1e9;
+  emit(("graft_dot_" + std::to_string(n)).c_str(), gf, "GFLOP/s",
+       kv("best_GFLOPs", 2.0 * n * n * n / t.best / 1e9) + ", " + kv("fraction_of_dnnl", gf / dnnl));
+}
+
+struct Mlp {
+  g::nn::MLP net{{784, 512, 512, 10}};
+  Tree params = net.init(g::random::key(0));
+  Array x = g::random::uniform(g::random::key(1), {128, 784});
+  Array y = (g::random::uniform(g::random::key(2), {128}) * 10.0).astype(g::i32);
+  std::function<std::pair<Tree, Array>(const Tree&, const Array&, const Array&)> step;
+  Mlp() {
+    auto loss = [this](const Tree& p, const Array& xb, const Array& yb) { return g::nn::cross_entropy(net(p, xb), yb); };
+    auto jitted = g::jit(
+        [loss](const Tree& p, const Array& xb, const Array& yb) {
+          auto [l, grads] = g::value_and_grad(loss)(p, xb, yb);
+          return std::make_pair(g::tree_map([](const Array& w, const Array& dw) { return w - dw * 0.01; }, p, grads), l);
+        },
+        {.name = "mlp_step"});
+    step = jitted;
+  }
+};
+
+void mlp_step(bool first_call_only) {
+  Mlp m;
+  double t0 = now();
+  auto r = m.step(m.params, m.x, m.y);
+  double first = now() - t0;
+  Times t = time_it([&] { r = m.step(r.first, m.x, m.y); }, first_call_only ? 20 : 300);
+  emit("graft_mlp_first_call_overhead", (first - t.median) * 1e3, "ms",
+       kv("first_call_ms", first * 1e3) + ", " + kv("step_ms", t.median * 1e3));
+  if (first_call_only) return;
+  emit("graft_mlp_step_sgd", t.median * 1e6, "us/step", kv("best_us", t.best * 1e6) + ", \"batch\": 128");
+}
+
+void mlp_memory() {
+  // the peak of the step's intermediates (liveness-planned), plus what it reads and returns
+  Mlp m;
+  auto loss = [&m](const Tree& p, const Array& xb, const Array& yb) { return g::nn::cross_entropy(m.net(p, xb), yb); };
+  g::ClosedJaxpr j = g::make_jaxpr([&](const Tree& p, const Array& xb, const Array& yb) {
+    auto [l, grads] = g::value_and_grad(loss)(p, xb, yb);
+    return std::make_pair(g::tree_map([](const Array& w, const Array& dw) { return w - dw * 0.01; }, p, grads), l);
+  })(m.params, m.x, m.y);
+  const g::Executable& exe = g::Executable::of(j);
+  int64_t params = 0;
+  for (auto& a : m.params.leaves()) params += static_cast<int64_t>(a.nbytes());
+  int64_t io = params + static_cast<int64_t>(m.x.nbytes() + m.y.nbytes());
+  emit("graft_mlp_step_peak_intermediates", exe.peak_bytes() / 1048576.0, "MiB",
+       kv("params_MiB", params / 1048576.0) + ", " + kv("inputs_and_params_MiB", io / 1048576.0) + ", " +
+           kv("steps", static_cast<double>(exe.num_steps())));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool first_only = argc > 1 && std::strcmp(argv[1], "--first-call-only") == 0;
+  if (first_only) {
+    mlp_step(true);
+    return 0;
+  }
+  double triad = stream_triad();
+  double d1 = dnnl_peak(1024, 20), d4 = dnnl_peak(4096, 5);
+  chain(triad);
+  softmax(triad);
+  dot(1024, 20, d1);
+  dot(4096, 5, d4);
+  mlp_step(false);
+  mlp_memory();
+  return 0;
+}

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <functional>
+#include <sstream>
 #include <string>
 
 #include "graft/backend/cpu/llvm_jit.h"
@@ -85,6 +86,9 @@ bool can_generate_reduction(const Primitive& p, DType d) {
 #ifndef GRAFT_HAVE_LLVM
 
 LoopFn generate_loop(const LoopSpec&) { return nullptr; }
+std::vector<LoopFn> generate_loops(std::span<const LoopSpec* const> specs) {
+  return std::vector<LoopFn>(specs.size(), nullptr);
+}
 
 #else
 
@@ -354,14 +358,15 @@ unsigned lanes_for(const LoopSpec& s) {
 
 }  // namespace
 
-LoopFn generate_loop(const LoopSpec& spec) {
-  if (!codegen_enabled()) return nullptr;
-  auto ctx = std::make_unique<llvm::LLVMContext>();
-  auto mod = std::make_unique<llvm::Module>("graft", *ctx);
+namespace {
+
+// Emits `void name(char* const* ptrs, int64_t n, int64_t init)` for one loop into `mod`.
+void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name) {
+  llvm::LLVMContext* ctx = &mod->getContext();
   llvm::IRBuilder<> b(*ctx);
   llvm::Type* i8p = b.getInt8PtrTy();
   auto* fty = llvm::FunctionType::get(b.getVoidTy(), {i8p->getPointerTo(), b.getInt64Ty(), b.getInt64Ty()}, false);
-  auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, "kernel", *mod);
+  auto* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, *mod);
   fn->addFnAttr(llvm::Attribute::NoUnwind);
   llvm::Value* ptrs = fn->getArg(0);
   llvm::Value* n = fn->getArg(1);
@@ -426,7 +431,7 @@ LoopFn generate_loop(const LoopSpec& spec) {
       llvm::Value* x = b.CreateAlignedLoad(st, p, llvm::Align(itemsize(d)));
       if (spec.operands[k].prefetch_next && w > 1) {
         llvm::Value* ahead = b.CreateBitCast(b.CreateGEP(em.stored(d), base[k], b.CreateAdd(i, n)), i8p);
-        b.CreateCall(llvm::Intrinsic::getDeclaration(mod.get(), llvm::Intrinsic::prefetch, {i8p}),
+        b.CreateCall(llvm::Intrinsic::getDeclaration(mod, llvm::Intrinsic::prefetch, {i8p}),
                      {ahead, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
       }
       val[k] = is_bool(d) ? b.CreateICmpNE(x, llvm::Constant::getNullValue(st)) : x;
@@ -508,16 +513,74 @@ LoopFn generate_loop(const LoopSpec& spec) {
   bool any_nt = false;
   for (bool nt : spec.streaming) any_nt = any_nt || nt;
   // non-temporal stores are weakly ordered: fence them before other threads read the results
-  if (any_nt) b.CreateCall(llvm::Intrinsic::getDeclaration(mod.get(), llvm::Intrinsic::x86_sse_sfence));
+  if (any_nt) b.CreateCall(llvm::Intrinsic::getDeclaration(mod, llvm::Intrinsic::x86_sse_sfence));
   b.CreateRetVoid();
   if (!spec.reductions.empty()) {  // the accumulators live on the stack until mem2reg lifts them
-    llvm::legacy::FunctionPassManager fpm(mod.get());
+    llvm::legacy::FunctionPassManager fpm(mod);
     fpm.add(llvm::createPromoteMemoryToRegisterPass());
     fpm.doInitialization();
     fpm.run(*fn);
     fpm.doFinalization();
   }
-  return reinterpret_cast<LoopFn>(cpu::jit_compile(std::move(ctx), std::move(mod), "kernel"));
+}
+
+}  // namespace
+
+namespace {
+
+// A description of the loops that determines their code: the disk cache's key. It includes this
+// file's build time, so a rebuilt code generator never reuses objects made by an older one.
+std::string cache_key(std::span<const LoopSpec* const> specs) {
+  std::ostringstream k;
+  k << "graft-codegen " << __DATE__ << " " << __TIME__ << "\n";
+  for (const LoopSpec* sp : specs) {
+    k << "loop";
+    for (auto& o : sp->operands) {
+      k << " o" << static_cast<int>(o.dtype) << (o.uniform ? "u" : "") << (o.prefetch_next ? "p" : "");
+      if (o.literal.valid()) k << "=" << std::hexfloat << o.literal.item<double>() << std::defaultfloat;
+    }
+    for (auto& op : sp->ops) {
+      k << " " << op.prim->name << ":" << static_cast<int>(op.dtype) << "(";
+      for (int a : op.args) k << a << ",";
+      k << ")[";
+      for (auto& [name, v] : op.params) {
+        k << name << "=";
+        print_param_value(k, v);
+        k << ";";
+      }
+      k << "]";
+    }
+    k << " ->";
+    for (size_t i = 0; i < sp->outputs.size(); ++i)
+      k << " " << sp->outputs[i] << (i < sp->streaming.size() && sp->streaming[i] ? "s" : "");
+    for (auto& r : sp->reductions) k << " " << r.prim->name << "(" << r.value << ")";
+    k << "\n";
+  }
+  return k.str();
+}
+
+}  // namespace
+
+std::vector<LoopFn> generate_loops(std::span<const LoopSpec* const> specs) {
+  std::vector<LoopFn> fns(specs.size(), nullptr);
+  if (!codegen_enabled() || specs.empty()) return fns;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < specs.size(); ++i) names.push_back("loop" + std::to_string(i));
+  std::string key = cache_key(specs);
+  std::vector<void*> addrs = cpu::jit_load_cached(key, names);
+  if (addrs.empty()) {
+    auto ctx = std::make_unique<llvm::LLVMContext>();
+    auto mod = std::make_unique<llvm::Module>("graft", *ctx);
+    for (size_t i = 0; i < specs.size(); ++i) emit_loop(mod.get(), *specs[i], names[i]);
+    addrs = cpu::jit_compile(std::move(ctx), std::move(mod), names, key);
+  }
+  for (size_t i = 0; i < specs.size(); ++i) fns[i] = reinterpret_cast<LoopFn>(addrs[i]);
+  return fns;
+}
+
+LoopFn generate_loop(const LoopSpec& spec) {
+  const LoopSpec* one[] = {&spec};
+  return generate_loops(one)[0];
 }
 
 #endif

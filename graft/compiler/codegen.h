@@ -59,6 +59,8 @@ bool can_generate(const Primitive& prim, std::span<const DType> in, DType out, c
 bool can_generate_reduction(const Primitive& prim, DType d);
 /// Machine code for the loop, or nullptr when graft has no LLVM (or GRAFT_CODEGEN=0).
 LoopFn generate_loop(const LoopSpec& spec);
+/// Machine code for several loops, compiled as one module (one LLVM run, one cached object).
+std::vector<LoopFn> generate_loops(std::span<const LoopSpec* const> specs);
 /// Whether generate_loop produces code (LLVM present and GRAFT_CODEGEN not 0).
 bool codegen_enabled();
 /// Turns code generation on or off for kernels compiled from now on (tests compare both paths);

@@ -1,5 +1,6 @@
 #include "graft/compiler/executable.h"
 
+#include <chrono>
 #include <mutex>
 #include <unordered_map>
 
@@ -12,12 +13,20 @@ namespace graft {
 Executable::Executable(const ClosedJaxpr& original, const std::string& name) {
   compiler::OptimizeOptions opts;
   opts.name = name;
+  auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+  auto t0 = std::chrono::steady_clock::now();
   program_ = compiler::optimize(original, opts);
+  auto t1 = std::chrono::steady_clock::now();
   const ClosedJaxpr& cj = program_;
   const Jaxpr& j = *cj.jaxpr;
-  // fused loops are compiled now (machine code included), not on their first run
+  // fused loops are compiled now (machine code included, one batch), not on their first run
+  std::vector<const ClosedJaxpr*> bodies;
   for (const Eqn& e : j.eqns)
-    if (e.prim == &compiler::fusion_p) compiler::FusedKernel::of(compiler::fusion_body(e.params));
+    if (e.prim == &compiler::fusion_p) bodies.push_back(&compiler::fusion_body(e.params));
+  compiler::FusedKernel::compile_all(bodies);
+  stats_.fused_loops = static_cast<int>(bodies.size());
+  stats_.optimize_ms = ms(t0, t1);
+  stats_.kernels_ms = ms(t1, std::chrono::steady_clock::now());
   std::unordered_map<const Var*, int32_t> slot;
   auto new_slot = [&](const Var* v) { return slot[v] = num_slots_++; };
   for (size_t i = 0; i < j.constvars.size(); ++i) {

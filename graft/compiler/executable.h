@@ -28,6 +28,12 @@ class Executable {
   size_t num_steps() const { return steps_.size(); }
   /// The optimized program this executable runs.
   const ClosedJaxpr& program() const { return program_; }
+  /// Where compiling went (GRAFT_LOG_COMPILES=1 prints it).
+  struct Stats {
+    double optimize_ms = 0, kernels_ms = 0;
+    int fused_loops = 0;
+  };
+  const Stats& stats() const { return stats_; }
 
   /// The executable cached on j (built on first use).
   static const Executable& of(const ClosedJaxpr& j, const std::string& name = "jit");
@@ -42,6 +48,7 @@ class Executable {
     Params params;
   };
   ClosedJaxpr program_;
+  Stats stats_;
   std::vector<Step> steps_;
   std::vector<Array> slot_init_;  ///< consts and literals, placed before the run
   std::vector<Aval> in_avals_;

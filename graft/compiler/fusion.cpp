@@ -67,7 +67,7 @@ struct Reg {
 enum class Op : uint8_t { map, load, expand, reduce, store, loop };
 
 struct Instr {
-  Op op;
+  Op op = Op::map;
   uint8_t stage = 1;  // chunked rows: 0 once before the chunks, 1 per chunk, 2 once after
   int32_t out;        // loop: the first of `outs`
   SmallVector<int32_t, 3> in;
@@ -164,8 +164,17 @@ struct FusedKernel::Impl {
 
   explicit Impl(const ClosedJaxpr& body);
   void compile(const Jaxpr& j);
-  void generate();
-  Instr generated_loop(size_t begin, size_t end, bool absorb_reduce) const;
+  // Replaces runs of maps by loops whose machine code is made by install_loops (in one batch for all
+  // the fused loops of a program; see FusedKernel::compile_all).
+  void plan_loops();
+  bool plan_loop(size_t begin, size_t end, bool absorb_reduce, Instr& loop, LoopSpec& spec) const;
+  void install_loops(std::span<const LoopFn> fns) {
+    for (size_t k = 0; k < pending_at.size(); ++k) prog[pending_at[k]].fn = fns[k];
+    pending_at.clear();
+    pending.clear();
+  }
+  std::vector<LoopSpec> pending;  // loops awaiting machine code
+  std::vector<size_t> pending_at;  // their instructions
   // Outputs far larger than the caches are written with non-temporal stores (no read for ownership)
   // when every block starts 64-byte aligned.
   bool streams(int32_t reg) const {
@@ -206,7 +215,7 @@ FusedKernel::Impl::Impl(const ClosedJaxpr& body) {
     block_rows = mode == Mode::rows ? std::max<int64_t>(1, kTileElements / row) : 1;
   }
   compile(j);
-  generate();
+  plan_loops();
   allocate_slots();
 }
 
@@ -419,7 +428,7 @@ void FusedKernel::Impl::allocate_slots() {
 
 // Runs of maps with the same granularity become one generated loop: their intermediates never leave
 // vector registers. Runs the generator cannot handle stay tile calls.
-void FusedKernel::Impl::generate() {
+void FusedKernel::Impl::plan_loops() {
   if (!codegen_enabled()) return;
   auto generable = [&](const Instr& ins) {
     if (ins.op != Op::map || !ins.prim) return false;
@@ -446,8 +455,11 @@ void FusedKernel::Impl::generate() {
         for (size_t q = i; q < j; ++q) reads_run = reads_run || prog[q].out == prog[j].in[0];
         absorb = reads_run;
       }
-      Instr loop = generated_loop(i, j, absorb);
-      if (loop.fn) {
+      Instr loop;
+      LoopSpec spec;
+      if (plan_loop(i, j, absorb, loop, spec)) {
+        pending_at.push_back(out.size());
+        pending.push_back(std::move(spec));
         out.push_back(std::move(loop));
         i = j + (absorb ? 1 : 0);
         continue;
@@ -459,14 +471,14 @@ void FusedKernel::Impl::generate() {
   prog = std::move(out);
 }
 
-Instr FusedKernel::Impl::generated_loop(size_t begin, size_t end, bool absorb_reduce) const {
+bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, Instr& loop, LoopSpec& spec) const {
   Vary v = regs[static_cast<size_t>(prog[begin].out)].vary;
-  Instr loop{Op::loop, prog[begin].stage, -1, {}, {}, {}, {}, -1, nullptr, {}, nullptr, {}, v};
+  loop = Instr{Op::loop, prog[begin].stage, -1, {}, {}, {}, {}, -1, nullptr, {}, nullptr, {}, v};
   size_t after = end + (absorb_reduce ? 1 : 0);  // the first instruction after the loop
   std::unordered_map<int32_t, int> defined;  // register -> index of the op defining it
   for (size_t i = begin; i < end; ++i) defined[prog[i].out] = static_cast<int>(i - begin);
   // operands: registers read but not defined by the run, in order of first use
-  LoopSpec spec;
+  spec = LoopSpec();
   std::unordered_map<int32_t, int> operand_of;
   for (size_t i = begin; i < end; ++i)
     for (auto r : prog[i].in) {
@@ -507,10 +519,9 @@ Instr FusedKernel::Impl::generated_loop(size_t begin, size_t end, bool absorb_re
     spec.reductions.push_back({prog[end].prim, value(prog[end].in[0])});
     loop.outs.push_back(prog[end].out);
   }
-  if (loop.outs.empty() || loop.in.size() + loop.outs.size() > kMaxLoopPointers) return loop;
+  if (loop.outs.empty() || loop.in.size() + loop.outs.size() > kMaxLoopPointers) return false;
   loop.out = loop.outs[0];
-  loop.fn = generate_loop(spec);
-  return loop;
+  return true;
 }
 
 void FusedKernel::Impl::bind(char** base, const std::vector<const char*>& in, const std::vector<char*>& out,
@@ -609,7 +620,12 @@ void FusedKernel::Impl::run_block(char** base, const std::vector<const char*>& i
   }
 }
 
-FusedKernel::FusedKernel(const ClosedJaxpr& body) : impl_(std::make_unique<Impl>(body)) {}
+FusedKernel::FusedKernel(const ClosedJaxpr& body, bool defer_codegen) : impl_(std::make_unique<Impl>(body)) {
+  if (defer_codegen) return;
+  std::vector<const LoopSpec*> specs;
+  for (auto& sp : impl_->pending) specs.push_back(&sp);
+  impl_->install_loops(generate_loops(specs));
+}
 FusedKernel::~FusedKernel() = default;
 
 Arrays FusedKernel::run(std::span<const Array> args0) const {
@@ -676,6 +692,29 @@ const FusedKernel& FusedKernel::of(const ClosedJaxpr& body) {
   std::lock_guard<std::mutex> lk(mu);
   if (!body.compiled) body.compiled = std::make_shared<FusedKernel>(body);
   return *static_cast<const FusedKernel*>(body.compiled.get());
+}
+
+void FusedKernel::compile_all(std::span<const ClosedJaxpr* const> bodies) {
+  // plan every body's loops, generate all of them as one module, then publish the kernels
+  std::vector<std::shared_ptr<FusedKernel>> made;
+  std::vector<const ClosedJaxpr*> owners;
+  std::vector<const LoopSpec*> specs;
+  for (const ClosedJaxpr* b : bodies) {
+    if (b->compiled) continue;
+    made.push_back(std::make_shared<FusedKernel>(*b, true));
+    owners.push_back(b);
+    for (auto& sp : made.back()->impl_->pending) specs.push_back(&sp);
+  }
+  std::vector<LoopFn> fns = generate_loops(specs);
+  size_t k = 0;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lk(mu);
+  for (size_t i = 0; i < made.size(); ++i) {
+    size_t cnt = made[i]->impl_->pending.size();
+    made[i]->impl_->install_loops(std::span<const LoopFn>(fns.data() + k, cnt));
+    k += cnt;
+    if (!owners[i]->compiled) owners[i]->compiled = made[i];
+  }
 }
 
 // ---- the primitive --------------------------------------------------------------------------------------

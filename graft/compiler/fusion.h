@@ -52,12 +52,16 @@ int64_t fusible_row_length(const Eqn& e);
 /// A fused body compiled for the tiled executor.
 class FusedKernel {
  public:
-  explicit FusedKernel(const ClosedJaxpr& body);
+  /// Compiles `body`; with defer_codegen its generated loops get machine code later (compile_all).
+  explicit FusedKernel(const ClosedJaxpr& body, bool defer_codegen = false);
   ~FusedKernel();
   /// Runs on concrete CPU arrays of the body's input types; returns its outputs.
   Arrays run(std::span<const Array> args) const;
   /// The kernel cached on `body` (compiled on first use).
   static const FusedKernel& of(const ClosedJaxpr& body);
+  /// Compiles the kernels of several bodies (a program's fused loops) at once: all their generated
+  /// loops go to LLVM as one module, which is one compilation and one object in the disk cache.
+  static void compile_all(std::span<const ClosedJaxpr* const> bodies);
 
   struct Impl;
 

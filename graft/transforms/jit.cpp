@@ -1,6 +1,7 @@
 // The jit call primitive (all its rules) and jit's trace cache.
 #include "graft/transforms/jit.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -227,7 +228,9 @@ std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std:
     why = explain_miss(history_, key, avals);
   }
   auto e = std::make_shared<JitEntry>();
+  auto t0 = std::chrono::steady_clock::now();
   ClosedJaxpr closed = trace(e->out_def);  // no lock held: the function may call itself
+  auto t1 = std::chrono::steady_clock::now();
   e->call = std::make_shared<const ClosedJaxpr>(hoist_consts(*closed.jaxpr), std::vector<Array>{});
   e->consts = closed.consts;
   bool cacheable = true;
@@ -235,9 +238,16 @@ std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std:
   if (cacheable) e->exe = std::shared_ptr<const Executable>(e->call, &Executable::of(*e->call, opts.name));
   std::lock_guard<std::mutex> lk(mu_);
   ++traces_;
-  if (log_compiles())
+  if (log_compiles()) {
+    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
     std::cerr << "graft: tracing jit(" << opts.name << ") for " << avals_list(avals) << " -- " << why
-              << (cacheable ? "" : " (not cached: it closes over a value of an enclosing transformation)") << "\n";
+              << (cacheable ? "" : " (not cached: it closes over a value of an enclosing transformation)");
+    std::cerr << " [trace " << ms(t0, t1) << " ms";
+    if (e->exe)
+      std::cerr << ", optimize " << e->exe->stats().optimize_ms << " ms, kernels " << e->exe->stats().kernels_ms
+                << " ms (" << e->exe->stats().fused_loops << " fused loops)";
+    std::cerr << "]\n";
+  }
   if (!cacheable) return e;
   history_.emplace_back(key, avals);
   cache_[key] = e;

@@ -155,6 +155,15 @@ TEST_F(Codegen, disk_cache_serves_a_second_compile) {
   int objects = 0;
   for (auto& e : std::filesystem::directory_iterator(dir)) objects += e.path().extension() == ".o" ? 1 : 0;
   EXPECT_EQ(objects, 1);
+  // a damaged object (truncated, overwritten) is not trusted: the loop is compiled again
+  for (auto& e : std::filesystem::directory_iterator(dir)) std::filesystem::resize_file(e.path(), 100);
+  setenv("GRAFT_CACHE_DIR", dir.c_str(), 1);
+  auto before_damaged = cpu::jit_stats();
+  Array c = jit(f)(ones({100}));
+  auto after_damaged = cpu::jit_stats();
+  unsetenv("GRAFT_CACHE_DIR");
+  EXPECT_EQ(after_damaged.compiled - before_damaged.compiled, 1);
+  EXPECT_TRUE(bit_equal(a, c));
   std::filesystem::remove_all(dir);
 }
 

@@ -17,6 +17,7 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -34,7 +35,9 @@ JitStats jit_stats() { return {g_compiled.load(), g_hits.load()}; }
 #ifndef GRAFT_HAVE_LLVM
 
 bool have_llvm_jit() { return false; }
-void* jit_compile(std::unique_ptr<llvm::LLVMContext>, std::unique_ptr<llvm::Module>, const std::string&) {
+std::vector<void*> jit_load_cached(const std::string&, const std::vector<std::string>&) { return {}; }
+std::vector<void*> jit_compile(std::unique_ptr<llvm::LLVMContext>, std::unique_ptr<llvm::Module>,
+                               const std::vector<std::string>&, const std::string&) {
   fail<NotImplementedError>("code generation: graft was built without LLVM");
 }
 std::string jit_target() { return "none"; }
@@ -80,15 +83,8 @@ class DiskCache : public llvm::ObjectCache {
     std::filesystem::rename(tmp, path, ec);
     if (ec) std::filesystem::remove(tmp, ec);
   }
-  std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module* m) override {
-    std::string dir = cache_dir();
-    if (dir.empty()) return nullptr;
-    auto buf = llvm::MemoryBuffer::getFile(dir + "/" + m->getModuleIdentifier() + ".o", /*IsText=*/false,
-                                           /*RequiresNullTerminator=*/false);
-    if (!buf) return nullptr;
-    ++g_hits;
-    return std::move(*buf);
-  }
+  // Lookups go through jit_load_cached, which validates the file first; LLVM itself never reads it.
+  std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module*) override { return nullptr; }
 
  private:
   std::atomic<uint64_t> serial_{0};
@@ -139,30 +135,76 @@ Jit& jit() {
 
 std::string jit_target() { return jit().target; }
 
-void* jit_compile(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
-                  const std::string& symbol) {
-  Jit& j = jit();
-  std::string err;
-  llvm::raw_string_ostream es(err);
-  if (llvm::verifyModule(*module, &es)) fail<ValueError>("code generation: invalid module: ", es.str());
-  // the identifier keys the disk cache: the IR and the CPU it is compiled for
-  std::string ir;
-  llvm::raw_string_ostream os(ir);
-  module->print(os, nullptr);
-  os.flush();
-  char key[40];
-  std::snprintf(key, sizeof key, "k%016llx", static_cast<unsigned long long>(fnv1a(ir + "|" + j.target)));
-  module->setModuleIdentifier(key);
-  std::lock_guard<std::mutex> lk(j.mu);
-  // one JIT library per module: names of different modules never clash
+namespace {
+
+std::string module_id(const Jit& j, const std::string& key) {
+  char id[40];
+  std::snprintf(id, sizeof id, "k%016llx", static_cast<unsigned long long>(fnv1a(key + "|" + j.target)));
+  return id;
+}
+
+// One JIT library per module: names of different modules never clash.
+llvm::orc::JITDylib& new_library(Jit& j) {
   static std::atomic<int> counter{0};
   auto& lib = j.lljit->getExecutionSession().createBareJITDylib("m" + std::to_string(counter++));
   lib.addToLinkOrder(j.lljit->getMainJITDylib());
+  return lib;
+}
+
+}  // namespace
+
+std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std::string>& symbols) {
+  std::string dir = cache_dir();
+  if (dir.empty()) return {};
+  Jit& j = jit();
+  auto buf = llvm::MemoryBuffer::getFile(dir + "/" + module_id(j, key) + ".o", /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf) return {};
+  // a damaged file (truncated, overwritten) is compiled again rather than trusted
+  auto obj = llvm::object::ObjectFile::createObjectFile((*buf)->getMemBufferRef());
+  if (!obj) {
+    llvm::consumeError(obj.takeError());
+    return {};
+  }
+  std::lock_guard<std::mutex> lk(j.mu);
+  auto& lib = new_library(j);
+  if (auto e = j.lljit->addObjectFile(lib, std::move(*buf))) {
+    llvm::consumeError(std::move(e));
+    return {};  // an unreadable object is compiled again
+  }
+  std::vector<void*> out;
+  for (auto& name : symbols) {
+    auto sym = j.lljit->lookup(lib, name);
+    if (!sym) {
+      llvm::consumeError(sym.takeError());
+      return {};
+    }
+    out.push_back(reinterpret_cast<void*>(sym->getAddress()));
+  }
+  ++g_hits;
+  return out;
+}
+
+std::vector<void*> jit_compile(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
+                               const std::vector<std::string>& symbols, const std::string& key) {
+  Jit& j = jit();
+#ifndef NDEBUG
+  std::string err;
+  llvm::raw_string_ostream es(err);
+  if (llvm::verifyModule(*module, &es)) fail<ValueError>("code generation: invalid module: ", es.str());
+#endif
+  module->setModuleIdentifier(module_id(j, key));  // names the object in the disk cache
+  std::lock_guard<std::mutex> lk(j.mu);
+  auto& lib = new_library(j);
   if (auto e = j.lljit->addIRModule(lib, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     llvm_fail("adding a module", std::move(e));
-  auto sym = j.lljit->lookup(lib, symbol);
-  if (!sym) llvm_fail("looking up a kernel", sym.takeError());
-  return reinterpret_cast<void*>(sym->getAddress());
+  std::vector<void*> out;
+  for (auto& name : symbols) {
+    auto sym = j.lljit->lookup(lib, name);
+    if (!sym) llvm_fail("looking up a kernel", sym.takeError());
+    out.push_back(reinterpret_cast<void*>(sym->getAddress()));
+  }
+  return out;
 }
 
 #endif

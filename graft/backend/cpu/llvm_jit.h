@@ -1,16 +1,19 @@
 // Machine code for generated kernels: LLVM's ORC JIT (Debian's LLVM 14) with a persistent cache of
 // object files, so that a second process finds its kernels compiled.
 //
-// The compiler emits an LLVM module (graft/compiler/codegen.cpp); compile() optimizes it for the
+// The compiler emits an LLVM module (graft/compiler/codegen.cpp); jit_compile() compiles it for the
 // host CPU (its vector extensions: AVX2, AVX-512, ...), links it into the process and returns the
-// address of `symbol`. Objects are cached on disk under $GRAFT_CACHE_DIR (default
-// $XDG_CACHE_HOME/graft or ~/.cache/graft), keyed by a hash of the module's IR and the host CPU;
+// addresses of its functions. Objects are cached on disk under $GRAFT_CACHE_DIR (default
+// $XDG_CACHE_HOME/graft or ~/.cache/graft), keyed by the caller's key and the host CPU;
 // GRAFT_CACHE_DIR=off disables the disk cache. Files are written to a temporary name and renamed.
+// The caller names each module by a key that identifies its code (graft/compiler/codegen.cpp hashes
+// the loops' descriptions, the code generator's build and the host CPU).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace llvm {
 class LLVMContext;
@@ -22,10 +25,14 @@ namespace graft::cpu {
 /// Whether graft was built with LLVM code generation.
 bool have_llvm_jit();
 
-/// Compiles `module` (created in `context`) and returns the address of `symbol` in it. Throws
-/// graft::Error if LLVM reports a failure.
-void* jit_compile(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
-                  const std::string& symbol);
+/// Compiles `module` (created in `context`) and returns the addresses of `symbols` in it; the object
+/// is cached on disk under `key` (which must identify the module's code). Throws graft::Error if LLVM
+/// reports a failure.
+std::vector<void*> jit_compile(std::unique_ptr<llvm::LLVMContext> context, std::unique_ptr<llvm::Module> module,
+                               const std::vector<std::string>& symbols, const std::string& key);
+/// The addresses of `symbols` in the object cached under `key`, or an empty vector when there is none
+/// (then build the module and call jit_compile). Skips building and printing IR on a hit.
+std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std::string>& symbols);
 
 /// Counters for tests and benchmarks: modules compiled by LLVM, and modules found in the disk cache.
 struct JitStats {

@@ -1,6 +1,7 @@
 #include "graft/compiler/executable.h"
 
 #include <chrono>
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -48,7 +49,8 @@ Executable::Executable(const ClosedJaxpr& original, const std::string& name) {
     return slot.at(a.var.get());
   };
   for (const Eqn& e : j.eqns) {
-    Step st{e.prim, {}, {}, {}, {}, e.params};
+    Step st{e.prim, {}, {}, {}, {}, e.params, nullptr};
+    if (e.prim == &compiler::fusion_p) st.fused = &compiler::FusedKernel::of(compiler::fusion_body(e.params));
     for (auto& a : e.inputs) st.in.push_back(slot_of(a));
     for (auto& v : e.outputs) {
       st.out.push_back(new_slot(v.get()));
@@ -100,10 +102,31 @@ Arrays Executable::run(std::span<const Array> args) const {
     slots[static_cast<size_t>(in_slots_[i])] = args[i];
   }
   Arrays in;
+  std::vector<Array> dead;
   for (const Step& st : steps_) {
     in.clear();
-    for (auto s : st.in) in.push_back(slots[static_cast<size_t>(s)]);
-    Arrays out = st.prim->impl(*st.prim, in, st.out_avals, st.params);
+    Arrays out;
+    if (st.fused) {
+      // operands whose last use is this step are moved out of their slots, so that a fused loop can
+      // write its output into one of them when nothing else holds it (liveness-based reuse)
+      dead.assign(st.in.size(), Array());
+      for (size_t i = 0; i < st.in.size(); ++i) {
+        auto s = st.in[i];
+        bool last = std::find(st.release.begin(), st.release.end(), s) != st.release.end() &&
+                    std::count(st.in.begin(), st.in.end(), s) == 1;
+        if (last) {
+          dead[i] = std::move(slots[static_cast<size_t>(s)]);
+          in.push_back(Array());
+        } else {
+          in.push_back(slots[static_cast<size_t>(s)]);
+        }
+      }
+      out = st.fused->run(in, dead);
+      dead.clear();
+    } else {
+      for (auto s : st.in) in.push_back(slots[static_cast<size_t>(s)]);
+      out = st.prim->impl(*st.prim, in, st.out_avals, st.params);
+    }
     for (size_t k = 0; k < st.out.size(); ++k) slots[static_cast<size_t>(st.out[k])] = std::move(out[k]);
     for (auto s : st.release) slots[static_cast<size_t>(s)] = Array();
   }

@@ -16,6 +16,10 @@
 
 namespace graft {
 
+namespace compiler {
+class FusedKernel;
+}
+
 class Executable {
  public:
   /// Optimizes and lowers j; `name` names the program in GRAFT_DUMP_IR files.
@@ -46,6 +50,7 @@ class Executable {
     SmallVector<int32_t, 2> release;  ///< slots whose last use is this step
     std::vector<Aval> out_avals;
     Params params;
+    const compiler::FusedKernel* fused;  ///< a fused loop: run directly, reusing dead operands
   };
   ClosedJaxpr program_;
   Stats stats_;

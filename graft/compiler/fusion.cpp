@@ -174,6 +174,9 @@ struct FusedKernel::Impl {
     pending.clear();
   }
   std::vector<LoopSpec> pending;  // loops awaiting machine code
+  // Per output: the operand whose buffer it may take over when the caller no longer needs it (-1: none)
+  std::vector<int32_t> reuse_input;
+  void find_reusable_inputs();
   std::vector<size_t> pending_at;  // their instructions
   // Outputs far larger than the caches are written with non-temporal stores (no read for ownership)
   // when every block starts 64-byte aligned.
@@ -217,6 +220,38 @@ FusedKernel::Impl::Impl(const ClosedJaxpr& body) {
   compile(j);
   plan_loops();
   allocate_slots();
+  find_reusable_inputs();
+}
+
+// An output may be written into the buffer of a dead input when each block reads that input only at
+// its own positions (a full-sized input register, no broadcast loads) and never after the output is
+// written: blocks are disjoint, so every element is read before it is overwritten.
+void FusedKernel::Impl::find_reusable_inputs() {
+  reuse_input.assign(out_avals.size(), -1);
+  if (mode == Mode::chunked) return;  // stages run out of program order
+  std::vector<int64_t> last_read(in_avals.size(), -1);
+  std::vector<bool> plain(in_avals.size(), true);
+  for (auto& ins : prog)
+    if (ins.op == Op::load) plain[static_cast<size_t>(ins.input)] = false;
+  for (size_t r = 0; r < regs.size(); ++r)
+    if (regs[r].kind == Reg::input && regs[r].vary != Vary::full) plain[static_cast<size_t>(regs[r].index)] = false;
+  for (size_t i = 0; i < prog.size(); ++i)
+    for (auto r : prog[i].in)
+      if (regs[static_cast<size_t>(r)].kind == Reg::input)
+        last_read[static_cast<size_t>(regs[static_cast<size_t>(r)].index)] = static_cast<int64_t>(i);
+  std::vector<bool> taken(in_avals.size(), false);
+  for (size_t i = 0; i < prog.size(); ++i)
+    for (int32_t r : outputs_of(prog[i])) {
+      const Reg& o = regs[static_cast<size_t>(r)];
+      if (o.kind != Reg::output || o.vary != Vary::full || reuse_input[static_cast<size_t>(o.index)] >= 0) continue;
+      for (size_t k = body_consts.size(); k < in_avals.size(); ++k)
+        if (plain[k] && !taken[k] && last_read[k] <= static_cast<int64_t>(i) &&
+            in_avals[k].nbytes() == out_avals[static_cast<size_t>(o.index)].nbytes() && in_avals[k].size() == n) {
+          reuse_input[static_cast<size_t>(o.index)] = static_cast<int32_t>(k - body_consts.size());
+          taken[k] = true;
+          break;
+        }
+    }
 }
 
 void FusedKernel::Impl::compile(const Jaxpr& j) {
@@ -628,22 +663,38 @@ FusedKernel::FusedKernel(const ClosedJaxpr& body, bool defer_codegen) : impl_(st
 }
 FusedKernel::~FusedKernel() = default;
 
-Arrays FusedKernel::run(std::span<const Array> args0) const {
+Arrays FusedKernel::run(std::span<const Array> args0) const { return run(args0, {}); }
+
+Arrays FusedKernel::run(std::span<const Array> args, std::span<Array> dead) const {
   const Impl& m = *impl_;
-  std::vector<Array> args = m.body_consts;
-  args.insert(args.end(), args0.begin(), args0.end());
-  if (args.size() != m.in_avals.size())
-    fail<ValueError>("fusion: expected ", m.in_avals.size(), " operands, got ", args.size());
+  size_t nc = m.body_consts.size();
+  if (nc + args.size() != m.in_avals.size())
+    fail<ValueError>("fusion: expected ", m.in_avals.size() - nc, " operands, got ", args.size());
+  // no copies of the handles: a dead operand's only handle stays the caller's
   std::vector<const char*> in;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (!args[i].is_concrete() || !args[i].aval().same_type(m.in_avals[i]))
+  for (size_t i = 0; i < m.in_avals.size(); ++i) {
+    size_t k = i - nc;
+    const Array& a = i < nc ? m.body_consts[i] : (k < dead.size() && dead[k].valid() ? dead[k] : args[k]);
+    if (!a.is_concrete() || !a.aval().same_type(m.in_avals[i]))
       fail<TypeError>("fusion: operand ", i, " should be a concrete ", m.in_avals[i].str());
-    in.push_back(static_cast<const char*>(args[i].raw_data()));
+    in.push_back(static_cast<const char*>(a.raw_data()));
   }
   Arrays outs;
   std::vector<char*> out;
-  for (auto& a : m.out_avals) {
-    outs.push_back(Array::empty(a));
+  for (size_t o = 0; o < m.out_avals.size(); ++o) {
+    const Aval& a = m.out_avals[o];
+    int32_t k = m.reuse_input[o];
+    // a dead operand nobody else holds (one handle, a buffer of its own) becomes the output's storage
+    Array* d = k >= 0 && static_cast<size_t>(k) < dead.size() && dead[static_cast<size_t>(k)].valid()
+                   ? &dead[static_cast<size_t>(k)]
+                   : nullptr;
+    ConcreteNode* c = d && d->is_concrete() ? d->concrete() : nullptr;
+    if (c && c->use_count() == 1 && c->buffer() && c->buffer()->use_count() == 1 && c->data() == c->buffer()->data() &&
+        c->buffer()->nbytes() >= a.nbytes()) {
+      outs.push_back(Array(Ref<ArrayNode>(new ConcreteNode(a, c->buffer(), 0))));
+    } else {
+      outs.push_back(Array::empty(a));
+    }
     out.push_back(static_cast<char*>(outs.back().concrete()->data()));
   }
   if (m.n == 0) return outs;

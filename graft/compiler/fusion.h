@@ -57,6 +57,10 @@ class FusedKernel {
   ~FusedKernel();
   /// Runs on concrete CPU arrays of the body's input types; returns its outputs.
   Arrays run(std::span<const Array> args) const;
+  /// The same, with operand i taken from dead[i] where that is not null: operands the caller will not
+  /// read again, moved out of its hands. An output may take over such an operand's buffer when no
+  /// other handle to it exists (an in-place update).
+  Arrays run(std::span<const Array> args, std::span<Array> dead) const;
   /// The kernel cached on `body` (compiled on first use).
   static const FusedKernel& of(const ClosedJaxpr& body);
   /// Compiles the kernels of several bodies (a program's fused loops) at once: all their generated

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "graft/compiler/fusion.h"
+#include "graft/compiler/memory_plan.h"
 #include "graft/compiler/pipeline.h"
 #include "graft/core/trace.h"
 
@@ -60,35 +61,11 @@ Executable::Executable(const ClosedJaxpr& original, const std::string& name) {
   }
   for (auto& a : j.outvars) out_slots_.push_back(slot_of(a));
   slot_init_.resize(static_cast<size_t>(num_slots_));
-  // liveness: release intermediates after their last use (never inputs, consts, literals or outputs)
-  std::vector<int32_t> last_use(static_cast<size_t>(num_slots_), -1);
-  std::vector<int64_t> bytes(static_cast<size_t>(num_slots_), 0);
-  std::vector<bool> produced(static_cast<size_t>(num_slots_), false);
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    for (auto s : steps_[i].in) last_use[static_cast<size_t>(s)] = static_cast<int32_t>(i);
-    for (size_t k = 0; k < steps_[i].out.size(); ++k) {
-      produced[static_cast<size_t>(steps_[i].out[k])] = true;
-      bytes[static_cast<size_t>(steps_[i].out[k])] = static_cast<int64_t>(steps_[i].out_avals[k].nbytes());
-    }
-  }
-  for (auto s : out_slots_) last_use[static_cast<size_t>(s)] = static_cast<int32_t>(steps_.size());
-  int64_t live = 0;
-  for (size_t i = 0; i < steps_.size(); ++i) {
-    for (auto s : steps_[i].out) live += bytes[static_cast<size_t>(s)];
-    peak_bytes_ = std::max(peak_bytes_, live);
-    for (auto s : steps_[i].in)
-      if (produced[static_cast<size_t>(s)] && last_use[static_cast<size_t>(s)] == static_cast<int32_t>(i) &&
-          std::find(steps_[i].release.begin(), steps_[i].release.end(), s) == steps_[i].release.end()) {
-        steps_[i].release.push_back(s);
-        live -= bytes[static_cast<size_t>(s)];
-      }
-    // results nobody reads are dropped at once
-    for (auto s : steps_[i].out)
-      if (last_use[static_cast<size_t>(s)] < 0) {
-        steps_[i].release.push_back(s);
-        live -= bytes[static_cast<size_t>(s)];
-      }
-  }
+  // release intermediates after their last use, as the memory plan says
+  compiler::MemoryPlan plan = compiler::plan_memory(program_);
+  peak_bytes_ = plan.peak_bytes;
+  for (size_t i = 0; i < steps_.size(); ++i)
+    for (const Var* v : plan.release[i]) steps_[i].release.push_back(slot.at(v));
 }
 
 Arrays Executable::run(std::span<const Array> args) const {

@@ -26,8 +26,8 @@ class Executable {
   explicit Executable(const ClosedJaxpr& j, const std::string& name = "jit");
   /// Runs on concrete CPU arrays; `args` must match the jaxpr's input types.
   Arrays run(std::span<const Array> args) const;
-  /// Sum of the bytes of the intermediate values alive at the same time, at the worst step (a
-  /// static estimate from liveness; inputs and constants excluded).
+  /// The most bytes of intermediates alive at once (graft/compiler/memory_plan.h; inputs and
+  /// constants excluded, fused loops' in-place outputs counted once).
   int64_t peak_bytes() const { return peak_bytes_; }
   size_t num_steps() const { return steps_.size(); }
   /// The optimized program this executable runs.

@@ -663,6 +663,10 @@ FusedKernel::FusedKernel(const ClosedJaxpr& body, bool defer_codegen) : impl_(st
 }
 FusedKernel::~FusedKernel() = default;
 
+int FusedKernel::reusable_operand(size_t o) const {
+  return o < impl_->reuse_input.size() ? impl_->reuse_input[o] : -1;
+}
+
 Arrays FusedKernel::run(std::span<const Array> args0) const { return run(args0, {}); }
 
 Arrays FusedKernel::run(std::span<const Array> args, std::span<Array> dead) const {

@@ -3,6 +3,7 @@
 // to remove, which its own test shows.
 #include "testing.h"
 
+#include "graft/compiler/memory_plan.h"
 #include "graft/compiler/pipeline.h"
 
 namespace graft {
@@ -183,6 +184,27 @@ TEST_F(Passes, fuse_copies_scalar_broadcasts_per_reader) {
         in (m,) }
     ] h
   in (i,) })");
+}
+
+TEST_F(Passes, memory_plan_reuses_buffers_in_place) {
+  // each fused loop writes into the product it reads (which dies there): two buffers in all
+  auto f = [](const Array& x, const Array& w) {
+    Array h = relu(matmul(x, w));
+    return tanh(matmul(h, w)) * 2.0 + 1.0;
+  };
+  ClosedJaxpr opt = compiler::optimize(make_jaxpr(f)(ones({4, 8}), ones({8, 8})));
+  EXPECT_EQ(compiler::plan_memory(opt).str(*opt.jaxpr), R"(eqn 0 dot_general -> #0 f32[4,8]
+eqn 1 fusion -> #0 f32[4,8] (in place of operand 0)
+eqn 2 dot_general -> #1 f32[4,8]
+eqn 3 fusion -> #1 f32[4,8] (in place of operand 0)
+peak 256 bytes in 2 buffers)");
+  // without fusion opportunities values still share buffers once their readers are done
+  auto g = [](const Array& x, const Array& w) { return matmul(matmul(matmul(x, w), w), w); };
+  ClosedJaxpr opt2 = compiler::optimize(make_jaxpr(g)(ones({4, 8}), ones({8, 8})));
+  EXPECT_EQ(compiler::plan_memory(opt2).str(*opt2.jaxpr), R"(eqn 0 dot_general -> #0 f32[4,8]
+eqn 1 dot_general -> #1 f32[4,8]
+eqn 2 dot_general -> #0 f32[4,8]
+peak 256 bytes in 2 buffers)");
 }
 
 }  // namespace

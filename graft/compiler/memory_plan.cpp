@@ -1,0 +1,115 @@
+#include "graft/compiler/memory_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "graft/compiler/fusion.h"
+
+namespace graft::compiler {
+
+MemoryPlan plan_memory(const ClosedJaxpr& cj) {
+  const Jaxpr& j = *cj.jaxpr;
+  size_t ne = j.eqns.size();
+  MemoryPlan p;
+  p.buffer.resize(ne);
+  p.in_place.resize(ne);
+  p.release.resize(ne);
+  // last use of every intermediate (program outputs live to the end)
+  std::unordered_map<const Var*, int64_t> last_use;
+  std::unordered_set<const Var*> produced;
+  for (size_t i = 0; i < ne; ++i) {
+    for (auto& a : j.eqns[i].inputs)
+      if (!a.is_literal()) last_use[a.var.get()] = static_cast<int64_t>(i);
+    for (auto& v : j.eqns[i].outputs) produced.insert(v.get());
+  }
+  for (auto& a : j.outvars)
+    if (!a.is_literal()) last_use[a.var.get()] = static_cast<int64_t>(ne);
+  std::unordered_map<const Var*, int> buffer_of;
+  std::multimap<int64_t, int> free_by_size;  // bytes -> buffer
+  int64_t live = 0;
+  auto new_buffer = [&](int64_t bytes) {
+    p.buffer_bytes.push_back(bytes);
+    return static_cast<int>(p.buffer_bytes.size() - 1);
+  };
+  for (size_t i = 0; i < ne; ++i) {
+    const Eqn& e = j.eqns[i];
+    // operands whose last use this is (each once, intermediates only)
+    std::vector<const Var*> dying;
+    for (auto& a : e.inputs)
+      if (!a.is_literal() && produced.count(a.var.get()) && last_use[a.var.get()] == static_cast<int64_t>(i) &&
+          std::find(dying.begin(), dying.end(), a.var.get()) == dying.end())
+        dying.push_back(a.var.get());
+    const FusedKernel* fk = e.prim == &fusion_p ? &FusedKernel::of(fusion_body(e.params)) : nullptr;
+    std::unordered_set<const Var*> taken;
+    p.in_place[i].assign(e.outputs.size(), -1);
+    for (size_t o = 0; o < e.outputs.size(); ++o) {
+      const Var* v = e.outputs[o].get();
+      int64_t bytes = static_cast<int64_t>(v->aval.nbytes());
+      int k = fk ? fk->reusable_operand(o) : -1;
+      const Var* src = k >= 0 && !e.inputs[static_cast<size_t>(k)].is_literal() ? e.inputs[static_cast<size_t>(k)].var.get() : nullptr;
+      int uses_in_eqn = 0;
+      for (auto& a : e.inputs) uses_in_eqn += !a.is_literal() && a.var.get() == src ? 1 : 0;
+      if (src && uses_in_eqn == 1 && std::find(dying.begin(), dying.end(), src) != dying.end() && !taken.count(src) &&
+          buffer_of.count(src)) {
+        taken.insert(src);
+        buffer_of[v] = buffer_of[src];
+        p.in_place[i][o] = k;
+        p.buffer[i].push_back(buffer_of[v]);
+        continue;
+      }
+      auto it = free_by_size.find(bytes);
+      int b;
+      if (it != free_by_size.end()) {
+        b = it->second;
+        free_by_size.erase(it);
+      } else {
+        b = new_buffer(bytes);
+      }
+      buffer_of[v] = b;
+      live += bytes;
+      p.buffer[i].push_back(last_use.count(v) ? b : -1);
+    }
+    p.peak_bytes = std::max(p.peak_bytes, live);
+    for (const Var* d : dying) {
+      p.release[i].push_back(d);
+      if (taken.count(d) || !buffer_of.count(d)) continue;  // its buffer lives on as an output
+      int b = buffer_of[d];
+      free_by_size.emplace(p.buffer_bytes[static_cast<size_t>(b)], b);
+      live -= p.buffer_bytes[static_cast<size_t>(b)];
+    }
+    // results nobody reads are dropped at once
+    for (auto& v : e.outputs)
+      if (!last_use.count(v.get())) {
+        p.release[i].push_back(v.get());
+        int b = buffer_of[v.get()];
+        free_by_size.emplace(p.buffer_bytes[static_cast<size_t>(b)], b);
+        live -= p.buffer_bytes[static_cast<size_t>(b)];
+      }
+  }
+  return p;
+}
+
+std::string MemoryPlan::str(const Jaxpr& j) const {
+  std::ostringstream os;
+  for (size_t i = 0; i < j.eqns.size(); ++i) {
+    os << "eqn " << i << " " << j.eqns[i].prim->name << " ->";
+    for (size_t o = 0; o < buffer[i].size(); ++o) {
+      os << (o ? "," : "") << " ";
+      if (buffer[i][o] < 0) {
+        os << "(dropped)";
+      } else {
+        os << "#" << buffer[i][o];
+      }
+      os << " " << j.eqns[i].outputs[o]->aval.str();
+      if (in_place[i][o] >= 0) os << " (in place of operand " << in_place[i][o] << ")";
+    }
+    os << "\n";
+  }
+  os << "peak " << peak_bytes << " bytes in " << buffer_bytes.size() << " buffers";
+  return os.str();
+}
+
+}  // namespace graft::compiler

@@ -56,7 +56,8 @@ inline float log(float x) {
   float xs = sub ? x * 8388608.0f : x;
   int32_t bits = std::bit_cast<int32_t>(xs);
   // m in [sqrt(1/2), sqrt(2)): subtract the exponent of x / sqrt(1/2)
-  int32_t e = (bits - 0x3f3504f3) >> 23;
+  // (unsigned subtraction: a negative x's bits would overflow a signed one; its result is replaced)
+  int32_t e = static_cast<int32_t>(static_cast<uint32_t>(bits) - 0x3f3504f3u) >> 23;
   float m = std::bit_cast<float>(static_cast<uint32_t>(bits) - (static_cast<uint32_t>(e) << 23));
   float ef = static_cast<float>(e) - (sub ? 23.0f : 0.0f);
   float f = m - 1.0f;

@@ -10,7 +10,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-bench}
 peers=${2:-$root/../shared/peers}
 "$root/tools/deps.sh" libbenchmark-dev python3-torch python3-numpy >/dev/null
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_BUILD_BENCH=ON -DGRAFT_BUILD_TESTS=OFF >/dev/null
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_BUILD_BENCH=ON >/dev/null
 cmake --build "$build" --target bench_compiler >/dev/null
 out=$(mktemp -d)
 cache=$(mktemp -d)

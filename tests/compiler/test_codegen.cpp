@@ -38,9 +38,16 @@ void expect_exact(F f, const A&... args) {
 
 class Codegen : public ::testing::Test {
  protected:
+  // these tests are about generated code: on even when the environment says GRAFT_CODEGEN=0
   void SetUp() override {
     if (!cpu::have_llvm_jit()) GTEST_SKIP() << "graft was built without LLVM";
+    was_on_ = compiler::codegen_enabled();
+    compiler::set_codegen_enabled(true);
   }
+  void TearDown() override {
+    if (cpu::have_llvm_jit()) compiler::set_codegen_enabled(was_on_);
+  }
+  bool was_on_ = true;
 };
 
 TEST_F(Codegen, float_elementwise_exact_at_every_length) {

@@ -136,20 +136,26 @@ class Emitter {
   llvm::Value* pow2i(llvm::Value* k) { return f32_of(b_.CreateShl(b_.CreateAdd(k, ci(127)), ci(23))); }
 
   // ---- graft::vmath, operation for operation -------------------------------------------------------
-  llvm::Value* exp(llvm::Value* x) {
-    x = sel(b_.CreateFCmpOGT(x, cf(89.0)), cf(89.0), x);
-    x = sel(b_.CreateFCmpOLT(x, cf(-104.0)), cf(-104.0), x);
+  // vmath::detail::expm1_reduced: e^r - 1 with y = n ln2 + r; sets n
+  llvm::Value* expm1_reduced(llvm::Value* y, llvm::Value*& n) {
     const double shift = 12582912.0;
-    llvm::Value* t = fma(x, 1.44269504088896341, shift);
-    llvm::Value* n = b_.CreateSub(i32_of(t), i32_of(cf(shift)));
+    llvm::Value* t = fma(y, 1.44269504088896341, shift);
+    n = b_.CreateSub(i32_of(t), i32_of(cf(shift)));
     llvm::Value* nf = b_.CreateFSub(t, cf(shift));
-    llvm::Value* r = fma(nf, cf(-0.693145751953125), x);
+    llvm::Value* r = fma(nf, cf(-0.693145751953125), y);
     r = fma(nf, cf(-1.4286068203094172e-06f), r);
     llvm::Value* q = fma(r, 0.0013751388271303708, 0.008368921740878908);
     q = fma(q, r, 0.04166953395939757);
     q = fma(q, r, 0.16666518415101703);
     q = fma(q, r, 0.4999998858999466);
-    llvm::Value* p = b_.CreateFAdd(fma(b_.CreateFMul(q, r), r, r), cf(1.0));
+    return fma(b_.CreateFMul(q, r), r, r);
+  }
+
+  llvm::Value* exp(llvm::Value* x) {
+    x = sel(b_.CreateFCmpOGT(x, cf(89.0)), cf(89.0), x);
+    x = sel(b_.CreateFCmpOLT(x, cf(-104.0)), cf(-104.0), x);
+    llvm::Value* n;
+    llvm::Value* p = b_.CreateFAdd(expm1_reduced(x, n), cf(1.0));
     llvm::Value* n1 = b_.CreateAShr(n, ci(1));
     return b_.CreateFMul(b_.CreateFMul(p, pow2i(n1)), pow2i(b_.CreateSub(n, n1)));
   }
@@ -184,19 +190,10 @@ class Emitter {
       p = fma(p, z, c);
     llvm::Value* small = fma(b_.CreateFMul(p, z), a, a);
     llvm::Value* c = sel(b_.CreateFCmpOGT(a, cf(9.0)), cf(9.0), a);
-    llvm::Value* y = b_.CreateFAdd(c, c);
-    const double shift = 12582912.0;
-    llvm::Value* t = fma(y, 1.44269504088896341, shift);
-    llvm::Value* n = b_.CreateSub(i32_of(t), i32_of(cf(shift)));
-    llvm::Value* nf = b_.CreateFSub(t, cf(shift));
-    llvm::Value* r = fma(nf, cf(-0.693145751953125), y);
-    r = fma(nf, cf(-1.4286068203094172e-06f), r);
-    llvm::Value* q = fma(r, 0.0013751388271303708, 0.008368921740878908);
-    q = fma(q, r, 0.04166953395939757);
-    q = fma(q, r, 0.16666518415101703);
-    q = fma(q, r, 0.4999998858999466);
+    llvm::Value* n;
+    llvm::Value* em1_r = expm1_reduced(b_.CreateFAdd(c, c), n);
     llvm::Value* s = pow2i(n);
-    llvm::Value* m = fma(s, fma(b_.CreateFMul(q, r), r, r), b_.CreateFSub(s, cf(1.0)));
+    llvm::Value* m = fma(s, em1_r, b_.CreateFSub(s, cf(1.0)));
     llvm::Value* large = b_.CreateFDiv(m, b_.CreateFAdd(m, cf(2.0)));
     return intrinsic(llvm::Intrinsic::copysign, {sel(b_.CreateFCmpOLT(a, cf(0.625)), small, large), x});
   }

@@ -24,25 +24,33 @@ inline float fma(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 inline float pow2i(int32_t k) { return std::bit_cast<float>(static_cast<uint32_t>(k + 127) << 23); }
 }  // namespace detail
 
-/// e^x.
-inline float exp(float x) {
-  using detail::fma;
-  // Clamping keeps the exponent arithmetic in range; the clamped values still overflow to inf or
-  // underflow to 0. A NaN fails both comparisons and flows through.
-  x = x > 89.0f ? 89.0f : x;
-  x = x < -104.0f ? -104.0f : x;
-  // n = round(x / ln2) with the 1.5 * 2^23 trick: no float-to-int conversion of a possible NaN
+namespace detail {
+/// e^r - 1 for y = n ln2 + r, |r| <= ln2 / 2 (n rounded to nearest), for y in the range where n fits
+/// an exponent; sets n.
+inline float expm1_reduced(float y, int32_t& n) {
+  // n = round(y / ln2) with the 1.5 * 2^23 trick: no float-to-int conversion of a possible NaN
   constexpr float kShift = 12582912.0f;
-  float t = fma(x, 1.44269504088896341f, kShift);
-  int32_t n = static_cast<int32_t>(std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kShift));
+  float t = fma(y, 1.44269504088896341f, kShift);
+  n = static_cast<int32_t>(std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kShift));
   float nf = t - kShift;
-  float r = fma(nf, -0.693145751953125f, x);  // ln2 split in a short head and a tail: r is exact
+  float r = fma(nf, -0.693145751953125f, y);  // ln2 split in a short head and a tail: r is exact
   r = fma(nf, -1.4286068203094172e-06f, r);
   float q = fma(r, 0.0013751388271303708f, 0.008368921740878908f);
   q = fma(q, r, 0.04166953395939757f);
   q = fma(q, r, 0.16666518415101703f);
   q = fma(q, r, 0.4999998858999466f);
-  float p = fma(q * r, r, r) + 1.0f;
+  return fma(q * r, r, r);
+}
+}  // namespace detail
+
+/// e^x.
+inline float exp(float x) {
+  // Clamping keeps the exponent arithmetic in range; the clamped values still overflow to inf or
+  // underflow to 0. A NaN fails both comparisons and flows through.
+  x = x > 89.0f ? 89.0f : x;
+  x = x < -104.0f ? -104.0f : x;
+  int32_t n;
+  float p = detail::expm1_reduced(x, n) + 1.0f;
   // 2^n as two factors, so that n down to -150 (subnormal results) needs no special case
   int32_t n1 = n >> 1;
   return p * detail::pow2i(n1) * detail::pow2i(n - n1);
@@ -94,19 +102,10 @@ inline float tanh(float x) {
   p = fma(p, z, -0.33333331010616407f);
   float small = fma(p * z, a, a);
   float c = a > 9.0f ? 9.0f : a;
-  float y = c + c;
-  constexpr float kShift = 12582912.0f;
-  float t = fma(y, 1.44269504088896341f, kShift);
-  int32_t n = static_cast<int32_t>(std::bit_cast<uint32_t>(t) - std::bit_cast<uint32_t>(kShift));
-  float nf = t - kShift;
-  float r = fma(nf, -0.693145751953125f, y);
-  r = fma(nf, -1.4286068203094172e-06f, r);
-  float q = fma(r, 0.0013751388271303708f, 0.008368921740878908f);
-  q = fma(q, r, 0.04166953395939757f);
-  q = fma(q, r, 0.16666518415101703f);
-  q = fma(q, r, 0.4999998858999466f);
+  int32_t n;
+  float em1_r = detail::expm1_reduced(c + c, n);
   float s = detail::pow2i(n);
-  float m = fma(s, fma(q * r, r, r), s - 1.0f);
+  float m = fma(s, em1_r, s - 1.0f);
   float large = m / (m + 2.0f);
   return std::copysign(a < 0.625f ? small : large, x);
 }

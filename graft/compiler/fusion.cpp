@@ -163,6 +163,7 @@ struct FusedKernel::Impl {
   }
 
   explicit Impl(const ClosedJaxpr& body);
+  class BodyCompiler;
   void compile(const Jaxpr& j);
   // Replaces runs of maps by loops whose machine code is made by install_loops (in one batch for all
   // the fused loops of a program; see FusedKernel::compile_all).
@@ -254,176 +255,204 @@ void FusedKernel::Impl::find_reusable_inputs() {
     }
 }
 
-void FusedKernel::Impl::compile(const Jaxpr& j) {
-  std::unordered_map<const Var*, int32_t> reg_of;
-  std::unordered_map<const Var*, int32_t> input_index;  // inputs read only through broadcasts
-  std::vector<bool> out_claimed(j.outvars.size(), false);
-  std::vector<bool> after_reduce;  // per register: depends on a reduction of this loop
+// Turns a fused body into the tile program: one register per value (aliases share), one instruction
+// per computing equation, stores for outputs not written in place, stages for chunked rows.
+class FusedKernel::Impl::BodyCompiler {
+ public:
+  BodyCompiler(Impl& m, const Jaxpr& j) : m_(m), j_(j), out_claimed_(j.outvars.size(), false) {}
 
-  auto add_reg = [&](Reg r, bool dep) {
-    regs.push_back(r);
-    after_reduce.push_back(dep);
-    return static_cast<int32_t>(regs.size() - 1);
-  };
-  auto natural = [&](const Aval& a) {
-    int64_t m = a.size();
-    if (m == n) return Vary::full;
-    if (row && m == rows) return Vary::row;
+  void run() {
+    inputs();
+    for (const Eqn& e : j_.eqns) equation(e);
+    outputs();
+    if (m_.mode == Mode::chunked) stages();
+  }
+
+ private:
+  int32_t add_reg(Reg r, bool dep) {
+    m_.regs.push_back(r);
+    after_reduce_.push_back(dep);
+    return static_cast<int32_t>(m_.regs.size() - 1);
+  }
+  const Reg& reg(int32_t r) const { return m_.regs[static_cast<size_t>(r)]; }
+  // How a value of this type varies in a block, written out whole.
+  Vary natural(const Aval& a) const {
+    if (a.size() == m_.n) return Vary::full;
+    if (m_.row && a.size() == m_.rows) return Vary::row;
     return Vary::uniform;
-  };
-  // all arguments (consts first) are inputs
-  std::vector<const Var*> args;
-  for (auto& v : j.constvars) args.push_back(v.get());
-  for (auto& v : j.invars) args.push_back(v.get());
-  for (size_t i = 0; i < args.size(); ++i) {
-    const Aval& a = args[i]->aval;
-    int64_t m = a.size();
-    int32_t idx = static_cast<int32_t>(i);
-    if (m == n && n > 1) {
-      reg_of[args[i]] = add_reg({Reg::input, Vary::full, a.dtype, idx}, false);
-    } else if (row && m == rows && rows > 1) {
-      reg_of[args[i]] = add_reg({Reg::input, Vary::row, a.dtype, idx}, false);
-    } else if (m == 1) {
-      reg_of[args[i]] = add_reg({Reg::input, Vary::uniform, a.dtype, idx}, false);
-    } else {
-      input_index[args[i]] = idx;
+  }
+  // All arguments (consts first) are inputs; those of no register's size are read through broadcasts.
+  void inputs() {
+    std::vector<const Var*> args;
+    for (auto& v : j_.constvars) args.push_back(v.get());
+    for (auto& v : j_.invars) args.push_back(v.get());
+    for (size_t i = 0; i < args.size(); ++i) {
+      const Aval& a = args[i]->aval;
+      int32_t idx = static_cast<int32_t>(i);
+      if (a.size() == m_.n && m_.n > 1) {
+        reg_of_[args[i]] = add_reg({Reg::input, Vary::full, a.dtype, idx}, false);
+      } else if (m_.row && a.size() == m_.rows && m_.rows > 1) {
+        reg_of_[args[i]] = add_reg({Reg::input, Vary::row, a.dtype, idx}, false);
+      } else if (a.size() == 1) {
+        reg_of_[args[i]] = add_reg({Reg::input, Vary::uniform, a.dtype, idx}, false);
+      } else {
+        input_index_[args[i]] = idx;
+      }
     }
   }
-  auto reg_for = [&](const Atom& a) -> int32_t {
+  int32_t reg_for(const Atom& a) {
     if (a.is_literal()) {
-      constants.push_back(a.literal);
-      return add_reg({Reg::constant, Vary::uniform, a.literal.dtype(), static_cast<int32_t>(constants.size() - 1)},
+      m_.constants.push_back(a.literal);
+      return add_reg({Reg::constant, Vary::uniform, a.literal.dtype(), static_cast<int32_t>(m_.constants.size() - 1)},
                      false);
     }
-    auto it = reg_of.find(a.var.get());
-    if (it == reg_of.end()) internal("operand " + a.aval().str() + " is read other than through a broadcast");
+    auto it = reg_of_.find(a.var.get());
+    if (it == reg_of_.end()) internal("operand " + a.aval().str() + " is read other than through a broadcast");
     return it->second;
-  };
-  // A new register for var v: written straight into v's output buffer when v is an output of the
-  // loop with the same granularity.
-  auto def_reg = [&](const Var* v, Vary vary, bool dep) {
-    for (size_t oi = 0; oi < j.outvars.size(); ++oi)
-      if (!out_claimed[oi] && !j.outvars[oi].is_literal() && j.outvars[oi].var.get() == v && natural(v->aval) == vary) {
-        out_claimed[oi] = true;
+  }
+  // A new register for v: written straight into v's output buffer when v is an output of the loop
+  // with the same granularity.
+  int32_t def_reg(const Var* v, Vary vary, bool dep) {
+    for (size_t oi = 0; oi < j_.outvars.size(); ++oi)
+      if (!out_claimed_[oi] && !j_.outvars[oi].is_literal() && j_.outvars[oi].var.get() == v &&
+          natural(v->aval) == vary) {
+        out_claimed_[oi] = true;
         return add_reg({Reg::output, vary, v->aval.dtype, static_cast<int32_t>(oi)}, dep);
       }
     return add_reg({Reg::scratch, vary, v->aval.dtype, -1}, dep);
-  };
-  auto emit = [&](Instr ins) {
+  }
+  void emit(Instr ins) {
     // steps: operands that vary less than the result repeat their value
     ins.step.clear();
-    for (auto r : ins.in) ins.step.push_back(regs[static_cast<size_t>(r)].vary == regs[static_cast<size_t>(ins.out)].vary);
-    prog.push_back(std::move(ins));
-  };
-  // Full-granularity copy of a row or uniform register (B > 1 rows per block, or a reduction's operand).
-  auto expanded = [&](int32_t src, DType d) {
-    int32_t r = add_reg({Reg::scratch, Vary::full, d, -1}, after_reduce[static_cast<size_t>(src)]);
+    for (auto r : ins.in) ins.step.push_back(reg(r).vary == reg(ins.out).vary);
+    m_.prog.push_back(std::move(ins));
+  }
+  // A full-granularity copy of a row or uniform register (several rows per block, or a reduction's
+  // operand).
+  int32_t expanded(int32_t src, DType d) {
+    int32_t r = add_reg({Reg::scratch, Vary::full, d, -1}, after_reduce_[static_cast<size_t>(src)]);
     emit(Instr{Op::expand, 1, r, {src}, {}, {}, {}, -1});
     return r;
-  };
+  }
 
-  for (const Eqn& e : j.eqns) {
-    const Var* out = e.outputs[0].get();
+  void equation(const Eqn& e) {
     const Primitive* p = e.prim;
-    if (p == &prims::broadcast_in_dim_p) {
-      const Atom& a = e.inputs[0];
-      auto pat = broadcast_pattern(a.aval().shape, out->aval.shape, e.params.get_ints("broadcast_dimensions"));
-      if (!pat) internal("a broadcast without a contiguous pattern");
-      if (!a.is_literal() && input_index.count(a.var.get())) {
-        int32_t in = input_index.at(a.var.get());
-        if (pat->mod == 1) {
-          reg_of[out] = add_reg({Reg::input, Vary::uniform, a.aval().dtype, in}, false);
-        } else if (row && pat->inner == row && pat->mod == rows) {
-          int32_t r = add_reg({Reg::input, Vary::row, a.aval().dtype, in}, false);
-          reg_of[out] = block_rows == 1 ? r : expanded(r, a.aval().dtype);
-        } else {
-          int32_t r = def_reg(out, Vary::full, false);
-          emit(Instr{Op::load, 1, r, {}, {}, {}, *pat, in});
-          reg_of[out] = r;
-        }
-        continue;
-      }
-      int32_t src = reg_for(a);
-      Vary v = regs[static_cast<size_t>(src)].vary;
-      if (v == Vary::uniform || (v == Vary::row && block_rows == 1) ||
-          (v == Vary::full && pat->inner == 1 && pat->mod == n)) {  // the last: only unit dimensions added
-        reg_of[out] = src;
-      } else if (v == Vary::row && pat->mod == rows && (rows == 1 || pat->inner == row)) {
-        reg_of[out] = expanded(src, a.aval().dtype);
-      } else {
-        internal("a broadcast of " + a.aval().str() + " that is not a row value");
-      }
-      continue;
+    const Var* out = e.outputs[0].get();
+    if (p == &prims::broadcast_in_dim_p) return broadcast(e);
+    bool same_dtype = !e.inputs.empty() && e.inputs[0].aval().dtype == out->aval.dtype;
+    if (p == &prims::reshape_p || p == &prims::squeeze_p || (p == &prims::convert_element_type_p && same_dtype)) {
+      reg_of_[out] = reg_for(e.inputs[0]);  // an alias: same elements in the same order
+      return;
     }
-    if (p == &prims::reshape_p || p == &prims::squeeze_p || p == &prims::convert_element_type_p) {
-      if (p != &prims::convert_element_type_p || e.inputs[0].aval().dtype == out->aval.dtype) {
-        reg_of[out] = reg_for(e.inputs[0]);
-        continue;
-      }
-    }
-    if (fusible_row_length(e)) {
-      int32_t src = reg_for(e.inputs[0]);
-      if (regs[static_cast<size_t>(src)].vary != Vary::full) src = expanded(src, e.inputs[0].aval().dtype);
-      Avals ia{e.inputs[0].aval()};
-      TileKernel k = p->tile(*p, {ia.data(), ia.size()}, e.params);
-      int32_t r = def_reg(out, Vary::row, true);
-      emit(Instr{Op::reduce, 1, r, {src}, {}, k, {}, -1, p, e.params, nullptr, {}});
-      reg_of[out] = r;
-      continue;
-    }
-    if (p->tile) {
-      std::vector<Aval> ia;
-      for (auto& a : e.inputs) ia.push_back(a.aval());
-      TileKernel k = p->tile(*p, ia, e.params);
-      if (k.map) {
-        Instr ins{Op::map, 1, -1, {}, {}, k, {}, -1, p, e.params, nullptr, {}};
-        Vary v = Vary::uniform;
-        bool dep = false;
-        for (auto& a : e.inputs) {
-          int32_t r = reg_for(a);
-          ins.in.push_back(r);
-          v = std::max(v, regs[static_cast<size_t>(r)].vary);
-          dep = dep || after_reduce[static_cast<size_t>(r)];
-        }
-        // a row value meeting full ones needs a full copy when a block holds several rows
-        if (v == Vary::full && block_rows > 1)
-          for (auto& r : ins.in)
-            if (regs[static_cast<size_t>(r)].vary == Vary::row) r = expanded(r, regs[static_cast<size_t>(r)].dtype);
-        if (ins.in.size() > kMaxMapOperands) internal("too many operands");
-        int32_t r = def_reg(out, v, dep);
-        ins.out = r;
-        emit(std::move(ins));
-        reg_of[out] = r;
-        continue;
-      }
-    }
+    if (fusible_row_length(e)) return reduce(e);
+    if (p->tile && map(e)) return;
     internal(std::string("primitive ") + p->name + " in a fused loop");
   }
-  // outputs not written in place are stored at the end
-  for (size_t oi = 0; oi < j.outvars.size(); ++oi) {
-    if (out_claimed[oi]) continue;
-    int32_t src = reg_for(j.outvars[oi]);
-    int32_t dst = add_reg({Reg::output, natural(out_avals[oi]), out_avals[oi].dtype, static_cast<int32_t>(oi)},
-                          after_reduce[static_cast<size_t>(src)]);
-    emit(Instr{Op::store, 1, dst, {src}, {}, {}, {}, -1});
-  }
-  if (mode != Mode::chunked) return;
-  // chunked rows: full values and reductions run per chunk; row values before (if they need no
-  // reduction) or after all chunks
-  for (auto& ins : prog) {
-    const Reg& o = regs[static_cast<size_t>(ins.out)];
-    bool dep = after_reduce[static_cast<size_t>(ins.out)];
-    if (ins.op == Op::reduce || o.vary == Vary::full) {
-      ins.stage = 1;
-      for (auto r : ins.in)
-        if (after_reduce[static_cast<size_t>(r)] && ins.op != Op::reduce)
-          internal("a full-sized value depends on a reduction in a chunked loop");
+
+  void broadcast(const Eqn& e) {
+    const Atom& a = e.inputs[0];
+    const Var* out = e.outputs[0].get();
+    auto pat = broadcast_pattern(a.aval().shape, out->aval.shape, e.params.get_ints("broadcast_dimensions"));
+    if (!pat) internal("a broadcast without a contiguous pattern");
+    if (!a.is_literal() && input_index_.count(a.var.get())) {  // an input read through the broadcast
+      int32_t in = input_index_.at(a.var.get());
+      if (pat->mod == 1) {
+        reg_of_[out] = add_reg({Reg::input, Vary::uniform, a.aval().dtype, in}, false);
+      } else if (m_.row && pat->inner == m_.row && pat->mod == m_.rows) {
+        int32_t r = add_reg({Reg::input, Vary::row, a.aval().dtype, in}, false);
+        reg_of_[out] = m_.block_rows == 1 ? r : expanded(r, a.aval().dtype);
+      } else {
+        int32_t r = def_reg(out, Vary::full, false);
+        emit(Instr{Op::load, 1, r, {}, {}, {}, *pat, in});
+        reg_of_[out] = r;
+      }
+      return;
+    }
+    int32_t src = reg_for(a);
+    Vary v = reg(src).vary;
+    if (v == Vary::uniform || (v == Vary::row && m_.block_rows == 1) ||
+        (v == Vary::full && pat->inner == 1 && pat->mod == m_.n)) {  // the last: only unit dimensions added
+      reg_of_[out] = src;
+    } else if (v == Vary::row && pat->mod == m_.rows && (m_.rows == 1 || pat->inner == m_.row)) {
+      reg_of_[out] = expanded(src, a.aval().dtype);
     } else {
-      ins.stage = dep || ins.op == Op::store ? 2 : 0;
+      internal("a broadcast of " + a.aval().str() + " that is not a row value");
     }
   }
-  std::stable_sort(prog.begin(), prog.end(), [](const Instr& a, const Instr& b) { return a.stage < b.stage; });
-}
+
+  void reduce(const Eqn& e) {
+    int32_t src = reg_for(e.inputs[0]);
+    if (reg(src).vary != Vary::full) src = expanded(src, e.inputs[0].aval().dtype);
+    Avals ia{e.inputs[0].aval()};
+    TileKernel k = e.prim->tile(*e.prim, {ia.data(), ia.size()}, e.params);
+    int32_t r = def_reg(e.outputs[0].get(), Vary::row, true);
+    emit(Instr{Op::reduce, 1, r, {src}, {}, k, {}, -1, e.prim, e.params, nullptr, {}});
+    reg_of_[e.outputs[0].get()] = r;
+  }
+
+  bool map(const Eqn& e) {
+    std::vector<Aval> ia;
+    for (auto& a : e.inputs) ia.push_back(a.aval());
+    TileKernel k = e.prim->tile(*e.prim, ia, e.params);
+    if (!k.map) return false;
+    Instr ins{Op::map, 1, -1, {}, {}, k, {}, -1, e.prim, e.params, nullptr, {}};
+    Vary v = Vary::uniform;
+    bool dep = false;
+    for (auto& a : e.inputs) {
+      int32_t r = reg_for(a);
+      ins.in.push_back(r);
+      v = std::max(v, reg(r).vary);
+      dep = dep || after_reduce_[static_cast<size_t>(r)];
+    }
+    // a row value meeting full ones needs a full copy when a block holds several rows
+    if (v == Vary::full && m_.block_rows > 1)
+      for (auto& r : ins.in)
+        if (reg(r).vary == Vary::row) r = expanded(r, reg(r).dtype);
+    if (ins.in.size() > kMaxMapOperands) internal("too many operands");
+    int32_t r = def_reg(e.outputs[0].get(), v, dep);
+    ins.out = r;
+    emit(std::move(ins));
+    reg_of_[e.outputs[0].get()] = r;
+    return true;
+  }
+
+  // outputs not written in place are stored at the end
+  void outputs() {
+    for (size_t oi = 0; oi < j_.outvars.size(); ++oi) {
+      if (out_claimed_[oi]) continue;
+      int32_t src = reg_for(j_.outvars[oi]);
+      const Aval& a = m_.out_avals[oi];
+      int32_t dst = add_reg({Reg::output, natural(a), a.dtype, static_cast<int32_t>(oi)}, after_reduce_[static_cast<size_t>(src)]);
+      emit(Instr{Op::store, 1, dst, {src}, {}, {}, {}, -1});
+    }
+  }
+
+  // Chunked rows: full values and reductions run per chunk; row values before all chunks (if they
+  // need no reduction) or after them.
+  void stages() {
+    for (auto& ins : m_.prog) {
+      bool dep = after_reduce_[static_cast<size_t>(ins.out)];
+      if (ins.op == Op::reduce || reg(ins.out).vary == Vary::full) {
+        ins.stage = 1;
+        for (auto r : ins.in)
+          if (after_reduce_[static_cast<size_t>(r)] && ins.op != Op::reduce)
+            internal("a full-sized value depends on a reduction in a chunked loop");
+      } else {
+        ins.stage = dep || ins.op == Op::store ? 2 : 0;
+      }
+    }
+    std::stable_sort(m_.prog.begin(), m_.prog.end(), [](const Instr& a, const Instr& b) { return a.stage < b.stage; });
+  }
+
+  Impl& m_;
+  const Jaxpr& j_;
+  std::unordered_map<const Var*, int32_t> reg_of_;
+  std::unordered_map<const Var*, int32_t> input_index_;  // inputs read only through broadcasts
+  std::vector<bool> out_claimed_;
+  std::vector<bool> after_reduce_;  // per register: depends on a reduction of this loop
+};
+
+void FusedKernel::Impl::compile(const Jaxpr& j) { BodyCompiler(*this, j).run(); }
 
 // Scratch registers share slots when their lifetimes do not overlap (program order). Chunked loops
 // keep every register in its own slot: accumulators and pre-chunk values live across the chunks.

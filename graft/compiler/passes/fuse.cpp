@@ -95,12 +95,20 @@ class Fuser {
   bool reaches(size_t from, const std::unordered_set<int>& targets);
   bool creates_cycle(const std::vector<size_t>& unit, const std::unordered_set<int>& targets);
   void merge(int into, int from);
+  // the kept group of equation `eqn`, or -1
+  int unit_of(size_t eqn) {
+    int g = group_of(eqn);
+    return g >= 0 && keep_[static_cast<size_t>(g)] ? g : -1;
+  }
+  std::unordered_map<int, Eqn> fused_equations();
+  std::shared_ptr<Jaxpr> in_dependency_order(const std::unordered_map<int, Eqn>& fused);
 
   const Jaxpr& j_;
   std::vector<Role> role_;
   std::vector<int> group_, parent_;
   std::vector<Group> groups_;
   std::unordered_map<const Var*, size_t> producer_;
+  std::vector<bool> keep_;  // per group: becomes a fusion equation
 };
 
 // Whether equation i, given its role, fits group g's domain.
@@ -242,37 +250,36 @@ ClosedJaxpr Fuser::run(const ClosedJaxpr& cj) {
     for (auto& v : j_.eqns[i].outputs) producer_[v.get()] = i;
   }
   // keep groups that do at least one computation besides loads and aliases, in at least two equations
-  std::vector<int> keep(groups_.size(), 0);
+  keep_.assign(groups_.size(), false);
   bool any = false;
   for (size_t g = 0; g < groups_.size(); ++g) {
     if (parent_[g] != static_cast<int>(g)) continue;
     int compute = 0;
     for (size_t m : groups_[g].members) compute += (role_[m] == Role::map || role_[m] == Role::reduce) ? 1 : 0;
-    keep[g] = compute >= 1 && groups_[g].members.size() >= 2;
-    any = any || keep[g];
+    keep_[g] = compute >= 1 && groups_[g].members.size() >= 2;
+    any = any || keep_[g];
   }
   if (!any) return cj;
+  std::unordered_map<int, Eqn> fused = fused_equations();
+  return ClosedJaxpr(in_dependency_order(fused), cj.consts);
+}
 
-  // uses of every variable outside its own group decide the group's outputs
-  std::unordered_map<const Var*, int> used_outside;
-  auto unit_of = [&](size_t eqn) -> int {
-    int g = group_of(eqn);
-    return g >= 0 && keep[static_cast<size_t>(g)] ? g : -1;
-  };
-  for (size_t i = 0; i < ne; ++i)
+// One fusion equation per kept group: its body holds the members with fresh variables; what the rest
+// of the program reads from them becomes the body's outputs.
+std::unordered_map<int, Eqn> Fuser::fused_equations() {
+  std::unordered_set<const Var*> used_outside;
+  for (size_t i = 0; i < j_.eqns.size(); ++i)
     for (auto& a : j_.eqns[i].inputs) {
       int p = producer(a);
       if (p < 0) continue;
       int gp = unit_of(static_cast<size_t>(p));
-      if (gp >= 0 && unit_of(i) != gp) used_outside[a.var.get()] = 1;
+      if (gp >= 0 && unit_of(i) != gp) used_outside.insert(a.var.get());
     }
   for (auto& a : j_.outvars)
-    if (!a.is_literal()) used_outside[a.var.get()] = 1;
-
-  // one new equation per kept group
+    if (!a.is_literal()) used_outside.insert(a.var.get());
   std::unordered_map<int, Eqn> fused;
   for (size_t g = 0; g < groups_.size(); ++g) {
-    if (!keep[g] || parent_[g] != static_cast<int>(g)) continue;
+    if (!keep_[g] || parent_[g] != static_cast<int>(g)) continue;
     std::vector<size_t> members = groups_[g].members;
     std::sort(members.begin(), members.end());
     auto body = std::make_shared<Jaxpr>();
@@ -306,16 +313,19 @@ ClosedJaxpr Fuser::run(const ClosedJaxpr& cj) {
     call.params.set("jaxpr", std::make_shared<const ClosedJaxpr>(body, std::vector<Array>{}));
     fused.emplace(static_cast<int>(g), std::move(call));
   }
+  return fused;
+}
 
-  // emit in a dependency order (a group's outputs may be read between its members' old positions)
+// The program with each group replaced by its fusion equation, in a dependency order (a group's
+// outputs may be read between its members' old positions); otherwise the original order.
+std::shared_ptr<Jaxpr> Fuser::in_dependency_order(const std::unordered_map<int, Eqn>& fused) {
   struct Unit {
     const Eqn* eqn;
     size_t order;
   };
   std::vector<Unit> units;
-  std::unordered_map<const Var*, size_t> unit_of_var;
   std::unordered_map<int, size_t> unit_of_group;
-  for (size_t i = 0; i < ne; ++i) {
+  for (size_t i = 0; i < j_.eqns.size(); ++i) {
     int g = unit_of(i);
     if (g < 0) {
       units.push_back({&j_.eqns[i], i});
@@ -326,6 +336,7 @@ ClosedJaxpr Fuser::run(const ClosedJaxpr& cj) {
       units[unit_of_group[g]].order = i;  // at its last member
     }
   }
+  std::unordered_map<const Var*, size_t> unit_of_var;
   for (size_t u = 0; u < units.size(); ++u)
     for (auto& v : units[u].eqn->outputs) unit_of_var[v.get()] = u;
   std::vector<std::vector<size_t>> users(units.size());
@@ -354,7 +365,7 @@ ClosedJaxpr Fuser::run(const ClosedJaxpr& cj) {
       if (--pending[w] == 0) ready.push(w);
   }
   if (out->eqns.size() != units.size()) fail<ValueError>("fuse: the grouping has a cycle; this is a graft compiler bug");
-  return ClosedJaxpr(out, cj.consts);
+  return out;
 }
 
 // A broadcast of a scalar is free inside a fused loop but a full array outside one: give every

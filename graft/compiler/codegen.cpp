@@ -85,7 +85,6 @@ bool can_generate_reduction(const Primitive& p, DType d) {
 
 #ifndef GRAFT_HAVE_LLVM
 
-LoopFn generate_loop(const LoopSpec&) { return nullptr; }
 std::vector<LoopFn> generate_loops(std::span<const LoopSpec* const> specs) {
   return std::vector<LoopFn>(specs.size(), nullptr);
 }
@@ -575,10 +574,6 @@ std::vector<LoopFn> generate_loops(std::span<const LoopSpec* const> specs) {
   return fns;
 }
 
-LoopFn generate_loop(const LoopSpec& spec) {
-  const LoopSpec* one[] = {&spec};
-  return generate_loops(one)[0];
-}
 
 #endif
 

@@ -57,11 +57,10 @@ using LoopFn = void (*)(char* const* ptrs, int64_t n, int64_t init);
 bool can_generate(const Primitive& prim, std::span<const DType> in, DType out, const Params& params);
 /// Whether a reduction primitive can be folded into a generated loop for this dtype.
 bool can_generate_reduction(const Primitive& prim, DType d);
-/// Machine code for the loop, or nullptr when graft has no LLVM (or GRAFT_CODEGEN=0).
-LoopFn generate_loop(const LoopSpec& spec);
-/// Machine code for several loops, compiled as one module (one LLVM run, one cached object).
+/// Machine code for several loops, compiled as one module (one LLVM run, one cached object); null
+/// functions when graft has no LLVM (or GRAFT_CODEGEN=0).
 std::vector<LoopFn> generate_loops(std::span<const LoopSpec* const> specs);
-/// Whether generate_loop produces code (LLVM present and GRAFT_CODEGEN not 0).
+/// Whether generate_loops produces code (LLVM present and GRAFT_CODEGEN not 0).
 bool codegen_enabled();
 /// Turns code generation on or off for kernels compiled from now on (tests compare both paths);
 /// without LLVM it stays off.

@@ -50,6 +50,10 @@ size_t hash_value(const ParamValue& v) {
           return h;
         } else if constexpr (std::is_same_v<T, JaxprPtr>) {
           return std::hash<const void*>()(x.get());
+        } else if constexpr (std::is_same_v<T, JaxprList>) {
+          size_t h = x.size();
+          for (auto& e : x) h = mix(h, std::hash<const void*>()(e.get()));
+          return h;
         } else if constexpr (std::is_same_v<T, Ref<const ParamObject>>) {
           return x ? x->hash() : 0;
         } else if constexpr (std::is_same_v<T, DType>) {
@@ -111,6 +115,17 @@ void print_param_value(std::ostream& os, const ParamValue& v,
           } else {
             os << "<jaxpr>";
           }
+        } else if constexpr (std::is_same_v<T, JaxprList>) {
+          os << '(';
+          for (size_t i = 0; i < x.size(); ++i) {
+            os << (i ? " " : "");
+            if (print_jaxpr && x[i]) {
+              print_jaxpr(os, *x[i], ctx);
+            } else {
+              os << "<jaxpr>";
+            }
+          }
+          os << ')';
         } else {
           if (x) {
             x->print(os);

@@ -32,8 +32,10 @@ class ParamObject : public RefCounted {
 
 using IntList = std::vector<int64_t>;
 using JaxprPtr = std::shared_ptr<const ClosedJaxpr>;
-using ParamValue =
-    std::variant<std::monostate, bool, int64_t, double, std::string, DType, IntList, JaxprPtr, Ref<const ParamObject>>;
+/// Several sub-jaxprs (the branches of `cond`).
+using JaxprList = std::vector<JaxprPtr>;
+using ParamValue = std::variant<std::monostate, bool, int64_t, double, std::string, DType, IntList, JaxprPtr,
+                                Ref<const ParamObject>, JaxprList>;
 
 class Params {
  public:
@@ -62,6 +64,7 @@ class Params {
   DType get_dtype(std::string_view key) const { return get<DType>(key); }
   const IntList& get_ints(std::string_view key) const { return get<IntList>(key); }
   const ClosedJaxpr& get_jaxpr(std::string_view key) const { return *get<JaxprPtr>(key); }
+  const JaxprList& get_jaxprs(std::string_view key) const { return get<JaxprList>(key); }
   template <class T>
   const T& get_object(std::string_view key) const {
     return static_cast<const T&>(*get<Ref<const ParamObject>>(key));

@@ -143,6 +143,19 @@ class SmallVector {
   void append(It first, It last) {
     for (; first != last; ++first) push_back(*first);
   }
+  template <class It>
+  void assign(It first, It last) {
+    clear();
+    append(first, last);
+  }
+  /// Inserts [first, last) before pos (which must not point into that range).
+  template <class It>
+  T* insert(T* pos, It first, It last) {
+    size_t idx = pos - data_, old = size_;
+    append(first, last);
+    std::rotate(data_ + idx, data_ + old, data_ + size_);
+    return data_ + idx;
+  }
   T* insert(T* pos, const T& v) {
     size_t idx = pos - data_;
     push_back(v);

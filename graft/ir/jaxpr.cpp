@@ -78,21 +78,49 @@ Arrays eval_jaxpr(const Jaxpr& j, std::span<const Array> consts, std::span<const
 
 Arrays eval_jaxpr(const ClosedJaxpr& j, std::span<const Array> args) { return eval_jaxpr(*j.jaxpr, j.consts, args); }
 
-// ---- verification -------------------------------------------------------------------------------------
-namespace {
-void verify_impl(const Jaxpr& j, std::unordered_set<const Var*>& defined_anywhere);
-
-void check_params(const Params& params, std::unordered_set<const Var*>& seen) {
-  for (auto& [k, v] : params)
-    if (auto* jp = std::get_if<JaxprPtr>(&v))
-      if (*jp) verify_impl(*(*jp)->jaxpr, seen);
+ClosedJaxpr permute_invars(const ClosedJaxpr& j, const std::vector<size_t>& order) {
+  auto r = std::make_shared<Jaxpr>(*j.jaxpr);
+  if (order.size() != r->invars.size()) fail<ValueError>("permute_invars: ", order.size(), " positions for ", r->invars.size(), " inputs");
+  for (size_t k = 0; k < order.size(); ++k) r->invars[k] = j.jaxpr->invars.at(order[k]);
+  return ClosedJaxpr(std::move(r), j.consts);
 }
 
-void verify_impl(const Jaxpr& j, std::unordered_set<const Var*>& defined_anywhere) {
+ClosedJaxpr select_outvars(const ClosedJaxpr& j, const std::vector<size_t>& keep) {
+  auto r = std::make_shared<Jaxpr>(*j.jaxpr);
+  r->outvars.clear();
+  for (size_t k : keep) r->outvars.push_back(j.jaxpr->outvars.at(k));
+  return ClosedJaxpr(std::move(r), j.consts);
+}
+
+ClosedJaxpr append_invars(const ClosedJaxpr& j, const std::vector<Aval>& extra) {
+  auto r = std::make_shared<Jaxpr>(*j.jaxpr);
+  for (auto& a : extra) r->invars.push_back(make_ref<Var>(a));
+  return ClosedJaxpr(std::move(r), j.consts);
+}
+
+// ---- verification -------------------------------------------------------------------------------------
+namespace {
+// Each distinct sub-jaxpr is checked once, in its own scope: derived jaxprs (a permuted copy of a loop
+// body, the same jitted function called twice) may share variables without being ill-formed.
+using Visited = std::unordered_set<const Jaxpr*>;
+void verify_impl(const Jaxpr& j, Visited& visited);
+
+void check_params(const Params& params, Visited& visited) {
+  auto sub = [&](const JaxprPtr& p) {
+    if (p && visited.insert(p->jaxpr.get()).second) verify_impl(*p->jaxpr, visited);
+  };
+  for (auto& [k, v] : params) {
+    if (auto* jp = std::get_if<JaxprPtr>(&v)) sub(*jp);
+    if (auto* list = std::get_if<JaxprList>(&v))
+      for (auto& p : *list) sub(p);
+  }
+}
+
+void verify_impl(const Jaxpr& j, Visited& visited) {
   std::unordered_set<const Var*> scope;
   auto define = [&](const VarRef& v, const char* what) {
     if (!v) fail<ValueError>("verify: null ", what, " variable");
-    if (!defined_anywhere.insert(v.get()).second || !scope.insert(v.get()).second)
+    if (!scope.insert(v.get()).second)
       fail<ValueError>("verify: a ", what, " variable of type ", v->aval.str(), " is defined twice");
   };
   for (auto& v : j.constvars) define(v, "const");
@@ -114,7 +142,7 @@ void verify_impl(const Jaxpr& j, std::unordered_set<const Var*>& defined_anywher
       check_atom(a, i);
       in.push_back(a.aval());
     }
-    check_params(e.params, defined_anywhere);
+    check_params(e.params, visited);
     Avals expect;
     try {
       expect = infer_avals(*e.prim, in, e.params);
@@ -135,8 +163,8 @@ void verify_impl(const Jaxpr& j, std::unordered_set<const Var*>& defined_anywher
 }  // namespace
 
 void verify(const Jaxpr& j) {
-  std::unordered_set<const Var*> seen;
-  verify_impl(j, seen);
+  Visited visited{&j};
+  verify_impl(j, visited);
 }
 
 // ---- builder --------------------------------------------------------------------------------------------

@@ -110,6 +110,14 @@ void verify(const Jaxpr& j);
 Arrays eval_jaxpr(const Jaxpr& j, std::span<const Array> consts, std::span<const Array> args);
 Arrays eval_jaxpr(const ClosedJaxpr& j, std::span<const Array> args);
 
+/// Structural edits of a closed jaxpr (the equations are shared, not copied):
+/// the inputs reordered (new input k is old input order[k]; `order` is a permutation),
+ClosedJaxpr permute_invars(const ClosedJaxpr& j, const std::vector<size_t>& order);
+/// only the outputs at `keep` (in that order),
+ClosedJaxpr select_outvars(const ClosedJaxpr& j, const std::vector<size_t>& keep);
+/// new unused inputs of the given types after the existing ones.
+ClosedJaxpr append_invars(const ClosedJaxpr& j, const std::vector<Aval>& extra);
+
 /// Builds a jaxpr by hand (the Theano/TF1 placeholder style):
 ///   JaxprBuilder b;
 ///   VarRef x = b.add_input(Aval({3}, f32));

@@ -86,6 +86,13 @@ class Printer {
     if (auto* jp = std::get_if<JaxprPtr>(&v)) {
       if (*jp) return jaxpr(*(*jp)->jaxpr, indent);
     }
+    if (auto* list = std::get_if<JaxprList>(&v)) {
+      // JAX's layout: one branch per line inside the parentheses
+      std::string s = "(";
+      for (auto& sub : *list)
+        s += "\n" + std::string(static_cast<size_t>(indent + 2), ' ') + (sub ? jaxpr(*sub->jaxpr, indent + 2) : "None");
+      return s + "\n" + std::string(static_cast<size_t>(indent), ' ') + ")";
+    }
     std::ostringstream os;
     print_param_value(os, v);
     return os.str();

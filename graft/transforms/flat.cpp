@@ -49,7 +49,8 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f, cons
   return {po, to};
 }
 
-Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals) {
+Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals, const std::vector<bool>& diff,
+                          bool instantiate) {
   Ref<Trace> parent(current_trace());
   auto S = make_ref<StagingTrace>(parent, "grad", /*forward_known=*/true);
   auto L = make_ref<JVPTrace>(parent, S.get(), "grad");
@@ -61,7 +62,7 @@ Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals) {
     for (size_t i = 0; i < primals.size(); ++i) {
       if (!primals[i].valid()) fail<ValueError>("grad: argument ", i, " is a null array");
       Array t;
-      if (is_floating(primals[i].dtype())) {
+      if (is_floating(primals[i].dtype()) && (diff.empty() || diff[i])) {
         t = S->new_arg(primals[i].aval());
         r.in_index.push_back(static_cast<int>(i));
         r.in_avals.push_back(primals[i].aval());
@@ -75,6 +76,10 @@ Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals) {
     std::vector<Array> touts;
     for (size_t i = 0; i < outs.size(); ++i) {
       auto [p, t] = L->unpack(outs[i]);
+      if (!t.valid() && instantiate && is_floating(p.dtype())) {
+        TraceScope eager(eval_trace());  // a constant of the linear program, not a value of the parent
+        t = zeros_for(p.aval());
+      }
       if (t.valid()) {
         touts.push_back(t);
         r.out_index.push_back(static_cast<int>(i));
@@ -225,31 +230,77 @@ ClosedJaxpr batch_jaxpr(const ClosedJaxpr& j, const std::vector<int64_t>& dims, 
   return make_jaxpr_flat(g, avals, "vmap");
 }
 
-PartialEval partial_eval_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& unknown_inputs) {
-  auto K = make_ref<StagingTrace>(Ref<Trace>(current_trace()), "partial_eval");
-  auto U = make_ref<StagingTrace>(K, "partial_eval", /*forward_known=*/true);
-  EndOnExit end_k{K.get()}, end_u{U.get()};
-  std::vector<Aval> avals = j.in_avals();
-  std::vector<Array> ins;
-  for (size_t i = 0; i < avals.size(); ++i) ins.push_back(unknown_inputs[i] ? U->new_arg(avals[i]) : K->new_arg(avals[i]));
-  Arrays outs;
+LinearizedJaxpr linearize_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& nonzero, bool instantiate) {
+  // trace the primal side into `known` (K) while linearize_flat records the tangent side
+  auto K = make_ref<StagingTrace>(Ref<Trace>(current_trace()), "linearize");
+  EndOnExit end{K.get()};
+  std::vector<Array> primals;
+  for (auto& a : j.in_avals()) primals.push_back(K->new_arg(a));
+  Linearized lin;
   {
-    TraceScope scope(U.get());
-    outs = eval_jaxpr(j, ins);
+    TraceScope scope(K.get());
+    FlatFn body = [&](const std::vector<Array>& xs) {
+      Arrays o = eval_jaxpr(j, xs);
+      return std::vector<Array>(o.begin(), o.end());
+    };
+    lin = linearize_flat(body, primals, nonzero, instantiate);
   }
-  PartialEval r;
-  std::vector<Array> known_outs, unknown_outs;
-  for (auto& o : outs) {
-    bool unknown = o.is_tracer() && o.tracer()->trace() == U.get();
-    r.out_unknown.push_back(unknown);
-    (unknown ? unknown_outs : known_outs).push_back(o);
+  LinearizedJaxpr r;
+  // residuals: the linear program's captured values that the primal side computes (K's tracers);
+  // captured concrete values stay constants of the linear program
+  const Jaxpr& lj = *lin.linear.jaxpr;
+  auto linear = std::make_shared<Jaxpr>();
+  std::vector<Array> lin_consts, known_outs = lin.outs;
+  std::vector<VarRef> residual_vars;
+  for (size_t i = 0; i < lj.constvars.size(); ++i) {
+    const Array& c = lin.linear.consts[i];
+    if (c.is_tracer() && c.tracer()->trace() == K.get()) {
+      residual_vars.push_back(lj.constvars[i]);
+      known_outs.push_back(c);
+      int input = -1;
+      for (size_t k = 0; k < primals.size(); ++k)
+        if (primals[k].node() == c.node()) input = static_cast<int>(k);
+      r.residual_input.push_back(input);
+    } else {
+      linear->constvars.push_back(lj.constvars[i]);
+      lin_consts.push_back(c);
+    }
   }
-  ClosedJaxpr u = U->finish(unknown_outs);
-  r.num_residuals = u.consts.size();
-  known_outs.insert(known_outs.end(), u.consts.begin(), u.consts.end());
+  r.num_residuals = residual_vars.size();
+  linear->invars = residual_vars;
+  linear->invars.insert(linear->invars.end(), lj.invars.begin(), lj.invars.end());
+  linear->eqns = lj.eqns;
+  linear->outvars = lj.outvars;
+  r.linear = ClosedJaxpr(std::move(linear), std::move(lin_consts));
   r.known = K->finish(known_outs);
-  r.unknown = ClosedJaxpr(hoist_consts(*u.jaxpr), {});
+  r.out_nonzero.assign(lin.outs.size(), false);
+  for (int k : lin.out_index) r.out_nonzero[static_cast<size_t>(k)] = true;
   return r;
+}
+
+ClosedJaxpr transpose_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& linear) {
+  const Jaxpr& body = *j.jaxpr;
+  std::vector<Aval> avals;
+  for (size_t i = 0; i < body.invars.size(); ++i)
+    if (!linear[i]) avals.push_back(body.invars[i]->aval);
+  size_t num_known = avals.size();
+  for (auto& a : j.out_avals()) avals.push_back(a);
+  // the body seen as linear in the linear inputs: the known ones join its constvars
+  Jaxpr view;
+  view.constvars = body.constvars;
+  for (size_t i = 0; i < body.invars.size(); ++i) (linear[i] ? view.invars : view.constvars).push_back(body.invars[i]);
+  view.eqns = body.eqns;
+  view.outvars = body.outvars;
+  FlatFn g = [&](const std::vector<Array>& args) {
+    std::vector<Array> known = j.consts;
+    known.insert(known.end(), args.begin(), args.begin() + static_cast<std::ptrdiff_t>(num_known));
+    Arrays cts = backward_pass(view, known, std::span<const Array>(args).subspan(num_known));
+    std::vector<Array> out;
+    for (size_t k = 0; k < view.invars.size(); ++k)
+      out.push_back(cts[k].valid() ? cts[k] : zeros_for(view.invars[k]->aval));
+    return out;
+  };
+  return make_jaxpr_flat(g, avals, "transpose");
 }
 
 }  // namespace graft

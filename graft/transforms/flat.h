@@ -27,7 +27,10 @@ struct Linearized {
   std::vector<int> out_index;       ///< output position of each linear outvar
   std::vector<Aval> in_avals, out_avals;
 };
-Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals);
+/// `diff[i]` selects the inputs that get a tangent (default: every floating input); with
+/// `instantiate`, every floating output gets a linear outvar (zeros where it has no tangent).
+Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals, const std::vector<bool>& diff = {},
+                          bool instantiate = false);
 
 /// Reverse mode: the pullback maps output cotangents (null = zero) to input cotangents (zeros for
 /// inputs that do not influence the outputs).
@@ -55,14 +58,22 @@ ClosedJaxpr jvp_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& nonzero);
 /// vmap of a jaxpr: inputs batched at `dims` (kNotMapped: not batched); all outputs batched at 0.
 ClosedJaxpr batch_jaxpr(const ClosedJaxpr& j, const std::vector<int64_t>& dims, int64_t size, const std::string& name);
 
-/// Splits j into a known part, run now, and an unknown part that depends on the inputs marked
-/// unknown. known: known inputs -> (known outputs, residuals); unknown: (residuals, unknown inputs)
-/// -> unknown outputs. `out_unknown[i]` tells which outputs the unknown part produces.
-struct PartialEval {
-  ClosedJaxpr known, unknown;
+/// Linearization of a jaxpr, split for reverse mode (what higher-order primitives use under grad).
+/// known: primal inputs -> (primal outputs..., residuals...); linear: (residuals..., tangents of the
+/// inputs marked `nonzero`...) -> (tangents of the outputs marked `out_nonzero`...). Residuals that are
+/// primal inputs themselves are marked in `residual_input` (the input's index, else -1), so a caller
+/// can pass the input instead of a copy (loop-invariant consts of a scan, its xs).
+struct LinearizedJaxpr {
+  ClosedJaxpr known, linear;
   size_t num_residuals = 0;
-  std::vector<bool> out_unknown;
+  std::vector<int> residual_input;
+  std::vector<bool> out_nonzero;
 };
-PartialEval partial_eval_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& unknown_inputs);
+/// With `instantiate`, every floating output gets a tangent (zeros where it has none).
+LinearizedJaxpr linearize_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& nonzero, bool instantiate);
+
+/// The transpose of j seen as linear in the inputs marked `linear`: (the other inputs..., one
+/// cotangent per output...) -> (one cotangent per linear input...), zeros instantiated.
+ClosedJaxpr transpose_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& linear);
 
 }  // namespace graft

@@ -62,12 +62,13 @@ JvpResult jit_jvp(const Primitive&, std::span<const Array> primals, std::span<co
   return r;
 }
 
-// Under grad: split the JVP of the body into a known part (run now, as one jit call) and the linear
-// part, whose equations are recorded into the linear program being built (the current trace).
+// Under grad: the body is linearized once per tangent mask into a known part (primal outputs and
+// residuals; run now, as one jit call) and its linear part, whose equations are recorded into the
+// linear program being built (the current trace). Higher-order primitives inside the body apply their
+// own linearize rules (a scan stacks its residuals, a while_loop records its trip count).
 struct LinearizedCall {
-  JaxprPtr known, unknown;
-  std::vector<bool> out_unknown;
-  size_t num_known_outs = 0;
+  JaxprPtr known, linear;
+  std::vector<bool> out_nonzero;
 };
 
 JvpResult jit_linearize(const Primitive&, std::span<const Array> primals, std::span<const Array> tangents,
@@ -76,29 +77,20 @@ JvpResult jit_linearize(const Primitive&, std::span<const Array> primals, std::s
   std::vector<bool> nz;
   for (auto& t : tangents) nz.push_back(t.valid());
   auto lc = c.derived<LinearizedCall>(mask_key("linearize", nz), [&] {
-    ClosedJaxpr jj = *hoisted(jvp_jaxpr(c, nz));
-    std::vector<bool> unknown(primals.size(), false);
-    for (bool b : nz)
-      if (b) unknown.push_back(true);
-    PartialEval pe = partial_eval_jaxpr(jj, unknown);
-    LinearizedCall r{hoisted(pe.known), std::make_shared<const ClosedJaxpr>(pe.unknown), pe.out_unknown, 0};
-    for (bool u : pe.out_unknown) r.num_known_outs += u ? 0 : 1;
-    return r;
+    LinearizedJaxpr lj = linearize_jaxpr(c, nz, /*instantiate=*/false);
+    return LinearizedCall{hoisted(lj.known), std::make_shared<const ClosedJaxpr>(lj.linear), lj.out_nonzero};
   });
   Arrays known_outs = jit_call(lc->known, primals, name_of(params));
-  Arrays lin_in(known_outs.begin() + static_cast<std::ptrdiff_t>(lc->num_known_outs), known_outs.end());
+  size_t n = lc->out_nonzero.size();
+  Arrays lin_in(known_outs.begin() + static_cast<std::ptrdiff_t>(n), known_outs.end());
   for (auto& t : tangents)
     if (t.valid()) lin_in.push_back(t);
-  Arrays unknown_outs = eval_jaxpr(*lc->unknown, lin_in);
-  Arrays all;
-  size_t ki = 0, ui = 0;
-  for (bool u : lc->out_unknown) all.push_back(u ? unknown_outs[ui++] : known_outs[ki++]);
-  size_t n = all.size() / 2;
+  Arrays touts = eval_jaxpr(*lc->linear, lin_in);
   JvpResult r;
-  for (size_t i = 0; i < n; ++i) {
-    r.primals.push_back(all[i]);
-    r.tangents.push_back(all[n + i]);
-  }
+  r.primals.assign(known_outs.begin(), known_outs.begin() + static_cast<std::ptrdiff_t>(n));
+  r.tangents.resize(n);
+  for (size_t k = 0, t = 0; k < n; ++k)
+    if (lc->out_nonzero[k]) r.tangents[k] = touts[t++];
   return r;
 }
 

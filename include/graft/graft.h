@@ -27,4 +27,5 @@
 #include "graft/optim/optim.h"
 #include "graft/random/random.h"
 #include "graft/transforms/api.h"
+#include "graft/transforms/control.h"
 #include "graft/transforms/pytree.h"

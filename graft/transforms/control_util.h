@@ -1,0 +1,43 @@
+// Helpers shared by the control-flow primitives (cond.cpp, while_loop.cpp, scan.cpp). Internal.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graft/core/array.h"
+#include "graft/ir/jaxpr.h"
+#include "graft/transforms/flat.h"
+
+namespace graft::control {
+
+/// Runs a body jaxpr on concrete arrays, eagerly: op by op on its first run, compiled (Executable)
+/// from its second run on. A body traced for one eager call is not worth compiling; a loop body or
+/// the branch of a jitted program runs again and is.
+Arrays run_body(const ClosedJaxpr& j, std::span<const Array> args);
+
+/// A traced body whose captured values became explicit leading inputs (closed-over arrays are
+/// operands of the control-flow primitive, so every transformation sees them).
+struct TracedBody {
+  JaxprPtr jaxpr;             ///< invars: consts..., args...
+  std::vector<Array> consts;  ///< the captured values, in the order of the leading invars
+};
+TracedBody trace_body(const FlatFn& fn, const std::vector<Aval>& avals, const char* kind);
+
+/// Row i of a concrete array along its leading axis (a view of its buffer when it has one).
+Array row(const Array& xs, int64_t i);
+/// Concrete arrays of type `row` stacked along a new leading axis.
+Array stack_rows(const std::vector<Array>& rows, const Aval& row);
+/// Copies `value` into row i of the concrete array `dst` (created by Array::empty, not shared yet).
+void write_row(const Array& dst, int64_t i, const Array& value);
+
+/// Which of `avals` are floating (have tangents).
+std::vector<bool> float_mask(const std::vector<Aval>& avals);
+/// "1001"-style key of a mask, prefixed by `tag`, for ClosedJaxpr::derived.
+std::string mask_key(const char* tag, const std::vector<bool>& m);
+/// Shared, immutable copy of a derived jaxpr for a primitive's parameter.
+JaxprPtr share(ClosedJaxpr j);
+/// "(f32[3], i32[])"
+std::string types_str(const std::vector<Aval>& avals);
+
+}  // namespace graft::control

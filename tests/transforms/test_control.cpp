@@ -1,0 +1,385 @@
+// Structured control flow: cond / switch_, while_loop, fori_loop, scan — against plain C++ loops,
+// finite differences (f64), vmap against a loop of calls, jit against eager, golden jaxprs, errors.
+#include <cmath>
+
+#include "testing.h"
+
+namespace graft {
+namespace {
+using namespace graft::testing;
+
+// central differences of a scalar function, one coordinate at a time
+Array num_grad(const std::function<Array(const Array&)>& f, const Array& x, double eps = 1e-6) {
+  auto xv = values(x);
+  std::vector<double> g(xv.size());
+  for (size_t i = 0; i < xv.size(); ++i) {
+    auto p = xv, m = xv;
+    p[i] += eps;
+    m[i] -= eps;
+    g[i] = (f(concrete(p, x.shape(), f64)).item<double>() - f(concrete(m, x.shape(), f64)).item<double>()) / (2 * eps);
+  }
+  return concrete(g, x.shape(), f64);
+}
+
+// ---- cond -----------------------------------------------------------------------------------------------
+
+Array piecewise(const Array& x) {
+  return cond(
+      sum(x) > 0.0, [](const Array& v) { return sin(v) * v; }, [](const Array& v) { return cos(v) + v * v; }, x);
+}
+
+TEST(Cond, PicksTheBranchEagerlyAndUnderJit) {
+  Array pos = array({0.5, 1.5, -0.25}), neg = array({-0.5, 0.25, -1.0});
+  auto ref = [](const std::vector<double>& v, bool t) {
+    std::vector<double> r;
+    for (double e : v) r.push_back(t ? std::sin(e) * e : std::cos(e) + e * e);
+    return r;
+  };
+  auto jf = jit(piecewise);
+  for (auto [x, t] : {std::pair{pos, true}, std::pair{neg, false}}) {
+    auto want = concrete(ref(values(x), t), x.shape(), f64);
+    EXPECT_TRUE(close(piecewise(x), want, 1e-12, 1e-12));
+    EXPECT_TRUE(close(jf(x), want, 1e-12, 1e-12));
+  }
+  EXPECT_EQ(jf.num_traces(), 1u);  // one trace serves both branches
+}
+
+TEST(Cond, SwitchClampsTheIndex) {
+  std::vector<std::function<Array(const Array&)>> fs{[](const Array& v) { return v + 1.0; },
+                                                     [](const Array& v) { return v * 10.0; },
+                                                     [](const Array& v) { return -v; }};
+  Array x = array({2.0f, 3.0f});
+  for (int i : {-3, 0, 1, 2, 7}) {
+    int k = std::clamp(i, 0, 2);
+    Array want = k == 0 ? x + 1.0 : k == 1 ? x * 10.0 : -x;
+    EXPECT_TRUE(close(switch_(array(i).astype(i32), fs, x), want)) << i;
+  }
+}
+
+TEST(Cond, CapturedArraysBecomeOperands) {
+  Array w = array({1.0, 2.0, 3.0});
+  auto f = [&](const Array& x) {
+    return cond(x > 0.0, [&] { return w * x; }, [&] { return w - x; });
+  };
+  auto j = make_jaxpr(f)(array(1.0));
+  // the captured w is an explicit operand of cond, not a constant inside a branch
+  EXPECT_EQ(j.jaxpr->eqns.back().inputs.size(), 3u);  // index, w, x
+  for (auto& b : j.jaxpr->eqns.back().params.get_jaxprs("branches")) EXPECT_TRUE(b->consts.empty());
+  EXPECT_TRUE(close(f(array(2.0)), w * 2.0));
+  EXPECT_TRUE(close(f(array(-2.0)), w + 2.0));
+}
+
+TEST(Cond, GoldenJaxpr) {
+  auto f = [](const Array& x) {
+    return cond(x > 0.0f, [](const Array& v) { return sin(v); }, [](const Array& v) { return cos(v); }, x);
+  };
+  EXPECT_EQ(make_jaxpr(f)(array(1.0f)).str(),
+            "{ lambda ; a:f32[]. let\n"
+            "    b:bool[] = gt a 0.0:f32[]\n"
+            "    c:i32[] = convert_element_type[new_dtype=int32 weak_type=False] b\n"
+            "    d:f32[] = cond[\n"
+            "      branches=(\n"
+            "        { lambda ; e:f32[]. let f:f32[] = cos e in (f,) }\n"
+            "        { lambda ; g:f32[]. let h:f32[] = sin g in (h,) }\n"
+            "      )\n"
+            "    ] c a\n"
+            "  in (d,) }");
+}
+
+TEST(Cond, JvpAndGradMatchFiniteDifferences) {
+  for (auto v : {std::vector<double>{0.5, 1.5, -0.25}, std::vector<double>{-0.5, 0.25, -1.0}}) {
+    Array x = concrete(v, {3}, f64);
+    auto loss = [](const Array& x) { return sum(piecewise(x)); };
+    Array want = num_grad(loss, x);
+    EXPECT_TRUE(close(grad(loss)(x), want, 1e-7, 1e-8));
+    EXPECT_TRUE(close(jit(grad(loss))(x), want, 1e-7, 1e-8));
+    EXPECT_TRUE(close(grad(jit(loss))(x), want, 1e-7, 1e-8));
+    Array t = concrete({1.0, -2.0, 0.5}, {3}, f64);
+    auto [y, dy] = jvp(piecewise, {x}, {t});
+    Array fd = (piecewise(x + t * 1e-6) - piecewise(x - t * 1e-6)) / 2e-6;
+    EXPECT_TRUE(close(dy, fd, 1e-6, 1e-7));
+  }
+}
+
+TEST(Cond, SecondDerivative) {
+  auto f = [](const Array& x) {
+    return cond(x < 1.0, [](const Array& v) { return v * v * v; }, [](const Array& v) { return exp(v); }, x);
+  };
+  EXPECT_NEAR(grad(grad(f))(array(0.5)).item<double>(), 3.0, 1e-12);
+  EXPECT_NEAR(grad(grad(f))(array(2.0)).item<double>(), std::exp(2.0), 1e-9);
+}
+
+TEST(Cond, VmapWithBatchedOperandAndBatchedPredicate) {
+  Array xs = concrete({0.5, -1.0, 2.0, -0.1}, {4}, f64);
+  auto f = [](const Array& x) {
+    return cond(x > 0.0, [](const Array& v) { return sqrt(v); }, [](const Array& v) { return v * 3.0; }, x);
+  };
+  Array got = vmap(f)(xs);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_NEAR(values(got)[i], f(xs[i]).item<double>(), 1e-12) << i;
+  // unbatched predicate, batched operand
+  Array p = array(true);
+  auto g = [&](const Array& x) {
+    return cond(p, [](const Array& v) { return v + 1.0; }, [](const Array& v) { return v - 1.0; }, x);
+  };
+  EXPECT_TRUE(close(vmap(g)(xs), xs + 1.0));
+  EXPECT_TRUE(close(jit(vmap(f))(xs), got));
+}
+
+TEST(Cond, ErrorsNameTheTypes) {
+  Array x = array({1.0f, 2.0f});
+  try {
+    cond(array(true), [](const Array& v) { return v; }, [](const Array& v) { return sum(v); }, x);
+    FAIL() << "no error";
+  } catch (const TypeError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("f32[2]"), std::string::npos) << m;
+    EXPECT_NE(m.find("f32[]"), std::string::npos) << m;
+  }
+  try {
+    cond(array(1.5f), [](const Array& v) { return v; }, [](const Array& v) { return v; }, x);
+    FAIL() << "no error";
+  } catch (const TypeError& e) {
+    EXPECT_NE(std::string(e.what()).find("predicate must be a boolean"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cond(array({true, false}), [](const Array& v) { return v; }, [](const Array& v) { return v; }, x),
+               TypeError);
+}
+
+// ---- scan -----------------------------------------------------------------------------------------------
+
+// an RNN cell: h' = tanh(W h + U x + b), y = h'
+std::pair<Array, Array> rnn(const Array& W, const Array& U, const Array& b, const Array& h0, const Array& xs) {
+  return scan([&](const Array& h, const Array& x) {
+    Array hn = tanh(matmul(W, h) + matmul(U, x) + b);
+    return std::pair{hn, hn * 2.0};
+  }, h0, xs);
+}
+
+TEST(Scan, MatchesALoop) {
+  Rng rng(3);
+  Array W = rng.uniform({4, 4}, f64) * 0.5, U = rng.uniform({4, 3}, f64), b = rng.uniform({4}, f64);
+  Array h0 = rng.uniform({4}, f64), xs = rng.uniform({6, 3}, f64);
+  auto [h, ys] = rnn(W, U, b, h0, xs);
+  Array r = h0;
+  for (int64_t t = 0; t < 6; ++t) {
+    r = tanh(matmul(W, r) + matmul(U, xs[t]) + b);
+    EXPECT_TRUE(close(ys[t], r * 2.0, 1e-12, 1e-12)) << t;
+  }
+  EXPECT_TRUE(close(h, r, 1e-12, 1e-12));
+  auto jr = jit([](const Array& W, const Array& U, const Array& b, const Array& h0, const Array& xs) {
+    return rnn(W, U, b, h0, xs);
+  });
+  auto [jh, jys] = jr(W, U, b, h0, xs);
+  EXPECT_TRUE(close(jh, h, 1e-12, 1e-12));
+  EXPECT_TRUE(close(jys, ys, 1e-12, 1e-12));
+}
+
+TEST(Scan, ReverseAndLengthWithoutXs) {
+  Array xs = array({1.0, 2.0, 3.0});
+  auto [c, ys] = scan([](const Array& c, const Array& x) { return std::pair{c * 10.0 + x, c}; }, array(0.0), xs,
+                      ScanOptions{std::nullopt, true});
+  EXPECT_DOUBLE_EQ(c.item<double>(), 321.0);  // 3, then 32, then 321
+  EXPECT_EQ(values(ys), (std::vector<double>{32.0, 3.0, 0.0}));  // ys stored at their index
+  auto [n, none] = scan([](const Array& c, const std::vector<Array>&) { return std::pair{c + 1.0, std::vector<Array>{}}; },
+                        array(0.0), std::vector<Array>{}, ScanOptions{5});
+  EXPECT_DOUBLE_EQ(n.item<double>(), 5.0);
+  EXPECT_DOUBLE_EQ(fori_loop(0, 10, [](const Array& i, const Array& c) { return c + i.astype(f64); }, array(0.0))
+                       .item<double>(),
+                   45.0);
+}
+
+TEST(Scan, GoldenJaxpr) {
+  auto f = [](const Array& c, const Array& xs) {
+    return scan([](const Array& c, const Array& x) { return std::pair{c + x, c * x}; }, c, xs);
+  };
+  EXPECT_EQ(make_jaxpr(f)(array(0.0f), array({1.0f, 2.0f})).str(),
+            "{ lambda ; a:f32[] b:f32[2]. let\n"
+            "    c:f32[] d:f32[2] = scan[\n"
+            "      jaxpr={ lambda ; e:f32[] f:f32[]. let\n"
+            "          g:f32[] = add e f\n"
+            "          h:f32[] = mul e f\n"
+            "        in (g, h) }\n"
+            "      length=2\n"
+            "      num_carry=1\n"
+            "      num_consts=0\n"
+            "      reverse=False\n"
+            "    ] a b\n"
+            "  in (c, d) }");
+}
+
+TEST(Scan, GradientsMatchFiniteDifferences) {
+  Rng rng(5);
+  Array W = rng.uniform({3, 3}, f64) * 0.5, U = rng.uniform({3, 2}, f64), b = rng.uniform({3}, f64);
+  Array h0 = rng.uniform({3}, f64), xs = rng.uniform({5, 2}, f64);
+  auto loss = [&](const Array& W, const Array& U, const Array& b, const Array& h0, const Array& xs) {
+    auto [h, ys] = rnn(W, U, b, h0, xs);
+    return sum(h * h) + sum(sin(ys));
+  };
+  std::vector<Array> args{W, U, b, h0, xs};
+  auto g = grad(loss, {0, 1, 2, 3, 4})(W, U, b, h0, xs);
+  auto jg = jit(grad(loss, {0, 1, 2, 3, 4}))(W, U, b, h0, xs);
+  auto gj = grad(jit(loss), {0, 1, 2, 3, 4})(W, U, b, h0, xs);
+  for (size_t k = 0; k < args.size(); ++k) {
+    auto fk = [&](const Array& v) {
+      std::vector<Array> a = args;
+      a[k] = v;
+      return loss(a[0], a[1], a[2], a[3], a[4]);
+    };
+    Array want = num_grad(fk, args[k]);
+    EXPECT_TRUE(close(g[k], want, 1e-6, 1e-8)) << k;
+    EXPECT_TRUE(close(jg[k], want, 1e-6, 1e-8)) << k;
+    EXPECT_TRUE(close(gj[k], want, 1e-6, 1e-8)) << k;
+  }
+  // forward mode
+  Array t = rng.uniform({3, 3}, f64);
+  auto fw = [&](const Array& w) { return loss(w, U, b, h0, xs); };
+  auto [y, dy] = jvp(fw, {W}, {t});
+  double fd = (fw(W + t * 1e-6).item<double>() - fw(W - t * 1e-6).item<double>()) / 2e-6;
+  EXPECT_NEAR(dy.item<double>(), fd, 1e-6);
+}
+
+TEST(Scan, ConstantInitialCarryIsDifferentiable) {
+  // the carry starts as a constant (zero tangent) and picks up a tangent from a const
+  auto f = [](const Array& w) {
+    return scan([&](const Array& c, const Array& x) { return std::pair{c * w + x, c}; }, array(1.0), array({1.0, 2.0}))
+        .first;
+  };
+  // c1 = w + 1, c2 = (w + 1) w + 2: d/dw = 2w + 1
+  EXPECT_NEAR(grad(f)(array(3.0)).item<double>(), 7.0, 1e-12);
+  EXPECT_NEAR(grad(grad(f))(array(3.0)).item<double>(), 2.0, 1e-12);
+}
+
+TEST(Scan, VmapMatchesALoop) {
+  Rng rng(9);
+  Array W = rng.uniform({3, 3}, f64) * 0.5, U = rng.uniform({3, 2}, f64), b = rng.uniform({3}, f64);
+  Array h0s = rng.uniform({4, 3}, f64), xss = rng.uniform({4, 5, 2}, f64);
+  auto f = [&](const Array& h0, const Array& xs) { return rnn(W, U, b, h0, xs); };
+  auto [hb, ysb] = vmap(f)(h0s, xss);
+  for (int64_t i = 0; i < 4; ++i) {
+    auto [h, ys] = f(h0s[i], xss[i]);
+    EXPECT_TRUE(close(hb[i], h, 1e-12, 1e-12)) << i;
+    EXPECT_TRUE(close(ysb[i], ys, 1e-12, 1e-12)) << i;
+  }
+  // batched weights (a const) with an unbatched carry
+  Array Ws = rng.uniform({4, 3, 3}, f64) * 0.5;
+  auto g = [&](const Array& W) { return rnn(W, U, b, h0s[0], xss[0]).first; };
+  Array gb = vmap(g)(Ws);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_TRUE(close(gb[i], g(Ws[i]), 1e-12, 1e-12)) << i;
+}
+
+TEST(Scan, Errors) {
+  Array xs = array({1.0f, 2.0f});
+  EXPECT_THROW(scan([](const Array& c, const Array& x) { return std::pair{sum(c) + x, c}; }, array({0.0f, 0.0f}), xs),
+               TypeError);
+  EXPECT_THROW(scan([](const Array& c, const Array& x) { return std::pair{c, x}; }, array(0.0f), array(1.0f)),
+               ShapeError);
+  EXPECT_THROW(scan([](const Array& c, const std::vector<Array>&) { return std::pair{c, c}; }, array(0.0f),
+                    std::vector<Array>{}),
+               ValueError);
+}
+
+// ---- while_loop ---------------------------------------------------------------------------------------
+
+TEST(While, MatchesALoopEagerlyAndUnderJit) {
+  auto f = [](const Array& x) {
+    return while_loop([](const Array& v) { return sum(v) < 100.0; }, [](const Array& v) { return v * 2.0 + 1.0; }, x);
+  };
+  Array x = array({1.0, 2.0});
+  std::vector<double> r{1.0, 2.0};
+  while (r[0] + r[1] < 100.0) r = {r[0] * 2 + 1, r[1] * 2 + 1};
+  EXPECT_EQ(values(f(x)), r);
+  EXPECT_EQ(values(jit(f)(x)), r);
+  // max_steps bounds the iterations
+  auto g = [](const Array& x) {
+    return while_loop([](const Array&) { return array(true); }, [](const Array& v) { return v + 1.0; }, x,
+                      WhileOptions{7});
+  };
+  EXPECT_DOUBLE_EQ(g(array(0.0)).item<double>(), 7.0);
+}
+
+TEST(While, GoldenJaxpr) {
+  auto f = [](const Array& x) {
+    return while_loop([](const Array& v) { return v < 10.0f; }, [](const Array& v) { return v * 2.0f; }, x);
+  };
+  EXPECT_EQ(make_jaxpr(f)(array(1.0f)).str(),
+            "{ lambda ; a:f32[]. let\n"
+            "    b:f32[] = while[\n"
+            "      body_jaxpr={ lambda ; c:f32[]. let d:f32[] = mul c 2.0:f32[] in (d,) }\n"
+            "      body_nconsts=0\n"
+            "      cond_jaxpr={ lambda ; e:f32[]. let f:bool[] = lt e 10.0:f32[] in (f,) }\n"
+            "      cond_nconsts=0\n"
+            "    ] a\n"
+            "  in (b,) }");
+}
+
+// Newton's method for sqrt(a), 1000 iterations counted in the carry
+Array newton_sqrt(const Array& a) {
+  using C = std::pair<Array, Array>;
+  C init{Array::scalar(0, i32), a};
+  return while_loop([](const C& c) { return c.first < 1000; },
+                    [&](const C& c) { return C{c.first + 1, 0.5 * (c.second + a / c.second)}; }, init)
+      .second;
+}
+
+TEST(While, GradThroughAThousandIterationsOfNewton) {
+  for (double v : {2.0, 9.0, 0.3}) {
+    Array a = array(v);
+    EXPECT_NEAR(newton_sqrt(a).item<double>(), std::sqrt(v), 1e-12);
+    EXPECT_NEAR(grad(newton_sqrt)(a).item<double>(), 0.5 / std::sqrt(v), 1e-10) << v;
+    auto [y, dy] = jvp(newton_sqrt, {a}, {array(1.0)});
+    EXPECT_NEAR(dy.item<double>(), 0.5 / std::sqrt(v), 1e-10) << v;
+  }
+}
+
+TEST(While, GradMatchesFiniteDifferencesWithADataDependentTripCount) {
+  // iterate until the value exceeds 10: the trip count depends on x, the derivative is piecewise smooth
+  auto f = [](const Array& x) {
+    using C = std::pair<Array, Array>;
+    return while_loop([](const C& c) { return c.second < 10.0; },
+                      [](const C& c) { return C{c.first * 1.5 + sin(c.second), c.second + c.first}; }, C{x, x})
+        .first;
+  };
+  for (double v : {0.7, 1.3, 2.9}) {
+    Array x = array(v);
+    double fd = (f(array(v + 1e-6)).item<double>() - f(array(v - 1e-6)).item<double>()) / 2e-6;
+    EXPECT_NEAR(grad(f)(x).item<double>(), fd, 1e-5 * std::max(1.0, std::abs(fd))) << v;
+  }
+}
+
+TEST(While, VmapWithABatchedPredicateRunsEachLaneToItsEnd) {
+  auto f = [](const Array& x) {
+    return while_loop([](const Array& v) { return v < 100.0; }, [](const Array& v) { return v * 3.0; }, x);
+  };
+  Array xs = array({1.0, 50.0, 200.0, 7.0});
+  Array got = vmap(f)(xs);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(values(got)[i], f(xs[i]).item<double>()) << i;
+  EXPECT_TRUE(close(jit(vmap(f))(xs), got));
+}
+
+TEST(While, ForiLoopWithTracedBounds) {
+  auto f = [](const Array& x, const Array& n) {
+    return fori_loop(Array::scalar(0, i32), n, [](const Array& i, const Array& c) { return c * 1.5 + i.astype(f64); },
+                     x);
+  };
+  double r = 2.0;
+  for (int i = 0; i < 5; ++i) r = r * 1.5 + i;
+  Array n = Array::scalar(5, i32);
+  EXPECT_DOUBLE_EQ(f(array(2.0), n).item<double>(), r);
+  EXPECT_DOUBLE_EQ(jit(f)(array(2.0), n).item<double>(), r);  // the bound is traced: a while loop
+  EXPECT_NEAR(grad(f)(array(2.0), n).item<double>(), std::pow(1.5, 5), 1e-12);
+}
+
+TEST(While, ErrorsAreClear) {
+  EXPECT_THROW(while_loop([](const Array& v) { return v; }, [](const Array& v) { return v; }, array(1.0f)), TypeError);
+  EXPECT_THROW(while_loop([](const Array& v) { return v < 1.0f; }, [](const Array& v) { return sum(v); },
+                          array({1.0f, 2.0f})),
+               TypeError);
+  // reverse mode inside jit needs the trip count
+  auto f = [](const Array& x) {
+    return while_loop([](const Array& v) { return v < 10.0; }, [](const Array& v) { return v * 2.0; }, x);
+  };
+  EXPECT_THROW(jit(grad(f))(array(1.0)), NotImplementedError);
+}
+
+}  // namespace
+}  // namespace graft

@@ -186,17 +186,134 @@ struct WhileLinearization {
   std::vector<Aval> residual_avals;
 };
 
+// The linear scan's leading operands: const residuals, body-const tangents (consts), carry tangents.
+Arrays linear_scan_prefix(const WhileInfo& w, const Layout& L, const WhileLinearization& lin,
+                          std::span<const Array> primals, std::span<const Array> tangents) {
+  Arrays args;
+  for (size_t k : lin.const_res) args.push_back(primals[w.ncc + static_cast<size_t>(lin.residual_input[k])]);
+  for (size_t i = 0; i < w.nbc; ++i)
+    if (L.body_nz[i]) args.push_back(tangents[w.ncc + i]);
+  for (size_t k = 0; k < L.ncar; ++k) {
+    size_t i = w.ncc + w.nbc + k;
+    if (L.carry_float[k]) args.push_back(tangent_or_zeros(tangents[i], primals[i]));
+  }
+  return args;
+}
+
+// Under a staging transformation (jit) the trip count is a traced value: the forward loop writes each
+// iteration's residuals into buffers of max_steps rows, and the linear scan runs max_steps steps of
+// which those at or past the trip count leave the tangents unchanged.
+struct BoundedLoops {
+  JaxprPtr cond, body, linear;
+};
+
+JvpResult bounded_linearize(const WhileInfo& w, const Layout& L, const WhileLinearization& lin,
+                            std::span<const Array> primals, std::span<const Array> tangents) {
+  size_t ns = lin.stacked.size(), ncr = lin.const_res.size();
+  std::vector<Aval> bufs;
+  for (size_t k : lin.stacked) {
+    Aval a = lin.residual_avals[k];
+    a.shape.insert(a.shape.begin(), w.max_steps);
+    bufs.push_back(Aval(a.shape, a.dtype));
+  }
+  std::string key = control::mask_key("while.bounded", L.body_nz) + std::to_string(w.max_steps);
+  auto loops = w.body->derived<BoundedLoops>(key, [&] {
+    BoundedLoops b;
+    Aval i32s(Shape{}, DType::i32);
+    std::vector<Aval> carry_avals = w.body->out_avals();
+    // forward: (cond consts, i, carry, buffers) -> i < max_steps and cond(carry)
+    std::vector<Aval> cin = w.cond->in_avals();
+    cin.resize(w.ncc);
+    cin.push_back(i32s);
+    cin.insert(cin.end(), carry_avals.begin(), carry_avals.end());
+    cin.insert(cin.end(), bufs.begin(), bufs.end());
+    FlatFn cf = [&](const std::vector<Array>& a) {
+      std::vector<Array> ca(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(w.ncc));
+      ca.insert(ca.end(), a.begin() + static_cast<std::ptrdiff_t>(w.ncc + 1),
+                a.begin() + static_cast<std::ptrdiff_t>(w.ncc + 1 + L.ncar));
+      Array more = lax::lt(a[w.ncc], lax::scalar(static_cast<double>(w.max_steps), DType::i32));
+      return std::vector<Array>{lax::bitwise_and(more, eval_jaxpr(*w.cond, ca)[0])};
+    };
+    b.cond = share(make_jaxpr_flat(cf, cin, "while_grad"));
+    // (body consts, i, carry, buffers) -> (i + 1, body(carry), buffers with row i set)
+    std::vector<Aval> bin = w.body->in_avals();
+    bin.resize(w.nbc);
+    bin.push_back(i32s);
+    bin.insert(bin.end(), carry_avals.begin(), carry_avals.end());
+    bin.insert(bin.end(), bufs.begin(), bufs.end());
+    FlatFn bf = [&](const std::vector<Array>& a) {
+      std::vector<Array> ka(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(w.nbc));
+      ka.insert(ka.end(), a.begin() + static_cast<std::ptrdiff_t>(w.nbc + 1),
+                a.begin() + static_cast<std::ptrdiff_t>(w.nbc + 1 + L.ncar));
+      Array i = a[w.nbc];
+      Arrays outs = eval_jaxpr(*lin.known, ka);
+      std::vector<Array> r{lax::add(i, lax::scalar(1, DType::i32))};
+      r.insert(r.end(), outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(L.ncar));
+      for (size_t k = 0; k < ns; ++k) {
+        const Array& buf = a[w.nbc + 1 + L.ncar + k];
+        const Array& res = outs[L.ncar + k];
+        std::vector<Array> start{i};
+        for (int64_t d = 0; d < res.ndim(); ++d) start.push_back(lax::scalar(0, DType::i32));
+        r.push_back(lax::dynamic_update_slice(buf, lax::expand_dims(res, {0}), start));
+      }
+      return r;
+    };
+    b.body = share(make_jaxpr_flat(bf, bin, "while_grad"));
+    // linear: (const residuals, body-const tangents, n, carry tangents, stacked rows, k) -> masked step
+    std::vector<Aval> lin_in = lin.linear->in_avals();
+    size_t nconst_t = ncr + L.nbct;
+    std::vector<Aval> lav(lin_in.begin(), lin_in.begin() + static_cast<std::ptrdiff_t>(nconst_t));
+    lav.push_back(i32s);
+    lav.insert(lav.end(), lin_in.begin() + static_cast<std::ptrdiff_t>(nconst_t), lin_in.end());
+    lav.push_back(i32s);
+    FlatFn lf = [&](const std::vector<Array>& a) {
+      // steps past the trip count keep the tangents; a cond, not a select, so that their (unwritten,
+      // zero) residual rows are never used: 0 * inf in a masked-out step would still poison the sums
+      auto old = [&](const std::vector<Array>& o) {
+        return std::vector<Array>(o.begin() + static_cast<std::ptrdiff_t>(nconst_t + 1),
+                                  o.begin() + static_cast<std::ptrdiff_t>(nconst_t + 1 + L.ncart));
+      };
+      auto step = [&](const std::vector<Array>& o) {
+        std::vector<Array> la(o.begin(), o.begin() + static_cast<std::ptrdiff_t>(nconst_t));
+        la.insert(la.end(), o.begin() + static_cast<std::ptrdiff_t>(nconst_t + 1), o.end() - 1);
+        Arrays next = eval_jaxpr(*lin.linear, la);
+        return std::vector<Array>(next.begin(), next.end());
+      };
+      return cond_flat(lax::lt(a.back(), a[nconst_t]), {old, step}, a);
+    };
+    b.linear = share(make_jaxpr_flat(lf, lav, "while_grad"));
+    return b;
+  });
+  // the forward loop (known inputs only: it runs in, or is staged into, the parent)
+  Arrays fargs(primals.begin(), primals.begin() + static_cast<std::ptrdiff_t>(w.ncc + w.nbc));
+  fargs.push_back(lax::scalar(0, DType::i32));
+  fargs.insert(fargs.end(), primals.begin() + static_cast<std::ptrdiff_t>(w.ncc + w.nbc), primals.end());
+  for (auto& a : bufs) fargs.push_back(lax::zeros(a));
+  Arrays fouts = bind(while_p, fargs, make_params(loops->cond, loops->body, w.ncc, w.nbc, -1));
+  Arrays args = linear_scan_prefix(w, L, lin, primals, tangents);
+  args.insert(args.begin() + static_cast<std::ptrdiff_t>(ncr + L.nbct), fouts[0]);  // the trip count
+  args.insert(args.end(), fouts.begin() + static_cast<std::ptrdiff_t>(1 + L.ncar), fouts.end());
+  args.push_back(lax::iota(DType::i32, {w.max_steps}));
+  Arrays touts = control::bind_scan(loops->linear, args, w.max_steps, false, ncr + L.nbct + 1, L.ncart);
+  JvpResult r;
+  r.primals.assign(fouts.begin() + 1, fouts.begin() + static_cast<std::ptrdiff_t>(1 + L.ncar));
+  r.tangents.resize(L.ncar);
+  for (size_t k = 0, t = 0; k < L.ncar; ++k)
+    if (L.carry_float[k]) r.tangents[k] = touts[t++];
+  return r;
+}
+
 JvpResult while_linearize(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
                           const Params& params) {
   WhileInfo w = info_of(params);
   Layout L = layout_of(w, primals, tangents);
   bool concrete = true;
   for (auto& x : primals) concrete = concrete && x.is_concrete();
-  if (!concrete)
+  if (!concrete && w.max_steps < 0)
     fail<NotImplementedError>(
         "while_loop: reverse-mode differentiation needs the number of iterations, which is not known while tracing "
-        "(under jit or another staging transformation); differentiate outside jit, or use a scan / fori_loop with "
-        "static bounds");
+        "(under jit or another staging transformation); give the loop a bound (WhileOptions::max_steps), "
+        "differentiate outside jit, or use scan / fori_loop with static bounds");
   auto lin = w.body->derived<WhileLinearization>(control::mask_key("while.lin", L.body_nz), [&] {
     LinearizedJaxpr lj = linearize_jaxpr(*w.body, L.body_nz, /*instantiate=*/true);
     WhileLinearization r;
@@ -219,24 +336,14 @@ JvpResult while_linearize(const Primitive& p, std::span<const Array> primals, st
     r.linear = share(permute_invars(lj.linear, order));
     return r;
   });
+  if (!concrete) return bounded_linearize(w, L, *lin, primals, tangents);
   std::vector<std::vector<Array>> rows(lin->stacked.size());
+  int64_t n = 0;
   Arrays carry = run_loop(w, *lin->known, primals, L.ncar, [&](const Arrays& outs) {
+    ++n;
     for (size_t k = 0; k < rows.size(); ++k) rows[k].push_back(outs[L.ncar + k]);
   });
-  int64_t n = rows.empty() ? -1 : static_cast<int64_t>(rows[0].size());
-  if (n < 0) {
-    // no per-iteration residuals: count the iterations with the plain loop's trip count
-    n = 0;
-    run_loop(w, *w.body, primals, L.ncar, [&](const Arrays&) { ++n; });
-  }
-  Arrays args;
-  for (size_t k : lin->const_res) args.push_back(primals[w.ncc + static_cast<size_t>(lin->residual_input[k])]);
-  for (size_t i = 0; i < w.nbc; ++i)
-    if (L.body_nz[i]) args.push_back(tangents[w.ncc + i]);
-  for (size_t k = 0; k < L.ncar; ++k) {
-    size_t i = w.ncc + w.nbc + k;
-    if (L.carry_float[k]) args.push_back(tangent_or_zeros(tangents[i], primals[i]));
-  }
+  Arrays args = linear_scan_prefix(w, L, *lin, primals, tangents);
   for (size_t k = 0; k < rows.size(); ++k) args.push_back(control::stack_rows(rows[k], lin->residual_avals[lin->stacked[k]]));
   Arrays touts = control::bind_scan(lin->linear, args, n, false, lin->const_res.size() + L.nbct, L.ncart);
   JvpResult r;

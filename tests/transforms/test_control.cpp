@@ -346,6 +346,27 @@ TEST(While, GradMatchesFiniteDifferencesWithADataDependentTripCount) {
   }
 }
 
+TEST(While, ReverseModeUnderJitWithABound) {
+  // under jit the trip count is traced: with max_steps the loop's residuals go to bounded buffers
+  auto newton = [](const Array& a) {
+    return while_loop([&](const Array& x) { return abs(x * x - a) > 1e-12 * a; },
+                      [&](const Array& x) { return 0.5 * (x + a / x); }, a, WhileOptions{200});
+  };
+  for (double v : {2.0, 9.0, 0.3}) {
+    EXPECT_NEAR(jit(grad(newton))(array(v)).item<double>(), 0.5 / std::sqrt(v), 1e-9) << v;
+    EXPECT_NEAR(grad(jit(newton))(array(v)).item<double>(), 0.5 / std::sqrt(v), 1e-9) << v;
+    EXPECT_NEAR(grad(newton)(array(v)).item<double>(), 0.5 / std::sqrt(v), 1e-9) << v;
+  }
+  // a bound smaller than the trip count stops the loop there, in value and derivative alike
+  auto doubling = [](const Array& x) {
+    return while_loop([](const Array& v) { return v < 1e6; }, [](const Array& v) { return v * 2.0; }, x,
+                      WhileOptions{3});
+  };
+  EXPECT_DOUBLE_EQ(jit(doubling)(array(1.0)).item<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(jit(grad(doubling))(array(1.0)).item<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(grad(doubling)(array(1.0)).item<double>(), 8.0);
+}
+
 TEST(While, VmapWithABatchedPredicateRunsEachLaneToItsEnd) {
   auto f = [](const Array& x) {
     return while_loop([](const Array& v) { return v < 100.0; }, [](const Array& v) { return v * 3.0; }, x);

@@ -71,12 +71,18 @@ JvpResult cond_jvp(const Primitive& p, std::span<const Array> primals, std::span
   return r;
 }
 
-// Under grad: the primal cond runs now; the linear program gets a cond over the same index whose
-// branches compute the output tangents from the (known) operands and the input tangents. The
-// transpose of that cond recomputes the taken branch's primal values (nothing is saved per branch).
+// Under grad. With a concrete index (eager), only the taken branch is linearized. Otherwise (under
+// jit) the primal cond runs in the parent and the linear program gets a cond over the same index whose
+// branches compute the output tangents from the (known) operands and the input tangents; its
+// transpose recomputes the taken branch's primal values (nothing is saved per branch).
 JvpResult cond_linearize(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
                          const Params& params) {
   const JaxprList& br = branches_of(params);
+  if (primals[0].is_concrete()) {
+    // the branch is known now (eager grad): linearize just that branch, nothing to recompute later
+    int64_t i = std::clamp<int64_t>(primals[0].item<int64_t>(), 0, static_cast<int64_t>(br.size()) - 1);
+    return control::linearize_inline(*br[static_cast<size_t>(i)], primals.subspan(1), tangents.subspan(1));
+  }
   std::vector<bool> nz = nonzero_mask(tangents);
   JvpResult r;
   r.primals = bind(p, primals, params);

@@ -35,6 +35,8 @@ extern const Primitive cond_p;
 extern const Primitive while_p;
 /// scan[jaxpr= length= num_carry= num_consts= reverse=] consts init xs -> (carry..., ys...)
 extern const Primitive scan_p;
+/// call[callee=f] args...: a call of a Recursive function (by reference, so that it can call itself).
+extern const Primitive call_p;
 
 struct WhileOptions {
   /// The loop stops after at most this many iterations (-1: no bound). Reverse-mode differentiation
@@ -175,5 +177,37 @@ C fori_loop(const Array& lower, const Array& upper, const F& body_fn, const C& i
   };
   return std::get<2>(while_loop(c, b, s, opts));
 }
+
+/// A function that may call itself, under every transformation: a recursive call made while the
+/// function is being traced becomes a `call` equation referring to the function being traced (not an
+/// infinite trace). The seeds' example:
+///
+///   Recursive factorial("factorial", [](const Recursive& self, const std::vector<Array>& a) {
+///     const Array &r = a[0], &x = a[1];
+///     return std::vector<Array>{cond(x <= 1.0, [&] { return r; }, [&] { return self(r * x, x - 1.0); })};
+///   });
+///   factorial(array(1.0), array(3.0));                               // 6, eagerly, under jit, jvp and grad
+///
+/// A recursive call's result types are needed before the body is traced: `out_types` gives them for the
+/// argument types (default: one result with the first argument's type). The body must not capture
+/// traced values (pass them as arguments). Under vmap it is not supported yet.
+class Recursive {
+ public:
+  using Body = std::function<std::vector<Array>(const Recursive& self, const std::vector<Array>& args)>;
+  using OutTypes = std::function<std::vector<Aval>(const std::vector<Aval>& in)>;
+  Recursive(std::string name, Body body, OutTypes out_types = {});
+  /// All results.
+  std::vector<Array> call(const std::vector<Array>& args) const;
+  /// The first result: `self(r * x, x - 1.0)`.
+  template <class... A>
+  Array operator()(const A&... args) const {
+    return call(std::vector<Array>{Array(args)...})[0];
+  }
+  const std::string& name() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> st_;
+};
 
 }  // namespace graft

@@ -5,6 +5,7 @@
 
 #include "graft/compiler/executable.h"
 #include "graft/core/trace.h"
+#include "graft/interp/jvp.h"
 
 namespace graft::control {
 
@@ -49,6 +50,30 @@ Array stack_rows(const std::vector<Array>& rows, const Aval& row) {
 void write_row(const Array& dst, int64_t i, const Array& value) {
   size_t nb = value.nbytes();
   if (nb) std::memcpy(static_cast<char*>(dst.concrete()->data()) + static_cast<size_t>(i) * nb, value.raw_data(), nb);
+}
+
+JvpResult linearize_inline(const ClosedJaxpr& body, std::span<const Array> primals, std::span<const Array> tangents) {
+  Trace* rule = current_trace();
+  // the same arrangement as linearize_flat: primal work in the rule trace's parent, rules in it
+  auto L = make_ref<JVPTrace>(Ref<Trace>(rule->parent()), rule, "grad");
+  struct End {
+    Trace* t;
+    ~End() { t->end(); }
+  } end{L.get()};
+  Arrays ins;
+  for (size_t i = 0; i < primals.size(); ++i) ins.push_back(L->make(primals[i], tangents[i]));
+  Arrays outs;
+  {
+    TraceScope scope(L.get());
+    outs = eval_jaxpr(body, ins);
+  }
+  JvpResult r;
+  for (auto& o : outs) {
+    auto [p, t] = L->unpack(o);
+    r.primals.push_back(p);
+    r.tangents.push_back(t);
+  }
+  return r;
 }
 
 std::vector<bool> float_mask(const std::vector<Aval>& avals) {

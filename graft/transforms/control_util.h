@@ -31,6 +31,12 @@ Array stack_rows(const std::vector<Array>& rows, const Aval& row);
 /// Copies `value` into row i of the concrete array `dst` (created by Array::empty, not shared yet).
 void write_row(const Array& dst, int64_t i, const Array& value);
 
+/// Linearizes `body` inline, for a linearize rule (running with the tangent-staging trace current):
+/// its equations are evaluated under a fresh linearize interpreter, so primal work runs in the parent
+/// and tangent work is recorded in the current linear program, each equation by its own rule. Used
+/// where the body to run is known now (a cond with a concrete index, a recursive call).
+JvpResult linearize_inline(const ClosedJaxpr& body, std::span<const Array> primals, std::span<const Array> tangents);
+
 /// Which of `avals` are floating (have tangents).
 std::vector<bool> float_mask(const std::vector<Aval>& avals);
 /// "1001"-style key of a mask, prefixed by `tag`, for ClosedJaxpr::derived.

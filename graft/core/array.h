@@ -137,6 +137,17 @@ class Array {
   AtRef at(std::initializer_list<IndexItem> idx) const;
   AtRef at(const IndexItem& i) const;
 
+  // ---- reverse mode in the PyTorch style (graft/transforms/tape.h defines these) -----------------
+  /// Makes this array a leaf of this thread's default tape: later operations on it are recorded.
+  Array& requires_grad_();
+  /// Reverse mode from this one-element array: adds its derivative with respect to every
+  /// requires_grad_() leaf it depends on to that leaf's grad().
+  void backward() const;
+  /// The gradient accumulated by backward() (null before the first backward()).
+  Array grad() const;
+  /// Clears the accumulated gradient.
+  void zero_grad_() const;
+
   /// Uninitialized CPU array.
   static Array empty(const Aval& a);
   /// CPU array copied from `data` (which holds numel(shape) elements of `d`).

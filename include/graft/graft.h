@@ -28,4 +28,5 @@
 #include "graft/random/random.h"
 #include "graft/transforms/api.h"
 #include "graft/transforms/control.h"
+#include "graft/transforms/tape.h"
 #include "graft/transforms/pytree.h"

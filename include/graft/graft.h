@@ -29,4 +29,5 @@
 #include "graft/transforms/api.h"
 #include "graft/transforms/control.h"
 #include "graft/transforms/tape.h"
+#include "graft/transforms/graph.h"
 #include "graft/transforms/pytree.h"

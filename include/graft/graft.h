@@ -30,4 +30,5 @@
 #include "graft/transforms/control.h"
 #include "graft/transforms/tape.h"
 #include "graft/transforms/graph.h"
+#include "graft/transforms/remat.h"
 #include "graft/transforms/pytree.h"

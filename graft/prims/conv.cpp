@@ -4,6 +4,7 @@
 // convolutions (the gradient of a strided convolution is a convolution with input dilation).
 #include <numeric>
 
+#include "graft/backend/cpu/conv.h"
 #include "graft/backend/cpu/gemm.h"
 #include "graft/prims/rules.h"
 
@@ -105,6 +106,28 @@ void conv_canonical(const T* L, const T* R, T* Out, const Shape& ls, const Shape
         table[d][static_cast<size_t>(k * So + s)] = q;
       }
   }
+  // for the last spatial dim: per kernel offset, the interval of output positions that read the input
+  // and whether they read it at a fixed step (no input dilation): then a run is one strided copy
+  struct Span {
+    int64_t lo = 0, hi = 0, q0 = 0;
+  };
+  std::vector<Span> spans;
+  bool affine = nsp > 0;
+  int64_t step = nsp > 0 ? c.strides[nsp - 1] : 1;
+  if (nsp > 0) {
+    int64_t K = rs[2 + nsp - 1], So = os[2 + nsp - 1];
+    for (int64_t k = 0; k < K && affine; ++k) {
+      const int64_t* t = table[nsp - 1].data() + k * So;
+      Span sp;
+      while (sp.lo < So && t[sp.lo] < 0) ++sp.lo;
+      sp.hi = sp.lo;
+      while (sp.hi < So && t[sp.hi] >= 0) ++sp.hi;
+      sp.q0 = sp.lo < So ? t[sp.lo] : 0;
+      for (int64_t j = sp.hi; j < So && affine; ++j) affine = t[j] < 0;
+      for (int64_t j = sp.lo; j < sp.hi && affine; ++j) affine = t[j] == sp.q0 + (j - sp.lo) * step;
+      spans.push_back(sp);
+    }
+  }
   int64_t groups = c.fgc * c.bgc, Oper = O / groups, rows = I * prodK, cols = Nout * prodSo;
   ScratchBuffer<T> col(static_cast<size_t>(rows * cols)), res(static_cast<size_t>(Oper * cols));
   Shape lstr = strides_of(ls);
@@ -140,6 +163,17 @@ void conv_canonical(const T* L, const T* R, T* Out, const Shape& ls, const Shape
               std::fill_n(out, last, T(0));
             } else if (nsp == 0) {
               out[0] = src[base];
+            } else if (affine) {
+              const Span& sp = spans[static_cast<size_t>(kidx[nsp - 1])];
+              const T* s = src + base + sp.q0 * last_stride;
+              std::fill_n(out, sp.lo, T(0));
+              int64_t n_in = sp.hi - sp.lo, st = step * last_stride;
+              if (st == 1) {
+                std::copy_n(s, n_in, out + sp.lo);
+              } else {
+                for (int64_t j = 0; j < n_in; ++j) out[sp.lo + j] = s[j * st];
+              }
+              std::fill(out + sp.hi, out + last, T(0));
             } else {
               const T* s = src + base;
               for (int64_t j = 0; j < last; ++j) out[j] = tlast[j] >= 0 ? s[tlast[j] * last_stride] : T(0);
@@ -163,8 +197,40 @@ void conv_canonical(const T* L, const T* R, T* Out, const Shape& ls, const Shape
   (void)prodS;
 }
 
+// 2-D f32 convolutions without input dilation or batch groups go to oneDNN's direct convolution,
+// which reads and writes every operand in its own layout (the dimension numbers become strides).
+bool conv_dnnl(const Array& l, const Array& r, Array& out, const ConvP& c) {
+  if (l.dtype() != DType::f32 || l.ndim() != 4 || c.bgc != 1) return false;
+  for (auto v : c.lhs_dil)
+    if (v != 1) return false;
+  cpu::Conv2dDesc d;
+  auto fill = [](const Array& x, const IntList& spec, int64_t* dims, int64_t* strides) {
+    Shape st = strides_of(x.shape());
+    for (size_t j = 0; j < 4; ++j) {
+      dims[j] = x.shape()[static_cast<size_t>(spec[j])];
+      strides[j] = st[static_cast<size_t>(spec[j])];
+    }
+  };
+  fill(l, c.dn->lhs_spec, d.src_dims, d.src_strides);
+  fill(r, c.dn->rhs_spec, d.wei_dims, d.wei_strides);
+  fill(out, c.dn->out_spec, d.dst_dims, d.dst_strides);
+  for (size_t i = 0; i < 2; ++i) {
+    d.strides[i] = c.strides[i];
+    d.dilation[i] = c.rhs_dil[i];
+    d.pad_lo[i] = c.padding[i].first;
+    d.pad_hi[i] = c.padding[i].second;
+  }
+  d.groups = c.fgc;
+  return cpu::conv2d_f32(d, static_cast<const float*>(l.raw_data()), static_cast<const float*>(r.raw_data()),
+                         static_cast<float*>(out.concrete()->data()));
+}
+
 Arrays conv_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
   ConvP c = read(params);
+  {
+    Array direct = Array::empty(out[0]);
+    if (direct.size() > 0 && in[0].size() > 0 && in[1].size() > 0 && conv_dnnl(in[0], in[1], direct, c)) return {direct};
+  }
   Array L = to_layout(in[0], c.dn->lhs_spec), R = to_layout(in[1], c.dn->rhs_spec);
   size_t rank = static_cast<size_t>(L.ndim());
   Shape os(rank);

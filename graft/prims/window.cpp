@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "graft/prims/rules.h"
 
@@ -138,6 +139,38 @@ void for_each_window(const Shape& in, const Shape& out, const WinP& w, F&& f) {
   });
 }
 
+// Pooling over the last two dimensions only (no padding or dilation; the CNN case): windows are
+// (kh, kw) blocks of planes, visited by f(out_flat, first_element_offset, row_stride) in output
+// order. Returns false (and does nothing) when the window is not of that form.
+struct PlaneWindows {
+  int64_t planes, H, W, OH, OW, kh, kw, sh, sw;
+};
+std::optional<PlaneWindows> plane_windows(const Shape& in, const Shape& out, const WinP& w) {
+  size_t nd = in.size();
+  if (nd < 2) return std::nullopt;
+  for (size_t d = 0; d < nd; ++d) {
+    if (w.base_dil[d] != 1 || w.win_dil[d] != 1 || w.padding[d].first != 0 || w.padding[d].second != 0)
+      return std::nullopt;
+    if (d + 2 < nd && (w.window[d] != 1 || w.strides[d] != 1)) return std::nullopt;
+  }
+  int64_t planes = 1;
+  for (size_t d = 0; d + 2 < nd; ++d) planes *= in[d];
+  return PlaneWindows{planes, in[nd - 2], in[nd - 1], out[nd - 2], out[nd - 1],
+                      w.window[nd - 2], w.window[nd - 1], w.strides[nd - 2], w.strides[nd - 1]};
+}
+
+template <class F>
+void for_each_plane_window(const PlaneWindows& q, F&& f) {
+  cpu::parallel_for(q.planes * q.OH, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, q.OW * q.kh * q.kw)),
+                    [&](int64_t r0, int64_t r1) {
+                      for (int64_t r = r0; r < r1; ++r) {
+                        int64_t p = r / q.OH, oh = r % q.OH;
+                        int64_t row = p * q.H * q.W + oh * q.sh * q.W;
+                        for (int64_t ow = 0; ow < q.OW; ++ow) f(r * q.OW + ow, row + ow * q.sw);
+                      }
+                    });
+}
+
 Arrays window_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> outv, const Params& params) {
   WinP w = read(params);
   const Array& x = in[0];
@@ -159,11 +192,7 @@ Arrays window_impl(const Primitive& p, std::span<const Array> in, std::span<cons
     } else {
       init = kind == WKind::max ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
     }
-    ScratchBuffer<C> acc(static_cast<size_t>(r.size()), init);  // not vector<bool>: needs C&
-    for_each_window(x.shape(), outv[0].shape, w, [&](int64_t o, int64_t, int64_t off) {
-      if (off < 0) return;
-      C v = static_cast<C>(xd[off]);
-      C& a = acc[static_cast<size_t>(o)];
+    auto fold = [&](C& a, C v) {
       if constexpr (std::is_same_v<C, bool>) {
         a = kind == WKind::min ? (a && v) : (a || v);
       } else if (kind == WKind::sum) {
@@ -173,6 +202,20 @@ Arrays window_impl(const Primitive& p, std::span<const Array> in, std::span<cons
       } else {
         if (v < a || v != v) a = v;
       }
+    };
+    if (auto q = plane_windows(x.shape(), outv[0].shape, w)) {
+      for_each_plane_window(*q, [&](int64_t o, int64_t base) {
+        C a = init;
+        for (int64_t i = 0; i < q->kh; ++i)
+          for (int64_t j = 0; j < q->kw; ++j) fold(a, static_cast<C>(xd[base + i * q->W + j]));
+        od[o] = static_cast<T>(a);
+      });
+      return;
+    }
+    ScratchBuffer<C> acc(static_cast<size_t>(r.size()), init);  // not vector<bool>: needs C&
+    for_each_window(x.shape(), outv[0].shape, w, [&](int64_t o, int64_t, int64_t off) {
+      if (off < 0) return;
+      fold(acc[static_cast<size_t>(o)], static_cast<C>(xd[off]));
     });
     for (int64_t i = 0; i < r.size(); ++i) od[i] = static_cast<T>(acc[static_cast<size_t>(i)]);
   });
@@ -207,6 +250,23 @@ template <class T>
 ScratchBuffer<int64_t> selected_offsets(const T* x, const Shape& in, const Shape& out, const WinP& w, bool is_max) {
   using C = compute_t<T>;
   ScratchBuffer<int64_t> sel(static_cast<size_t>(numel(out)), -1);
+  if (auto q = plane_windows(in, out, w)) {
+    for_each_plane_window(*q, [&](int64_t o, int64_t base) {
+      int64_t s = base;
+      C b = static_cast<C>(x[base]);
+      for (int64_t i = 0; i < q->kh; ++i)
+        for (int64_t j = 0; j < q->kw; ++j) {
+          int64_t off = base + i * q->W + j;
+          C v = static_cast<C>(x[off]);
+          if (is_max ? v > b : v < b) {
+            s = off;
+            b = v;
+          }
+        }
+      sel[static_cast<size_t>(o)] = s;
+    });
+    return sel;
+  }
   ScratchBuffer<C> best(sel.size());
   for_each_window(in, out, w, [&](int64_t o, int64_t, int64_t off) {
     if (off < 0) return;

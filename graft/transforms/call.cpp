@@ -27,7 +27,22 @@ struct Slot final : ParamObject {
   void print(std::ostream& os) const override { os << name; }
 };
 
-const Slot& slot_of(const Params& p) { return p.get_object<Slot>("callee"); }
+// The `callee` parameter. A call made while its callee is being traced (a recursive call, inside the
+// callee's own jaxpr) must not own it: the slot owns that jaxpr, so owning would make a cycle that is
+// never freed. Every other call owns its callee.
+struct Callee final : ParamObject {
+  Ref<Slot> owned;
+  const Slot* slot;
+  explicit Callee(const Ref<Slot>& s) : owned(s->jaxpr ? s : Ref<Slot>()), slot(s.get()) {}
+  void print(std::ostream& os) const override { slot->print(os); }
+  size_t hash() const override { return reinterpret_cast<size_t>(slot); }
+  bool equals(const ParamObject& o) const override {
+    auto* c = dynamic_cast<const Callee*>(&o);
+    return c && c->slot == slot;
+  }
+};
+
+const Slot& slot_of(const Params& p) { return *p.get_object<Callee>("callee").slot; }
 
 std::string avals_key(const std::vector<Aval>& avals) {
   std::string k;
@@ -82,7 +97,7 @@ const ClosedJaxpr& body_of(const Slot& s) {
   return *s.jaxpr;
 }
 
-Params callee(Ref<Slot> s) { return Params{{"callee", Ref<const ParamObject>(std::move(s))}}; }
+Params callee(const Ref<Slot>& s) { return Params{{"callee", Ref<const ParamObject>(new Callee(s))}}; }
 
 Avals call_shape(const Primitive&, AvalPtrs in, const Params& params) {
   const Slot& s = slot_of(params);

@@ -632,9 +632,20 @@ std::vector<Case> structural_cases() {
                           {{5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}}, mx, -INFINITY));
   v.push_back(window_case("reduce_window_min_strided", reduce_window_min_p,
                           {{6, 5}, {2, 3}, {2, 1}, {1, 1}, {1, 1}, {{0, 0}, {1, 0}}}, mn, INFINITY));
-  // select_and_gather_add / select_and_scatter_add: max-pool windows with padding and overlap
-  {
-    WinCase wc{{2, 5, 6}, {1, 3, 2}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {{0, 0}, {1, 1}, {0, 0}}};
+  // pooling over the last two dims without padding (the kernels' fast path), sizes that do not divide
+  v.push_back(window_case("reduce_window_max_planes_floor", reduce_window_max_p,
+                          {{2, 3, 7, 5}, {1, 1, 3, 2}, {1, 1, 2, 2}, {1, 1, 1, 1}, {1, 1, 1, 1},
+                           {{0, 0}, {0, 0}, {0, 0}, {0, 0}}},
+                          mx, -INFINITY));
+  v.push_back(window_case("reduce_window_sum_planes_overlapping", reduce_window_sum_p,
+                          {{3, 6, 5}, {1, 3, 3}, {1, 1, 2}, {1, 1, 1}, {1, 1, 1}, {{0, 0}, {0, 0}, {0, 0}}}, add, 0));
+  // select_and_gather_add / select_and_scatter_add: max-pool windows with padding and overlap, and
+  // without padding (the fast path)
+  for (auto [suffix, wc, out_shape] :
+       {std::tuple{"", WinCase{{2, 5, 6}, {1, 3, 2}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {{0, 0}, {1, 1}, {0, 0}}},
+                   Shape{2, 3, 3}},
+        std::tuple{"_planes", WinCase{{2, 7, 6}, {1, 3, 2}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {{0, 0}, {0, 0}, {0, 0}}},
+                   Shape{2, 3, 3}}}) {
     std::vector<IntList> pad;
     for (auto& [lo, hi] : wc.padding) pad.push_back({lo, hi});
     Params p{{"base_dilation", wc.base_dil},   {"padding", Ref<const ParamObject>(new lax::IntTuples(pad))},
@@ -667,9 +678,8 @@ std::vector<Case> structural_cases() {
       });
       return sel;
     };
-    Shape out_shape{2, 3, 3};
     v.push_back(make(
-        "select_and_gather_add", select_and_gather_add_p, p,
+        std::string("select_and_gather_add") + suffix, select_and_gather_add_p, p,
         [wc](Rng& r, DType d) { return Inputs{r.uniform(wc.in, d), r.uniform(wc.in, d)}; },
         [selected](const Inputs& in) {
           T t(in[0]), x(in[1]);
@@ -681,7 +691,7 @@ std::vector<Case> structural_cases() {
         },
         {true, false}));
     v.push_back(make(
-        "select_and_scatter_add", select_and_scatter_add_p, p,
+        std::string("select_and_scatter_add") + suffix, select_and_scatter_add_p, p,
         [wc, out_shape](Rng& r, DType d) { return Inputs{r.uniform(out_shape, d), r.uniform(wc.in, d)}; },
         [selected](const Inputs& in) {
           T s(in[0]), x(in[1]);

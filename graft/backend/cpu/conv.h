@@ -1,0 +1,21 @@
+// Direct 2-D convolution on the CPU through oneDNN (no im2col buffer).
+#pragma once
+
+#include <cstdint>
+
+namespace graft::cpu {
+
+/// A 2-D f32 convolution described logically: src (N, C, H, W), weights (O, C / groups, KH, KW), dst
+/// (N, O, OH, OW), each with arbitrary element strides (so any dimension layout is read and written
+/// in place). `dilation` counts like XLA's (1 = none); padding is non-negative. Returns false when
+/// oneDNN is not available or does not take the problem (the caller then uses its own kernel).
+struct Conv2dDesc {
+  int64_t src_dims[4], src_strides[4];
+  int64_t wei_dims[4], wei_strides[4];
+  int64_t dst_dims[4], dst_strides[4];
+  int64_t strides[2], dilation[2], pad_lo[2], pad_hi[2];
+  int64_t groups = 1;
+};
+bool conv2d_f32(const Conv2dDesc& d, const float* src, const float* wei, float* dst);
+
+}  // namespace graft::cpu

@@ -198,9 +198,9 @@ Arrays window_impl(const Primitive& p, std::span<const Array> in, std::span<cons
       } else if (kind == WKind::sum) {
         a = static_cast<C>(a + v);
       } else if (kind == WKind::max) {
-        if (v > a || v != v) a = v;
+        a = ((v > a) | (v != v)) ? v : a;  // branch-free: on real data the comparison is a coin toss
       } else {
-        if (v < a || v != v) a = v;
+        a = ((v < a) | (v != v)) ? v : a;
       }
     };
     if (auto q = plane_windows(x.shape(), outv[0].shape, w)) {
@@ -258,10 +258,9 @@ ScratchBuffer<int64_t> selected_offsets(const T* x, const Shape& in, const Shape
         for (int64_t j = 0; j < q->kw; ++j) {
           int64_t off = base + i * q->W + j;
           C v = static_cast<C>(x[off]);
-          if (is_max ? v > b : v < b) {
-            s = off;
-            b = v;
-          }
+          bool take = is_max ? v > b : v < b;  // branch-free, as in window_impl
+          s = take ? off : s;
+          b = take ? v : b;
         }
       sel[static_cast<size_t>(o)] = s;
     });

@@ -4,6 +4,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -52,9 +54,30 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
   memory::desc any_dst(dims(d.dst_dims, 4), dt::f32, memory::format_tag::any);
   memory::dims st = dims(d.strides, 2), dil{d.dilation[0] - 1, d.dilation[1] - 1}, pl = dims(d.pad_lo, 2),
                pr = dims(d.pad_hi, 2);
-  convolution_forward::desc cd(prop_kind::forward_inference, algorithm::convolution_direct, any_src, any_wei, any_dst,
-                               st, dil, pl, pr);
-  convolution_forward::primitive_desc pd(cd, engine());
+  // Prefer an implementation that reads and writes the operands where they are (no reorder); take one
+  // that wants its own formats only when the in-place ones would be reference or GEMM-based kernels.
+  auto make_pd = [&](const memory::desc& src, const memory::desc& dst) -> std::optional<convolution_forward::primitive_desc> {
+    try {
+      convolution_forward::desc cd(prop_kind::forward_inference, algorithm::convolution_direct, src, any_wei, dst, st,
+                                   dil, pl, pr);
+      convolution_forward::primitive_desc pd(cd, engine());
+      std::string impl = pd.impl_info_str();
+      if (impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos) return std::nullopt;
+      return pd;
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
+  };
+  std::optional<convolution_forward::primitive_desc> best;
+  for (auto [src, dst] : {std::pair{e->user_src, e->user_dst}, std::pair{any_src, e->user_dst},
+                          std::pair{e->user_src, any_dst}})
+    if (!best) best = make_pd(src, dst);
+  convolution_forward::primitive_desc pd =
+      best ? *best
+           : convolution_forward::primitive_desc(convolution_forward::desc(prop_kind::forward_inference,
+                                                                           algorithm::convolution_direct, any_src,
+                                                                           any_wei, any_dst, st, dil, pl, pr),
+                                                 engine());
   e->prim = convolution_forward(pd);
   e->src = pd.src_desc();
   e->wei = pd.weights_desc();

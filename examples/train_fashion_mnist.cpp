@@ -138,10 +138,13 @@ int main(int argc, char** argv) {
   try {
     Model model = model_name == "mlp" ? mlp() : cnn();
     auto ds = g::data::load_fashion_mnist(data_dir);
+    // pixels scaled to [0, 1], then standardized with the training set's mean and deviation
+    Array train01 = ds.train_images.astype(g::f32) / 255.0;
+    Array mean = g::mean(train01), stdev = g::sqrt(g::mean(g::square(train01 - mean)));
     auto prep = [&](const Array& images) {
       g::Shape s{images.shape(0)};
       for (auto d : model.input) s.push_back(d);
-      return g::reshape(images.astype(g::f32) / 255.0, s);
+      return g::reshape((images.astype(g::f32) / 255.0 - mean) / stdev, s);
     };
     Array x_train = prep(ds.train_images), x_test = prep(ds.test_images);
     int64_t n = x_train.shape(0);

@@ -114,25 +114,22 @@ TangentLayout tangent_layout(const ScanInfo& s, std::span<const Array> tangents)
 }
 
 // The tangent operands in the order consts, carry (instantiated), xs.
-void push_tangents(Arrays& args, const ScanInfo& s, const TangentLayout& L, std::span<const Array> tangents,
+void push_tangents(Arrays& args, const TangentLayout& L, std::span<const Array> tangents,
                    std::span<const Array> primals, size_t from, size_t to) {
   for (size_t i = from; i < to; ++i) {
     if (!L.body_nz[i]) continue;
     args.push_back(tangents[i].valid() ? tangents[i] : lax::zeros(Aval(primals[i].shape(), primals[i].dtype())));
   }
-  (void)s;
 }
 
 // Splits the outputs (carry, carry tangents, ys, y tangents) of a jvp/linear scan into a JvpResult.
-JvpResult split_outputs(const Arrays& primal_carry_ys, const Arrays& tangent_outs, const ScanInfo& s,
-                        const TangentLayout& L) {
+JvpResult split_outputs(const Arrays& primal_carry_ys, const Arrays& tangent_outs, const TangentLayout& L) {
   JvpResult r;
   r.primals = primal_carry_ys;
   size_t t = 0;
   r.tangents.resize(r.primals.size());
   for (size_t k = 0; k < L.out_float.size(); ++k)
     if (L.out_float[k]) r.tangents[k] = tangent_outs[t++];
-  (void)s;
   return r;
 }
 
@@ -168,11 +165,11 @@ JvpResult scan_jvp(const Primitive& p, std::span<const Array> primals, std::span
   Arrays args;
   auto add_primals = [&](size_t a, size_t b) { args.insert(args.end(), primals.begin() + a, primals.begin() + b); };
   add_primals(0, s.nconst);
-  push_tangents(args, s, L, tangents, primals, 0, s.nconst);
+  push_tangents(args, L, tangents, primals, 0, s.nconst);
   add_primals(s.nconst, s.nconst + s.ncar);
-  push_tangents(args, s, L, tangents, primals, s.nconst, s.nconst + s.ncar);
+  push_tangents(args, L, tangents, primals, s.nconst, s.nconst + s.ncar);
   add_primals(s.nconst + s.ncar, n);
-  push_tangents(args, s, L, tangents, primals, s.nconst + s.ncar, n);
+  push_tangents(args, L, tangents, primals, s.nconst + s.ncar, n);
   Arrays outs = bind(p, args, make_params(body, s.length, s.reverse, s.nconst + L.nct, s.ncar + L.ncart));
   // outs: carry, carry_t, ys, y_t
   Arrays prim(outs.begin(), outs.begin() + static_cast<std::ptrdiff_t>(s.ncar));
@@ -182,7 +179,7 @@ JvpResult scan_jvp(const Primitive& p, std::span<const Array> primals, std::span
   prim.insert(prim.end(), outs.begin() + static_cast<std::ptrdiff_t>(y0),
               outs.begin() + static_cast<std::ptrdiff_t>(y0 + ny));
   tan.insert(tan.end(), outs.begin() + static_cast<std::ptrdiff_t>(y0 + ny), outs.end());
-  return split_outputs(prim, tan, s, L);
+  return split_outputs(prim, tan, L);
 }
 
 // Under grad: the primal scan runs now and also stacks, per iteration, the residuals that the
@@ -240,14 +237,14 @@ JvpResult scan_linearize(const Primitive& p, std::span<const Array> primals, std
       args.push_back(primals[static_cast<size_t>(ri)]);
       ++nconst_res;
     }
-  push_tangents(args, s, L, tangents, primals, 0, s.nconst);
-  push_tangents(args, s, L, tangents, primals, s.nconst, s.nconst + s.ncar);
+  push_tangents(args, L, tangents, primals, 0, s.nconst);
+  push_tangents(args, L, tangents, primals, s.nconst, s.nconst + s.ncar);
   args.insert(args.end(), outs.begin() + static_cast<std::ptrdiff_t>(s.ncar + ny), outs.end());
   for (int ri : lin->residual_input)
     if (ri >= 0 && static_cast<size_t>(ri) >= s.nconst + s.ncar) args.push_back(primals[static_cast<size_t>(ri)]);
-  push_tangents(args, s, L, tangents, primals, s.nconst + s.ncar, n);
+  push_tangents(args, L, tangents, primals, s.nconst + s.ncar, n);
   Arrays tan = bind(p, args, make_params(lin->linear, s.length, s.reverse, nconst_res + L.nct, L.ncart));
-  return split_outputs(prim, tan, s, L);
+  return split_outputs(prim, tan, L);
 }
 
 // The transpose of a scan that is linear in its carry (and in some consts and xs): a scan in the

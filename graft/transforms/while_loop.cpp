@@ -380,41 +380,41 @@ BatchResult while_batch(const Primitive& p, std::span<const Array> vals, std::sp
   }
   std::string key = "while.vmap" + std::to_string(axis.size) + ":" + axis.name + ":";
   for (auto d : dims) key += std::to_string(d) + ",";
-  auto bcond = share(batch_jaxpr(*w.cond, cdims, axis.size, axis.name));  // -> bool[B]
-  auto bbody = share(batch_jaxpr(*w.body, bdims, axis.size, axis.name));
-  std::vector<Aval> cin = bcond->in_avals(), bin = bbody->in_avals();
-  // predicate: any lane active
-  auto cond = *w.cond->derived<JaxprPtr>(key, [&] {
-    FlatFn f = [&](const std::vector<Array>& a) {
-      Arrays pr = eval_jaxpr(*bcond, a);
-      return std::vector<Array>{lax::reduce_or(pr[0], {0})};
+  key += std::to_string(reinterpret_cast<uintptr_t>(w.cond));  // cached on the body, valid for this predicate
+  struct BatchedLoop {
+    JaxprPtr cond, body;
+    JaxprPtr keyed_cond;  ///< keeps the predicate the key names alive (its address is in the key)
+  };
+  auto loop = w.body->derived<BatchedLoop>(key, [&] {
+    ClosedJaxpr bcond = batch_jaxpr(*w.cond, cdims, axis.size, axis.name);  // -> bool[B]
+    ClosedJaxpr bbody = batch_jaxpr(*w.body, bdims, axis.size, axis.name);
+    std::vector<Aval> cin = bcond.in_avals(), bin = bbody.in_avals();
+    // predicate: any lane active
+    FlatFn cf = [&](const std::vector<Array>& a) {
+      return std::vector<Array>{lax::reduce_or(eval_jaxpr(bcond, a)[0], {0})};
     };
-    return share(make_jaxpr_flat(f, cin, "while_vmap"));
-  });
-  // body: (cond consts, body consts, carry) -> carry, stepping only the active lanes
-  std::vector<Aval> avals(cin.begin(), cin.begin() + static_cast<std::ptrdiff_t>(w.ncc));
-  avals.insert(avals.end(), bin.begin(), bin.end());
-  auto body = *w.body->derived<JaxprPtr>(key, [&] {
-    FlatFn f = [&](const std::vector<Array>& a) {
+    // body: (cond consts, body consts, carry) -> carry, stepping only the active lanes
+    FlatFn bf = [&](const std::vector<Array>& a) {
       std::vector<Array> ca(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(w.ncc));
       std::vector<Array> ba(a.begin() + static_cast<std::ptrdiff_t>(w.ncc), a.end());
       std::vector<Array> carry(a.end() - static_cast<std::ptrdiff_t>(ncar), a.end());
       ca.insert(ca.end(), carry.begin(), carry.end());
-      Array active = eval_jaxpr(*bcond, ca)[0];
-      Arrays next = eval_jaxpr(*bbody, ba);
+      Array active = eval_jaxpr(bcond, ca)[0];
+      Arrays next = eval_jaxpr(bbody, ba);
       std::vector<Array> out;
-      for (size_t k = 0; k < ncar; ++k) {
-        Array m = lax::broadcast_in_dim(active, next[k].shape(), {0});
-        out.push_back(lax::select(m, next[k], carry[k]));
-      }
+      for (size_t k = 0; k < ncar; ++k)
+        out.push_back(lax::select(lax::broadcast_in_dim(active, next[k].shape(), {0}), next[k], carry[k]));
       return out;
     };
-    return share(make_jaxpr_flat(f, avals, "while_vmap"));
+    std::vector<Aval> avals(cin.begin(), cin.begin() + static_cast<std::ptrdiff_t>(w.ncc));
+    avals.insert(avals.end(), bin.begin(), bin.end());
+    return BatchedLoop{share(make_jaxpr_flat(cf, cin, "while_vmap")), share(make_jaxpr_flat(bf, avals, "while_vmap")),
+                       w.cond_ptr};
   });
   // the body now also takes the predicate's consts
   Arrays full(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(w.ncc));
   full.insert(full.end(), args.begin(), args.end());
-  Arrays outs = bind(p, full, make_params(cond, body, w.ncc, w.ncc + w.nbc, w.max_steps));
+  Arrays outs = bind(p, full, make_params(loop->cond, loop->body, w.ncc, w.ncc + w.nbc, w.max_steps));
   return {outs, BatchDims(outs.size(), 0)};
 }
 

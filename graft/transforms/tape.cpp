@@ -2,6 +2,7 @@
 #include "graft/transforms/tape.h"
 
 #include <algorithm>
+#include <atomic>
 #include <unordered_map>
 
 #include "graft/interp/staging.h"
@@ -14,7 +15,11 @@ namespace {
 
 // One recorded operation: the linear map from the tangents of its recorded inputs to the tangents
 // of its floating outputs, with the nodes those inputs came from.
+std::atomic<int64_t> g_live_nodes{0};
+
 struct TapeNode : RefCounted {
+  TapeNode() { ++g_live_nodes; }
+  ~TapeNode() override { --g_live_nodes; }
   ClosedJaxpr linear;
   std::vector<std::pair<Ref<TapeNode>, int>> inputs;  ///< (producer, its output index) per linear input
   std::vector<int> out_slot;                          ///< output index -> linear output (-1: none)
@@ -157,6 +162,8 @@ class TapeTrace final : public Trace {
     return cts;  // what is left: the leaves'
   }
 };
+
+int64_t GradientTape::live_nodes() { return g_live_nodes.load(); }
 
 GradientTape::GradientTape() : trace_(make_ref<TapeTrace>(Ref<Trace>(current_trace()))), scope_(new TraceScope(trace_.get())) {}
 

@@ -42,6 +42,8 @@ class GradientTape {
   /// non-scalar target is differentiated as the sum of its elements.
   std::vector<Array> gradient(const Array& target, const std::vector<Array>& sources) const;
   Array gradient(const Array& target, const Array& source) const { return gradient(target, std::vector<Array>{source})[0]; }
+  /// Recorded operations alive in this process (all tapes): a node lives as long as a value uses it.
+  static int64_t live_nodes();
 
  private:
   Ref<TapeTrace> trace_;

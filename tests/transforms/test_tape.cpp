@@ -66,6 +66,22 @@ TEST(Tape, RecordsThroughControlFlowAndJit) {
   EXPECT_NEAR(tape.gradient(c, w).item<double>(), 3 * 0.25 + 2 * 0.5 + 1, 1e-12);
 }
 
+TEST(Tape, WhatIsNoLongerReachableIsFreed) {
+  GradientTape tape;
+  Array w = tape.watch(array({1.0, 2.0, 3.0}));
+  int64_t base = GradientTape::live_nodes();
+  Array kept;
+  for (int i = 0; i < 100; ++i) {
+    Array y = sum(sin(w) * w + 1.0);  // four recorded operations, dropped at the end of the iteration
+    if (i == 99) kept = y;
+  }
+  EXPECT_EQ(GradientTape::live_nodes(), base + 4);  // only the last iteration's, which `kept` uses
+  EXPECT_TRUE(close(tape.gradient(kept, w), cos(array({1.0, 2.0, 3.0})) * array({1.0, 2.0, 3.0}) +
+                                               sin(array({1.0, 2.0, 3.0})), 1e-12, 1e-12));
+  kept = Array();
+  EXPECT_EQ(GradientTape::live_nodes(), base);
+}
+
 TEST(Tape, RequiresGradBackwardAccumulates) {
   Data d = data();
   auto want = grad(mlp_loss, {0, 2})(d.w1, d.b1, d.w2, d.x, d.y);

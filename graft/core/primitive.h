@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "graft/core/array.h"
 #include "graft/core/params.h"
@@ -86,6 +87,12 @@ struct TileKernel {
 /// primitive cannot run inside a fused loop for these types.
 using TileRule = TileKernel (*)(const Primitive& p, std::span<const Aval> in, const Params& params);
 
+/// Which results of an application depend on its linear inputs (`linear_in`), for higher-order
+/// primitives whose results mix primal and tangent values (a call of a jvp'd function, a cond over
+/// jvp'd branches). Without the rule, every result of an application with a linear input is linear.
+using LinearOutputsRule = std::vector<bool> (*)(const Primitive& p, const std::vector<bool>& linear_in,
+                                                const Params& params);
+
 /// Properties the interpreters and the compiler use.
 enum PrimFlags : uint32_t {
   kElementwise = 1u << 0,    ///< same-shape elementwise op (fusible)
@@ -113,6 +120,8 @@ struct Primitive {
   const void* data = nullptr;
   /// Optional: the kernel the fusion compiler uses for this primitive inside fused loops.
   TileRule tile = nullptr;
+  /// Optional (see LinearOutputsRule); used by the backward pass.
+  LinearOutputsRule linear_outputs = nullptr;
 
   bool has(PrimFlags f) const { return (flags & f) != 0; }
 };

@@ -1,5 +1,6 @@
 #include "graft/interp/transpose.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -24,6 +25,30 @@ void accumulate(std::unordered_map<const Var*, Array>& env, const Var* v, const 
 }
 }  // namespace
 
+std::vector<bool> eqn_linear_outputs(const Eqn& e, const std::vector<bool>& linear_in) {
+  bool any = false;
+  for (bool b : linear_in) any = any || b;
+  if (!any) return std::vector<bool>(e.outputs.size(), false);
+  if (e.prim->linear_outputs) return e.prim->linear_outputs(*e.prim, linear_in, e.params);
+  return std::vector<bool>(e.outputs.size(), true);
+}
+
+std::vector<bool> linear_outputs(const Jaxpr& j, const std::vector<bool>& linear_in) {
+  std::unordered_set<const Var*> linear;
+  for (size_t i = 0; i < j.invars.size(); ++i)
+    if (linear_in[i]) linear.insert(j.invars[i].get());
+  for (const Eqn& e : j.eqns) {
+    std::vector<bool> in;
+    for (auto& a : e.inputs) in.push_back(!a.is_literal() && linear.count(a.var.get()));
+    std::vector<bool> out = eqn_linear_outputs(e, in);
+    for (size_t k = 0; k < out.size(); ++k)
+      if (out[k]) linear.insert(e.outputs[k].get());
+  }
+  std::vector<bool> r;
+  for (auto& a : j.outvars) r.push_back(!a.is_literal() && linear.count(a.var.get()));
+  return r;
+}
+
 Arrays backward_pass(const Jaxpr& lin, std::span<const Array> consts, std::span<const Array> cts_out) {
   // forward: values of the non-linear part (constvars and equations of constvars only)
   std::unordered_map<const Var*, Array> known;
@@ -32,17 +57,29 @@ Arrays backward_pass(const Jaxpr& lin, std::span<const Array> consts, std::span<
   for (auto& v : lin.invars) linear.insert(v.get());
   std::vector<const Eqn*> linear_eqns;
   for (const Eqn& e : lin.eqns) {
-    bool is_lin = false;
-    for (auto& a : e.inputs) is_lin = is_lin || (!a.is_literal() && linear.count(a.var.get()));
-    if (is_lin) {
-      for (auto& v : e.outputs) linear.insert(v.get());
-      linear_eqns.push_back(&e);
-    } else {
-      Arrays in;
-      for (auto& a : e.inputs) in.push_back(a.is_literal() ? a.literal : known.at(a.var.get()));
-      Arrays out = bind(*e.prim, in, e.params);
-      for (size_t i = 0; i < e.outputs.size(); ++i) known[e.outputs[i].get()] = out[i];
+    std::vector<bool> in_lin;
+    for (auto& a : e.inputs) in_lin.push_back(!a.is_literal() && linear.count(a.var.get()));
+    std::vector<bool> out_lin = eqn_linear_outputs(e, in_lin);
+    bool any_in = false, all_out = true;
+    for (bool b : in_lin) any_in = any_in || b;
+    for (bool b : out_lin) all_out = all_out && b;
+    if (any_in)
+      for (size_t k = 0; k < out_lin.size(); ++k)
+        if (out_lin[k]) linear.insert(e.outputs[k].get());
+    if (any_in && std::find(out_lin.begin(), out_lin.end(), true) != out_lin.end()) linear_eqns.push_back(&e);
+    if (any_in && all_out) continue;
+    // the results that do not depend on linear values (all of them for a non-linear equation): run it
+    // forward, with zeros for its linear inputs (a call of a jvp'd function yields its primal results)
+    Arrays in;
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      const Atom& a = e.inputs[i];
+      in.push_back(a.is_literal() ? a.literal
+                   : in_lin[i]    ? lax::zeros(Aval(a.aval().shape, a.aval().dtype))
+                                  : known.at(a.var.get()));
     }
+    Arrays out = bind(*e.prim, in, e.params);
+    for (size_t k = 0; k < e.outputs.size(); ++k)
+      if (!any_in || !out_lin[k]) known[e.outputs[k].get()] = out[k];
   }
   // backward
   std::unordered_map<const Var*, Array> ct;

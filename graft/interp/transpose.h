@@ -14,4 +14,11 @@ namespace graft {
 /// differentiated.
 Arrays backward_pass(const Jaxpr& lin, std::span<const Array> consts, std::span<const Array> cts_out);
 
+/// Which outputs of j depend on the inputs marked in `linear_in` (data flow, refined by the
+/// primitives' linear_outputs rules).
+std::vector<bool> linear_outputs(const Jaxpr& j, const std::vector<bool>& linear_in);
+
+/// Which results of `e` are linear, given which of its inputs are.
+std::vector<bool> eqn_linear_outputs(const Eqn& e, const std::vector<bool>& linear_in);
+
 }  // namespace graft

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "graft/core/trace.h"
+#include "graft/interp/transpose.h"
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
 #include "graft/prims/rules.h"
@@ -22,6 +23,9 @@ struct Slot final : ParamObject {
   std::string name;
   std::vector<Aval> in_avals, out_avals;
   JaxprPtr jaxpr;  ///< null while the body is being traced
+  /// A jvp slot: its first primal_out results depend only on its first primal_in arguments.
+  size_t primal_in = 0, primal_out = 0;
+  bool jvp = false;
   mutable std::mutex mu;
   mutable std::map<std::string, Ref<Slot>> derived;
   void print(std::ostream& os) const override { os << name; }
@@ -124,6 +128,9 @@ JvpResult call_jvp(const Primitive& p, std::span<const Array> primals, std::span
   for (auto& a : s.out_avals) out.push_back(Aval(a.shape, a.dtype));
   // every floating argument gets a tangent, so that the recursive calls inside use the same slot
   Ref<Slot> j = derived_slot(s, "jvp", "jvp(" + s.name + ")", in, out, [&] { return jvp_jaxpr(body_of(s), fl); });
+  j->jvp = true;
+  j->primal_in = s.in_avals.size();
+  j->primal_out = s.out_avals.size();
   Arrays args(primals.begin(), primals.end());
   for (size_t i = 0; i < fl.size(); ++i)
     if (fl[i]) args.push_back(tangents[i].valid() ? tangents[i] : lax::zeros(Aval(s.in_avals[i].shape, s.in_avals[i].dtype)));
@@ -172,10 +179,29 @@ BatchResult call_batch(const Primitive&, std::span<const Array>, std::span<const
                             "' is not supported (a batched recursion would have to run until every lane ends)");
 }
 
+// A call of a jvp slot in a linear program: its primal results do not depend on the tangents (so the
+// backward pass computes them forward instead of transposing them).
+std::vector<bool> call_linear_outputs(const Primitive&, const std::vector<bool>& linear_in, const Params& params) {
+  const Slot& s = slot_of(params);
+  bool any = false, primal = false;
+  for (size_t i = 0; i < linear_in.size(); ++i) {
+    any = any || linear_in[i];
+    if (i < s.primal_in) primal = primal || linear_in[i];
+  }
+  std::vector<bool> r(s.out_avals.size(), any);
+  if (s.jvp)
+    for (size_t k = 0; k < s.primal_out; ++k) r[k] = primal;
+  return r;
+}
+
 }  // namespace
 
-const Primitive call_p{"call",          kHigherOrder | kMultipleResults, &call_shape, &call_impl, &call_jvp,
-                       &call_transpose, &call_batch,                     &call_linearize};
+const Primitive call_p{"call",         kHigherOrder | kMultipleResults,
+                       &call_shape,    &call_impl,
+                       &call_jvp,      &call_transpose,
+                       &call_batch,    &call_linearize,
+                       nullptr,        nullptr,
+                       &call_linear_outputs};
 
 struct Recursive::State {
   std::string name;

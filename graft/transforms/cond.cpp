@@ -1,5 +1,6 @@
 // cond (and switch_): the primitive with all its rules, and the tracing of branches.
 #include "graft/core/trace.h"
+#include "graft/interp/transpose.h"
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
 #include "graft/prims/rules.h"
@@ -155,10 +156,25 @@ BatchResult cond_batch(const Primitive& p, std::span<const Array> vals, std::spa
   return {outs, BatchDims(outs.size(), 0)};
 }
 
+// An output is linear if it is in some branch (a cond over jvp'd branches also returns primal values).
+std::vector<bool> cond_linear_outputs(const Primitive&, const std::vector<bool>& linear_in, const Params& params) {
+  std::vector<bool> ops(linear_in.begin() + 1, linear_in.end()), r;
+  for (auto& b : branches_of(params)) {
+    std::vector<bool> o = linear_outputs(*b->jaxpr, ops);
+    if (r.empty()) r = o;
+    for (size_t k = 0; k < r.size(); ++k) r[k] = r[k] || o[k];
+  }
+  return r;
+}
+
 }  // namespace
 
-const Primitive cond_p{"cond",       kHigherOrder | kMultipleResults, &cond_shape, &cond_impl, &cond_jvp,
-                       &cond_transpose, &cond_batch,                  &cond_linearize};
+const Primitive cond_p{"cond",         kHigherOrder | kMultipleResults,
+                       &cond_shape,    &cond_impl,
+                       &cond_jvp,      &cond_transpose,
+                       &cond_batch,    &cond_linearize,
+                       nullptr,        nullptr,
+                       &cond_linear_outputs};
 
 namespace detail {
 void check_same_structure(const char* what, const std::vector<TreeDef>& defs) {

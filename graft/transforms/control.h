@@ -190,7 +190,8 @@ C fori_loop(const Array& lower, const Array& upper, const F& body_fn, const C& i
 ///
 /// A recursive call's result types are needed before the body is traced: `out_types` gives them for the
 /// argument types (default: one result with the first argument's type). The body must not capture
-/// traced values (pass them as arguments). Under vmap it is not supported yet.
+/// traced values (pass them as arguments). Under vmap it is not supported yet (a batched predicate
+/// would evaluate both branches, so the recursion would not end).
 class Recursive {
  public:
   using Body = std::function<std::vector<Array>(const Recursive& self, const std::vector<Array>& args)>;

@@ -17,8 +17,10 @@ struct RunCount {
 
 Arrays run_body(const ClosedJaxpr& j, std::span<const Array> args) {
   TraceScope eager(eval_trace());
-  auto runs = j.derived<RunCount>("control.runs", [] { return RunCount{}; });
-  if (runs->n->fetch_add(1) == 0 && !j.compiled) return eval_jaxpr(j, args);
+  if (!j.compiled) {  // (once compiled, a loop body skips the count: it runs every iteration)
+    auto runs = j.derived<RunCount>("control.runs", [] { return RunCount{}; });
+    if (runs->n->fetch_add(1) == 0) return eval_jaxpr(j, args);
+  }
   return Executable::of(j, "body").run(args);
 }
 

@@ -68,4 +68,18 @@ inline Array concrete(const std::vector<double>& v, const Shape& s, DType d = DT
   return Rng::from_doubles(v, s, d);
 }
 
+/// The gradient of a scalar function by central differences, one coordinate at a time (f64).
+inline Array num_grad(const std::function<Array(const Array&)>& f, const Array& x, double eps = 1e-6) {
+  auto xv = values(x);
+  std::vector<double> g(xv.size());
+  for (size_t i = 0; i < xv.size(); ++i) {
+    auto p = xv, m = xv;
+    p[i] += eps;
+    m[i] -= eps;
+    g[i] = (f(concrete(p, x.shape(), DType::f64)).item<double>() - f(concrete(m, x.shape(), DType::f64)).item<double>()) /
+           (2 * eps);
+  }
+  return concrete(g, x.shape(), DType::f64);
+}
+
 }  // namespace graft::testing

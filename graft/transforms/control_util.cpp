@@ -6,6 +6,7 @@
 #include "graft/compiler/executable.h"
 #include "graft/core/trace.h"
 #include "graft/interp/jvp.h"
+#include "graft/prims/lax.h"
 
 namespace graft::control {
 
@@ -76,6 +77,15 @@ JvpResult linearize_inline(const ClosedJaxpr& body, std::span<const Array> prima
     r.tangents.push_back(t);
   }
   return r;
+}
+
+Array batched_at_front(const Array& x, int64_t bdim, int64_t size) {
+  if (bdim != kNotMapped) return lax::moveaxis(x, bdim, 0);
+  Shape sh = x.shape();
+  sh.insert(sh.begin(), size);
+  Axes bd;
+  for (int64_t k = 0; k < x.ndim(); ++k) bd.push_back(k + 1);
+  return lax::broadcast_in_dim(x, sh, bd);
 }
 
 std::vector<bool> float_mask(const std::vector<Aval>& avals) {

@@ -37,6 +37,10 @@ void write_row(const Array& dst, int64_t i, const Array& value);
 /// where the body to run is known now (a cond with a concrete index, a recursive call).
 JvpResult linearize_inline(const ClosedJaxpr& body, std::span<const Array> primals, std::span<const Array> tangents);
 
+/// x with its batch dimension at axis 0 (moved there, or broadcast when x is not batched): loop
+/// carries under vmap are all batched, since a carry mixed with batched values becomes batched.
+Array batched_at_front(const Array& x, int64_t bdim, int64_t size);
+
 /// Which of `avals` are floating (have tangents).
 std::vector<bool> float_mask(const std::vector<Aval>& avals);
 /// "1001"-style key of a mask, prefixed by `tag`, for ClosedJaxpr::derived.

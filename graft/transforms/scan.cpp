@@ -330,17 +330,7 @@ BatchResult scan_batch(const Primitive& p, std::span<const Array> vals, std::spa
       args.push_back(vals[i]);
       body_dims.push_back(dims[i]);
     } else if (i < s.nconst + s.ncar) {
-      // every carry is batched (a carry mixed with batched values becomes batched after one step)
-      const Array& c = vals[i];
-      if (dims[i] == kNotMapped) {
-        Shape sh = c.shape();
-        sh.insert(sh.begin(), axis.size);
-        Axes bd;
-        for (int64_t k = 0; k < c.ndim(); ++k) bd.push_back(k + 1);
-        args.push_back(lax::broadcast_in_dim(c, sh, bd));
-      } else {
-        args.push_back(lax::moveaxis(c, dims[i], 0));
-      }
+      args.push_back(control::batched_at_front(vals[i], dims[i], axis.size));
       body_dims.push_back(0);
     } else if (dims[i] == kNotMapped) {
       args.push_back(vals[i]);

@@ -364,17 +364,7 @@ BatchResult while_batch(const Primitive& p, std::span<const Array> vals, std::sp
   std::vector<int64_t> cdims(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(w.ncc)),
       bdims(dims.begin() + static_cast<std::ptrdiff_t>(w.ncc), dims.begin() + static_cast<std::ptrdiff_t>(w.ncc + w.nbc));
   for (size_t k = 0; k < ncar; ++k) {
-    const Array& c = vals[w.ncc + w.nbc + k];
-    int64_t d = dims[w.ncc + w.nbc + k];
-    if (d == kNotMapped) {
-      Shape sh = c.shape();
-      sh.insert(sh.begin(), axis.size);
-      Axes bd;
-      for (int64_t i = 0; i < c.ndim(); ++i) bd.push_back(i + 1);
-      args.push_back(lax::broadcast_in_dim(c, sh, bd));
-    } else {
-      args.push_back(lax::moveaxis(c, d, 0));
-    }
+    args.push_back(control::batched_at_front(vals[w.ncc + w.nbc + k], dims[w.ncc + w.nbc + k], axis.size));
     cdims.push_back(0);
     bdims.push_back(0);
   }

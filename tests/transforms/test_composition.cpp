@@ -5,19 +5,6 @@ namespace graft {
 namespace {
 using namespace graft::testing;
 
-Array num_grad(const std::function<Array(const Array&)>& f, const Array& x, double eps = 1e-6) {
-  // central differences, one coordinate at a time (f64)
-  auto xv = values(x);
-  std::vector<double> g(xv.size());
-  for (size_t i = 0; i < xv.size(); ++i) {
-    auto p = xv, m = xv;
-    p[i] += eps;
-    m[i] -= eps;
-    g[i] = (f(concrete(p, x.shape(), f64)).item<double>() - f(concrete(m, x.shape(), f64)).item<double>()) / (2 * eps);
-  }
-  return concrete(g, x.shape(), f64);
-}
-
 TEST(Composition, GradOfGradOfSinIsMinusSin) {
   auto f = [](const Array& x) { return sin(x); };
   auto d2 = grad(grad(f));

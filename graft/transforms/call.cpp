@@ -161,16 +161,8 @@ Arrays call_transpose(const Primitive& p, std::span<const Array> cts, std::span<
   for (auto& a : s.out_avals) in.push_back(Aval(a.shape, a.dtype));
   Ref<Slot> t = derived_slot(s, control::mask_key("T", linear), "transpose(" + s.name + ")", in, out,
                              [&] { return transpose_jaxpr(body_of(s), linear); });
-  Arrays a;
-  for (auto& x : args)
-    if (!x.linear) a.push_back(x.value);
-  for (size_t k = 0; k < cts.size(); ++k)
-    a.push_back(cts[k].valid() ? cts[k] : lax::zeros(Aval(s.out_avals[k].shape, s.out_avals[k].dtype)));
-  Arrays outs = bind(p, a, callee(t));
-  Arrays r(args.size());
-  for (size_t i = 0, k = 0; i < args.size(); ++i)
-    if (args[i].linear) r[i] = outs[k++];
-  return r;
+  return control::transpose_call(cts, args, s.out_avals, 0,
+                                 [&](std::span<const Array> in) { return bind(p, in, callee(t)); });
 }
 
 BatchResult call_batch(const Primitive&, std::span<const Array>, std::span<const int64_t>, const BatchInfo&,

@@ -114,24 +114,15 @@ Arrays cond_transpose(const Primitive& p, std::span<const Array> cts, std::span<
   for (auto& b : branches_of(params))
     tb.push_back(*b->derived<JaxprPtr>(control::mask_key("cond.T", linear),
                                        [&] { return share(transpose_jaxpr(*b, linear)); }));
-  Arrays in{args[0].value};
-  for (size_t i = 1; i < args.size(); ++i)
-    if (!args[i].linear) in.push_back(args[i].value);
-  std::vector<Aval> out_avals = branches_of(params)[0]->out_avals();
-  for (size_t k = 0; k < cts.size(); ++k) in.push_back(cts[k].valid() ? cts[k] : lax::zeros(out_avals[k]));
-  Arrays outs = bind(p, in, with_branches(tb));
-  Arrays r(args.size());
-  for (size_t i = 1, k = 0; i < args.size(); ++i)
-    if (args[i].linear) r[i] = outs[k++];
-  return r;
+  return control::transpose_call(cts, args, branches_of(params)[0]->out_avals(), 1,
+                                 [&](std::span<const Array> in) { return bind(p, in, with_branches(tb)); });
 }
 
 BatchResult cond_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
                        const BatchInfo& axis, const Params& params) {
   const JaxprList& br = branches_of(params);
   std::vector<int64_t> od(dims.begin() + 1, dims.end());
-  std::string key = "cond.vmap" + std::to_string(axis.size) + ":" + axis.name + ":";
-  for (auto d : od) key += std::to_string(d) + ",";
+  std::string key = control::batch_key("cond.vmap", axis, od);
   JaxprList bb;
   for (auto& b : br)
     bb.push_back(*b->derived<JaxprPtr>(key, [&] { return share(batch_jaxpr(*b, od, axis.size, axis.name)); }));

@@ -88,6 +88,26 @@ Array batched_at_front(const Array& x, int64_t bdim, int64_t size) {
   return lax::broadcast_in_dim(x, sh, bd);
 }
 
+Arrays transpose_call(std::span<const Array> cts, std::span<const TArg> args, const std::vector<Aval>& out_avals,
+                      size_t first, const std::function<Arrays(std::span<const Array>)>& run) {
+  Arrays in;
+  for (size_t i = 0; i < args.size(); ++i)
+    if (i < first || !args[i].linear) in.push_back(args[i].value);
+  for (size_t k = 0; k < cts.size(); ++k)
+    in.push_back(cts[k].valid() ? cts[k] : lax::zeros(Aval(out_avals[k].shape, out_avals[k].dtype)));
+  Arrays outs = run(in);
+  Arrays r(args.size());
+  for (size_t i = first, k = 0; i < args.size(); ++i)
+    if (args[i].linear) r[i] = outs[k++];
+  return r;
+}
+
+std::string batch_key(const char* tag, const BatchInfo& axis, std::span<const int64_t> dims) {
+  std::string key = std::string(tag) + std::to_string(axis.size) + ":" + axis.name + ":";
+  for (auto d : dims) key += std::to_string(d) + ",";
+  return key;
+}
+
 std::vector<bool> float_mask(const std::vector<Aval>& avals) {
   std::vector<bool> m;
   for (auto& a : avals) m.push_back(is_floating(a.dtype));

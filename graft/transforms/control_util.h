@@ -1,6 +1,7 @@
 // Helpers shared by the control-flow primitives (cond.cpp, while_loop.cpp, scan.cpp). Internal.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -40,6 +41,16 @@ JvpResult linearize_inline(const ClosedJaxpr& body, std::span<const Array> prima
 /// x with its batch dimension at axis 0 (moved there, or broadcast when x is not batched): loop
 /// carries under vmap are all batched, since a carry mixed with batched values becomes batched.
 Array batched_at_front(const Array& x, int64_t bdim, int64_t size);
+
+/// The transpose of a call-like application (cond, call, checkpoint): its transposed body takes the
+/// known arguments, then one cotangent per result (zeros for null ones), and returns the cotangents of
+/// the linear arguments. `run` binds it on those operands; the results go to the linear arguments'
+/// places. Arguments before `first` (a cond's index) are not operands of the body.
+Arrays transpose_call(std::span<const Array> cts, std::span<const TArg> args, const std::vector<Aval>& out_avals,
+                      size_t first, const std::function<Arrays(std::span<const Array>)>& run);
+
+/// The key under which a body's vmapped version is memoized: tag, axis, batch dims.
+std::string batch_key(const char* tag, const BatchInfo& axis, std::span<const int64_t> dims);
 
 /// Which of `avals` are floating (have tangents).
 std::vector<bool> float_mask(const std::vector<Aval>& avals);

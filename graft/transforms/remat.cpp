@@ -223,24 +223,15 @@ Arrays checkpoint_transpose(const Primitive& p, std::span<const Array> cts, std:
   std::vector<bool> linear;
   for (auto& a : args) linear.push_back(a.linear);
   auto tb = *b.derived<JaxprPtr>(control::mask_key("ckpt.T", linear), [&] { return share(transpose_jaxpr(b, linear)); });
-  Arrays in;
-  for (auto& a : args)
-    if (!a.linear) in.push_back(a.value);
-  std::vector<Aval> outs = b.out_avals();
-  for (size_t k = 0; k < cts.size(); ++k) in.push_back(cts[k].valid() ? cts[k] : lax::zeros(Aval(outs[k].shape, outs[k].dtype)));
-  Arrays o = bind(p, in, with_body(params, tb));
-  Arrays r(args.size());
-  for (size_t i = 0, k = 0; i < args.size(); ++i)
-    if (args[i].linear) r[i] = o[k++];
-  return r;
+  return control::transpose_call(cts, args, b.out_avals(), 0,
+                                 [&](std::span<const Array> in) { return bind(p, in, with_body(params, tb)); });
 }
 
 BatchResult checkpoint_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
                              const BatchInfo& axis, const Params& params) {
   const ClosedJaxpr& b = body_of(params);
   std::vector<int64_t> dv(dims.begin(), dims.end());
-  std::string key = "ckpt.vmap" + std::to_string(axis.size) + ":" + axis.name + ":";
-  for (auto d : dv) key += std::to_string(d) + ",";
+  std::string key = control::batch_key("ckpt.vmap", axis, dv);
   auto bb = *b.derived<JaxprPtr>(key, [&] { return share(batch_jaxpr(b, dv, axis.size, axis.name)); });
   Arrays outs = bind(p, vals, with_body(params, bb));
   return {outs, BatchDims(outs.size(), 0)};

@@ -340,8 +340,7 @@ BatchResult scan_batch(const Primitive& p, std::span<const Array> vals, std::spa
       body_dims.push_back(0);
     }
   }
-  std::string key = "scan.vmap" + std::to_string(axis.size) + ":" + axis.name + ":";
-  for (auto d : body_dims) key += std::to_string(d) + ",";
+  std::string key = control::batch_key("scan.vmap", axis, body_dims);
   auto body = *s.body->derived<JaxprPtr>(key, [&] { return share(batch_jaxpr(*s.body, body_dims, axis.size, axis.name)); });
   Arrays outs = bind(p, args, make_params(body, s.length, s.reverse, s.nconst, s.ncar));
   BatchDims od;

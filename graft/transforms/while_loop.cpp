@@ -368,8 +368,7 @@ BatchResult while_batch(const Primitive& p, std::span<const Array> vals, std::sp
     cdims.push_back(0);
     bdims.push_back(0);
   }
-  std::string key = "while.vmap" + std::to_string(axis.size) + ":" + axis.name + ":";
-  for (auto d : dims) key += std::to_string(d) + ",";
+  std::string key = control::batch_key("while.vmap", axis, dims);
   key += std::to_string(reinterpret_cast<uintptr_t>(w.cond));  // cached on the body, valid for this predicate
   struct BatchedLoop {
     JaxprPtr cond, body;

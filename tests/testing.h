@@ -47,6 +47,17 @@ class Rng {
 inline std::vector<double> values(const Array& a) { return a.to_vector<double>(); }
 
 /// Asserts same shape and |a - b| <= atol + rtol * |b| elementwise (NaNs must match).
+/// Expects fn() to throw E with `words` in its message.
+template <class E, class Fn>
+void expect_throws(Fn&& fn, const std::string& words) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an exception mentioning '" << words << "'";
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
 inline ::testing::AssertionResult close(const Array& a, const Array& b, double rtol = 1e-5, double atol = 1e-6) {
   if (!a.valid() || !b.valid()) return ::testing::AssertionFailure() << "null array";
   if (a.shape() != b.shape())

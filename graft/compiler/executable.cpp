@@ -12,7 +12,8 @@
 
 namespace graft {
 
-Executable::Executable(const ClosedJaxpr& original, const std::string& name) {
+Executable::Executable(const ClosedJaxpr& original, const std::string& name, std::vector<bool> donated)
+    : donated_(std::move(donated)) {
   compiler::OptimizeOptions opts;
   opts.name = name;
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
@@ -62,8 +63,9 @@ Executable::Executable(const ClosedJaxpr& original, const std::string& name) {
   for (auto& a : j.outvars) out_slots_.push_back(slot_of(a));
   slot_init_.resize(static_cast<size_t>(num_slots_));
   // release intermediates after their last use, as the memory plan says
-  compiler::MemoryPlan plan = compiler::plan_memory(program_);
+  compiler::MemoryPlan plan = compiler::plan_memory(program_, donated_);
   peak_bytes_ = plan.peak_bytes;
+  argument_bytes_ = plan.argument_bytes;
   for (size_t i = 0; i < steps_.size(); ++i)
     for (const Var* v : plan.release[i]) steps_[i].release.push_back(slot.at(v));
 }
@@ -76,7 +78,19 @@ Arrays Executable::run(std::span<const Array> args) const {
     if (!args[i].valid() || !args[i].is_concrete() || !args[i].aval().same_type(in_avals_[i]))
       fail<TypeError>("jit: argument ", i, " should be a concrete ", in_avals_[i].str(), ", got ",
                       args[i].valid() ? args[i].aval().str() : std::string("null"));
+    check_not_deleted(args[i], "jit");
     slots[static_cast<size_t>(in_slots_[i])] = args[i];
+  }
+  // donated arguments: the program's slot becomes the storage's only holder, so that the plan's
+  // releases free it and fused loops may overwrite it; an array passed twice is not taken
+  for (size_t i = 0; i < donated_.size() && i < args.size(); ++i) {
+    if (!donated_[i]) continue;
+    const ArrayNode* n = args[i].node();
+    bool twice = false;
+    for (size_t k = 0; k < args.size(); ++k) twice = twice || (k != i && args[k].node() == n);
+    if (twice) continue;
+    if (Ref<ConcreteNode> own = args[i].concrete()->take_storage())
+      slots[static_cast<size_t>(in_slots_[i])] = Array(Ref<ArrayNode>(std::move(own)));
   }
   Arrays in;
   std::vector<Array> dead;

@@ -22,13 +22,18 @@ class FusedKernel;
 
 class Executable {
  public:
-  /// Optimizes and lowers j; `name` names the program in GRAFT_DUMP_IR files.
-  explicit Executable(const ClosedJaxpr& j, const std::string& name = "jit");
-  /// Runs on concrete CPU arrays; `args` must match the jaxpr's input types.
+  /// Optimizes and lowers j; `name` names the program in GRAFT_DUMP_IR files. Inputs marked in
+  /// `donated` are taken over by run(): their storage serves the program's values (in place where
+  /// a fused loop allows) and the caller's arrays are deleted (using them raises ValueError).
+  explicit Executable(const ClosedJaxpr& j, const std::string& name = "jit", std::vector<bool> donated = {});
+  /// Runs on concrete CPU arrays; `args` must match the jaxpr's input types. A donated argument whose
+  /// storage is shared (a view of another array, or passed twice) is used without being taken.
   Arrays run(std::span<const Array> args) const;
-  /// The most bytes of intermediates alive at once (graft/compiler/memory_plan.h; inputs and
-  /// constants excluded, fused loops' in-place outputs counted once).
+  /// The most bytes alive at once of intermediates, results and donated arguments
+  /// (graft/compiler/memory_plan.h; fused loops' in-place outputs counted once).
   int64_t peak_bytes() const { return peak_bytes_; }
+  /// Bytes of the arguments that are not donated (held by the caller for the whole run).
+  int64_t argument_bytes() const { return argument_bytes_; }
   size_t num_steps() const { return steps_.size(); }
   /// The optimized program this executable runs.
   const ClosedJaxpr& program() const { return program_; }
@@ -58,8 +63,9 @@ class Executable {
   std::vector<Array> slot_init_;  ///< consts and literals, placed before the run
   std::vector<Aval> in_avals_;
   std::vector<int32_t> in_slots_, out_slots_;
+  std::vector<bool> donated_;
   int32_t num_slots_ = 0;
-  int64_t peak_bytes_ = 0;
+  int64_t peak_bytes_ = 0, argument_bytes_ = 0;
 };
 
 }  // namespace graft

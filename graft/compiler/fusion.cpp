@@ -175,8 +175,8 @@ struct FusedKernel::Impl {
     pending.clear();
   }
   std::vector<LoopSpec> pending;  // loops awaiting machine code
-  // Per output: the operand whose buffer it may take over when the caller no longer needs it (-1: none)
-  std::vector<int32_t> reuse_input;
+  // Per output: the operands whose buffer it may take over when the caller no longer needs them
+  std::vector<std::vector<int32_t>> reuse_inputs;
   void find_reusable_inputs();
   std::vector<size_t> pending_at;  // their instructions
   // Outputs far larger than the caches are written with non-temporal stores (no read for ownership)
@@ -228,7 +228,7 @@ FusedKernel::Impl::Impl(const ClosedJaxpr& body) {
 // its own positions (a full-sized input register, no broadcast loads) and never after the output is
 // written: blocks are disjoint, so every element is read before it is overwritten.
 void FusedKernel::Impl::find_reusable_inputs() {
-  reuse_input.assign(out_avals.size(), -1);
+  reuse_inputs.assign(out_avals.size(), {});
   if (mode == Mode::chunked) return;  // stages run out of program order
   std::vector<int64_t> last_read(in_avals.size(), -1);
   std::vector<bool> plain(in_avals.size(), true);
@@ -240,18 +240,18 @@ void FusedKernel::Impl::find_reusable_inputs() {
     for (auto r : prog[i].in)
       if (regs[static_cast<size_t>(r)].kind == Reg::input)
         last_read[static_cast<size_t>(regs[static_cast<size_t>(r)].index)] = static_cast<int64_t>(i);
-  std::vector<bool> taken(in_avals.size(), false);
+  // every qualifying operand is a candidate: which ones die here is known only to the caller
+  std::vector<bool> written(out_avals.size(), false);
   for (size_t i = 0; i < prog.size(); ++i)
     for (int32_t r : outputs_of(prog[i])) {
       const Reg& o = regs[static_cast<size_t>(r)];
-      if (o.kind != Reg::output || o.vary != Vary::full || reuse_input[static_cast<size_t>(o.index)] >= 0) continue;
+      auto oi = static_cast<size_t>(o.index);
+      if (o.kind != Reg::output || o.vary != Vary::full || written[oi]) continue;
+      written[oi] = true;
       for (size_t k = body_consts.size(); k < in_avals.size(); ++k)
-        if (plain[k] && !taken[k] && last_read[k] <= static_cast<int64_t>(i) &&
-            in_avals[k].nbytes() == out_avals[static_cast<size_t>(o.index)].nbytes() && in_avals[k].size() == n) {
-          reuse_input[static_cast<size_t>(o.index)] = static_cast<int32_t>(k - body_consts.size());
-          taken[k] = true;
-          break;
-        }
+        if (plain[k] && last_read[k] <= static_cast<int64_t>(i) && in_avals[k].nbytes() == out_avals[oi].nbytes() &&
+            in_avals[k].size() == n)
+          reuse_inputs[oi].push_back(static_cast<int32_t>(k - body_consts.size()));
     }
 }
 
@@ -692,8 +692,9 @@ FusedKernel::FusedKernel(const ClosedJaxpr& body, bool defer_codegen) : impl_(st
 }
 FusedKernel::~FusedKernel() = default;
 
-int FusedKernel::reusable_operand(size_t o) const {
-  return o < impl_->reuse_input.size() ? impl_->reuse_input[o] : -1;
+std::span<const int32_t> FusedKernel::reusable_operands(size_t o) const {
+  if (o >= impl_->reuse_inputs.size()) return {};
+  return impl_->reuse_inputs[o];
 }
 
 Arrays FusedKernel::run(std::span<const Array> args0) const { return run(args0, {}); }
@@ -714,20 +715,25 @@ Arrays FusedKernel::run(std::span<const Array> args, std::span<Array> dead) cons
   }
   Arrays outs;
   std::vector<char*> out;
+  SmallVector<int32_t, 4> taken;
   for (size_t o = 0; o < m.out_avals.size(); ++o) {
     const Aval& a = m.out_avals[o];
-    int32_t k = m.reuse_input[o];
-    // a dead operand nobody else holds (one handle, a buffer of its own) becomes the output's storage
-    Array* d = k >= 0 && static_cast<size_t>(k) < dead.size() && dead[static_cast<size_t>(k)].valid()
-                   ? &dead[static_cast<size_t>(k)]
-                   : nullptr;
-    ConcreteNode* c = d && d->is_concrete() ? d->concrete() : nullptr;
-    if (c && c->use_count() == 1 && c->buffer() && c->buffer()->use_count() == 1 && c->data() == c->buffer()->data() &&
-        c->buffer()->nbytes() >= a.nbytes()) {
-      outs.push_back(Array(Ref<ArrayNode>(new ConcreteNode(a, c->buffer(), 0))));
-    } else {
-      outs.push_back(Array::empty(a));
+    // the first dead operand nobody else holds (one handle, a buffer of its own) becomes the
+    // output's storage (memory_plan.cpp makes the same choice)
+    ConcreteNode* c = nullptr;
+    for (int32_t k : m.reuse_inputs[o]) {
+      if (static_cast<size_t>(k) >= dead.size() || !dead[static_cast<size_t>(k)].valid() ||
+          std::find(taken.begin(), taken.end(), k) != taken.end())
+        continue;
+      ConcreteNode* d = dead[static_cast<size_t>(k)].concrete();
+      if (d && d->use_count() == 1 && d->buffer() && d->buffer()->use_count() == 1 &&
+          d->data() == d->buffer()->data() && d->buffer()->nbytes() >= a.nbytes()) {
+        c = d;
+        taken.push_back(k);
+        break;
+      }
     }
+    outs.push_back(c ? Array(Ref<ArrayNode>(new ConcreteNode(a, c->buffer(), 0))) : Array::empty(a));
     out.push_back(static_cast<char*>(outs.back().concrete()->data()));
   }
   if (m.n == 0) return outs;

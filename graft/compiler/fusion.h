@@ -61,8 +61,9 @@ class FusedKernel {
   /// read again, moved out of its hands. An output may take over such an operand's buffer when no
   /// other handle to it exists (an in-place update).
   Arrays run(std::span<const Array> args, std::span<Array> dead) const;
-  /// The operand whose buffer output `o` may take over when the operand dies at this loop, or -1.
-  int reusable_operand(size_t o) const;
+  /// The operands whose buffer output `o` may take over when the operand dies at this loop, in order
+  /// of preference (each operand serves one output at most: the first output to claim it).
+  std::span<const int32_t> reusable_operands(size_t o) const;
   /// The kernel cached on `body` (compiled on first use).
   static const FusedKernel& of(const ClosedJaxpr& body);
   /// Compiles the kernels of several bodies (a program's fused loops) at once: all their generated

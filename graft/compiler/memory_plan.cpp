@@ -10,7 +10,7 @@
 
 namespace graft::compiler {
 
-MemoryPlan plan_memory(const ClosedJaxpr& cj) {
+MemoryPlan plan_memory(const ClosedJaxpr& cj, const std::vector<bool>& donated) {
   const Jaxpr& j = *cj.jaxpr;
   size_t ne = j.eqns.size();
   MemoryPlan p;
@@ -34,6 +34,21 @@ MemoryPlan plan_memory(const ClosedJaxpr& cj) {
     p.buffer_bytes.push_back(bytes);
     return static_cast<int>(p.buffer_bytes.size() - 1);
   };
+  // a donated argument belongs to the program from the start: it dies at its last use like an
+  // intermediate, and its buffer can take an output in place; the others stay the caller's
+  p.arg_buffer.assign(j.invars.size(), -1);
+  for (size_t i = 0; i < j.invars.size(); ++i) {
+    const Var* v = j.invars[i].get();
+    int64_t bytes = static_cast<int64_t>(v->aval.nbytes());
+    if (i < donated.size() && donated[i]) {
+      produced.insert(v);
+      p.arg_buffer[i] = buffer_of[v] = new_buffer(bytes);
+      live += bytes;
+    } else {
+      p.argument_bytes += bytes;
+    }
+  }
+  p.peak_bytes = live;
   for (size_t i = 0; i < ne; ++i) {
     const Eqn& e = j.eqns[i];
     // operands whose last use this is (each once, intermediates only)
@@ -48,12 +63,24 @@ MemoryPlan plan_memory(const ClosedJaxpr& cj) {
     for (size_t o = 0; o < e.outputs.size(); ++o) {
       const Var* v = e.outputs[o].get();
       int64_t bytes = static_cast<int64_t>(v->aval.nbytes());
-      int k = fk ? fk->reusable_operand(o) : -1;
-      const Var* src = k >= 0 && !e.inputs[static_cast<size_t>(k)].is_literal() ? e.inputs[static_cast<size_t>(k)].var.get() : nullptr;
-      int uses_in_eqn = 0;
-      for (auto& a : e.inputs) uses_in_eqn += !a.is_literal() && a.var.get() == src ? 1 : 0;
-      if (src && uses_in_eqn == 1 && std::find(dying.begin(), dying.end(), src) != dying.end() && !taken.count(src) &&
-          buffer_of.count(src)) {
+      // the first candidate operand that dies here, once in this equation and not taken yet (the
+      // order FusedKernel::run tries them in)
+      int k = -1;
+      const Var* src = nullptr;
+      if (fk)
+        for (int32_t c : fk->reusable_operands(o)) {
+          const Atom& a = e.inputs[static_cast<size_t>(c)];
+          if (a.is_literal() || taken.count(a.var.get()) || !buffer_of.count(a.var.get()) ||
+              std::find(dying.begin(), dying.end(), a.var.get()) == dying.end())
+            continue;
+          int uses = 0;
+          for (auto& b : e.inputs) uses += !b.is_literal() && b.var == a.var ? 1 : 0;
+          if (uses != 1) continue;
+          k = c;
+          src = a.var.get();
+          break;
+        }
+      if (src) {
         taken.insert(src);
         buffer_of[v] = buffer_of[src];
         p.in_place[i][o] = k;
@@ -94,6 +121,8 @@ MemoryPlan plan_memory(const ClosedJaxpr& cj) {
 
 std::string MemoryPlan::str(const Jaxpr& j) const {
   std::ostringstream os;
+  for (size_t i = 0; i < arg_buffer.size(); ++i)
+    if (arg_buffer[i] >= 0) os << "arg " << i << " (donated) -> #" << arg_buffer[i] << " " << j.invars[i]->aval.str() << "\n";
   for (size_t i = 0; i < j.eqns.size(); ++i) {
     os << "eqn " << i << " " << j.eqns[i].prim->name << " ->";
     for (size_t o = 0; o < buffer[i].size(); ++o) {
@@ -109,6 +138,8 @@ std::string MemoryPlan::str(const Jaxpr& j) const {
     os << "\n";
   }
   os << "peak " << peak_bytes << " bytes in " << buffer_bytes.size() << " buffers";
+  if (std::find(arg_buffer.begin(), arg_buffer.end(), -1) != arg_buffer.end())
+    os << " (+ " << argument_bytes << " bytes of arguments)";
   return os.str();
 }
 

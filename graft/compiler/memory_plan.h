@@ -24,15 +24,24 @@ struct MemoryPlan {
   /// never released).
   std::vector<std::vector<const Var*>> release;
   std::vector<int64_t> buffer_bytes;
-  /// The most bytes of intermediates alive at once (inputs and constants excluded).
+  /// Per program input: the buffer of a donated argument, else -1.
+  std::vector<int> arg_buffer;
+  /// The most bytes alive at once of intermediates, results and donated arguments (constants and
+  /// the other arguments excluded).
   int64_t peak_bytes = 0;
+  /// Bytes of the arguments not donated: the caller holds them for the whole run, so a call's peak
+  /// is argument_bytes + peak_bytes.
+  int64_t argument_bytes = 0;
 
-  /// "eqn 0 dot_general -> #0 f32[128,512]" lines, then "peak N bytes in K buffers".
+  /// "arg 0 (donated) -> #0 f32[512]" lines, "eqn 0 dot_general -> #1 f32[128,512]" lines, then
+  /// "peak N bytes in K buffers (+ M bytes of arguments)".
   std::string str(const Jaxpr& j) const;
 };
 
 /// Plans the intermediates of j. A fused loop's output reuses an operand dying at it when its kernel
 /// allows (FusedKernel); other outputs reuse a free buffer of their exact size, else get a new one.
-MemoryPlan plan_memory(const ClosedJaxpr& j);
+/// Inputs marked in `donated` (jit's donate_argnums) are planned like intermediates: they die at
+/// their last use and their buffers serve later values, in place where a fused loop allows.
+MemoryPlan plan_memory(const ClosedJaxpr& j, const std::vector<bool>& donated = {});
 
 }  // namespace graft::compiler

@@ -25,6 +25,20 @@ ConcreteNode::ConcreteNode(Aval a) : ArrayNode(std::move(a), false) {
 ConcreteNode::ConcreteNode(Aval a, Ref<Buffer> buf, size_t offset)
     : ArrayNode(std::move(a), false), buffer_(std::move(buf)), data_(static_cast<char*>(buffer_->data()) + offset) {}
 
+Ref<ConcreteNode> ConcreteNode::take_storage() {
+  if (!buffer_ || buffer_->use_count() != 1 || data_ != buffer_->data()) return {};
+  Ref<ConcreteNode> n(new ConcreteNode(aval_, std::move(buffer_), 0));
+  data_ = nullptr;
+  return n;
+}
+
+void check_not_deleted(const Array& x, const char* what) {
+  if (auto* c = x.concrete(); c && c->deleted())
+    fail<ValueError>(what, ": the array ", x.aval().str(),
+                     " was donated to a jitted function (donate_argnums) and deleted; use that function's result "
+                     "instead");
+}
+
 Tracer::Tracer(Aval a, Ref<Trace> t) : ArrayNode(std::move(a), true), trace_(std::move(t)) {}
 Tracer::~Tracer() = default;
 std::optional<Array> Tracer::concrete_value() const { return std::nullopt; }
@@ -53,7 +67,10 @@ void Array::check_dtype(DType d, const char* what) const {
 
 const void* Array::raw_data() const {
   if (!node_) fail<ValueError>("raw_data: the array is null");
-  if (auto* c = concrete()) return c->data();
+  if (auto* c = concrete()) {
+    check_not_deleted(*this, "raw_data");
+    return c->data();
+  }
   fail<ConcretizationError>("raw_data: ", aval().str(), " is a tracer of ", tracer()->trace()->describe(),
                             "; its data is not available while the transformation runs");
 }
@@ -211,6 +228,7 @@ void print_elems(std::ostream& os, const Array& a) {
 
 std::ostream& operator<<(std::ostream& os, const Array& a) {
   if (!a.valid()) return os << "Array(null)";
+  if (a.is_concrete() && a.concrete()->deleted()) return os << "Array(<deleted: donated>, " << a.aval().str() << ")";
   if (a.is_tracer() && !a.tracer()->concrete_value())
     return os << "Traced<" << a.aval().str() << ">with<" << a.tracer()->trace()->describe() << ">";
   Array c = a.concretize("print");

@@ -55,6 +55,11 @@ class ConcreteNode final : public ArrayNode {
   Device device() const { return buffer_ ? buffer_->device() : Device::cpu(); }
   /// The underlying buffer; null for inline (small) arrays.
   const Ref<Buffer>& buffer() const { return buffer_; }
+  /// Whether this array gave its storage away (donated to a jitted function): using it is an error.
+  bool deleted() const { return data_ == nullptr; }
+  /// Moves the storage into a new node and marks this one deleted, when the storage is this node's
+  /// alone (a buffer of its own, not shared with a view); otherwise returns null and changes nothing.
+  Ref<ConcreteNode> take_storage();
 
  private:
   Ref<Buffer> buffer_;
@@ -109,7 +114,8 @@ class Array {
   const Ref<ArrayNode>& node_ref() const { return node_; }
   Device device() const;
 
-  /// Raw pointer to the data of a concrete array (throws ConcretizationError for tracers).
+  /// Raw pointer to the data of a concrete array (throws ConcretizationError for tracers and
+  /// ValueError for arrays donated to a jitted function).
   const void* raw_data() const;
   template <class T>
   const T* data() const {
@@ -163,6 +169,9 @@ class Array {
 /// Prints like NumPy/JAX: `Array([1., 2., 3.], dtype=float32)`; tracers print their aval.
 std::ostream& operator<<(std::ostream& os, const Array& a);
 std::string to_string(const Array& a);
+
+/// Throws ValueError naming `what` when x was donated to a jitted function (its storage is gone).
+void check_not_deleted(const Array& x, const char* what);
 
 /// Copies the elements of a concrete array into `out` converted to `to` (n = a.size()).
 void convert_elements(const void* in, DType from, void* out, DType to, int64_t n);

@@ -426,20 +426,39 @@ class Jitted {
     auto fa = detail::flatten_args(targs);
     std::string key = fa.key;
     detail::append_aval_key(key, fa.leaves);
-    auto entry = st_->get(key, fa.leaves, [&](TreeDef& out_def) {
-      std::vector<Aval> avals;
-      for (auto& x : fa.leaves) avals.push_back(x.aval());
-      auto def = std::make_shared<TreeDef>();
-      ClosedJaxpr c = make_jaxpr_flat(detail::flat_fn(f_, fa, targs, def), avals, "jit");
-      out_def = *def;
-      return c;
-    });
+    auto entry = st_->get(
+        key, fa.leaves,
+        [&](TreeDef& out_def) {
+          std::vector<Aval> avals;
+          for (auto& x : fa.leaves) avals.push_back(x.aval());
+          auto def = std::make_shared<TreeDef>();
+          ClosedJaxpr c = make_jaxpr_flat(detail::flat_fn(f_, fa, targs, def), avals, "jit");
+          out_def = *def;
+          return c;
+        },
+        donated_leaves(fa));
     return tree_unflatten<Out>(entry->out_def, st_->run(*entry, fa.leaves));
   }
   /// Number of times the function was traced (cache misses).
   size_t num_traces() const { return st_->num_traces(); }
 
  private:
+  template <class FA>
+  std::vector<bool> donated_leaves(const FA& fa) const {
+    const auto& nums = st_->opts.donate_argnums;
+    if (nums.empty()) return {};
+    std::vector<bool> d(fa.leaves.size(), false);
+    for (int a : nums) {
+      if (a < 0 || static_cast<size_t>(a) >= fa.selected.size())
+        fail<ValueError>("jit(", st_->opts.name, "): donate_argnums has ", a, " but the function was called with ",
+                         fa.selected.size(), " arguments");
+      if (!fa.selected[static_cast<size_t>(a)])
+        fail<TypeError>("jit(", st_->opts.name, "): donated argument ", a,
+                        " is static (not an array or a pytree of arrays)");
+      for (size_t k = fa.offset[static_cast<size_t>(a)]; k < fa.offset[static_cast<size_t>(a) + 1]; ++k) d[k] = true;
+    }
+    return d;
+  }
   F f_;
   std::shared_ptr<detail::JitState> st_;
 };

@@ -1,6 +1,7 @@
 // The jit call primitive (all its rules) and jit's trace cache.
 #include "graft/transforms/jit.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -206,7 +207,8 @@ std::string explain_miss(const std::vector<std::pair<std::string, std::vector<Av
 }  // namespace
 
 std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std::vector<Array>& leaves,
-                                              const std::function<ClosedJaxpr(TreeDef&)>& trace) {
+                                              const std::function<ClosedJaxpr(TreeDef&)>& trace,
+                                              const std::vector<bool>& donated) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     auto it = cache_.find(key);
@@ -227,7 +229,15 @@ std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std:
   e->consts = closed.consts;
   bool cacheable = true;
   for (auto& c : e->consts) cacheable = cacheable && c.is_concrete();
-  if (cacheable) e->exe = std::shared_ptr<const Executable>(e->call, &Executable::of(*e->call, opts.name));
+  if (cacheable && std::find(donated.begin(), donated.end(), true) != donated.end()) {
+    // the executable that takes donated storage is this entry's own (jit_p's cached one, used when
+    // the call is traced inside another function, donates nothing)
+    std::vector<bool> d(e->consts.size(), false);
+    d.insert(d.end(), donated.begin(), donated.end());
+    e->exe = std::make_shared<const Executable>(*e->call, opts.name, std::move(d));
+  } else if (cacheable) {
+    e->exe = std::shared_ptr<const Executable>(e->call, &Executable::of(*e->call, opts.name));
+  }
   std::lock_guard<std::mutex> lk(mu_);
   ++traces_;
   if (log_compiles()) {

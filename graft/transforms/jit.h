@@ -23,6 +23,13 @@ extern const Primitive jit_p;
 struct JitOptions {
   /// The name printed in jaxprs (`jit[name=...]`) and in GRAFT_LOG_COMPILES messages.
   std::string name = "<lambda>";
+  /// Positional arguments whose arrays the call may take over (JAX's donate_argnums): their storage
+  /// serves the program's values, e.g. parameters updated in place by a training step, and the
+  /// caller's arrays are deleted afterwards (using one raises ValueError). Pass the results back in:
+  ///   auto step = jit(train_step, {.name = "step", .donate_argnums = {0, 1}});
+  ///   std::tie(params, opt_state, loss) = step(params, opt_state, x, y);
+  /// Donation applies when the call runs eagerly (not while it is traced inside another jit).
+  std::vector<int> donate_argnums;
 };
 
 namespace detail {
@@ -40,8 +47,10 @@ class JitState {
  public:
   explicit JitState(JitOptions o) : opts(std::move(o)) {}
   /// Returns the entry for `key`, tracing with `trace` on a miss (logged when GRAFT_LOG_COMPILES=1).
+  /// `donated` marks the leaves of donated arguments (empty: none).
   std::shared_ptr<const JitEntry> get(const std::string& key, const std::vector<Array>& leaves,
-                                      const std::function<ClosedJaxpr(TreeDef&)>& trace);
+                                      const std::function<ClosedJaxpr(TreeDef&)>& trace,
+                                      const std::vector<bool>& donated = {});
   /// Runs an entry on the flat arguments (directly when eager, else by binding jit_p).
   std::vector<Array> run(const JitEntry& e, const std::vector<Array>& leaves) const;
   size_t num_traces() const { return traces_; }

@@ -197,14 +197,33 @@ TEST_F(Passes, memory_plan_reuses_buffers_in_place) {
 eqn 1 fusion -> #0 f32[4,8] (in place of operand 0)
 eqn 2 dot_general -> #1 f32[4,8]
 eqn 3 fusion -> #1 f32[4,8] (in place of operand 0)
-peak 256 bytes in 2 buffers)");
+peak 256 bytes in 2 buffers (+ 384 bytes of arguments))");
   // without fusion opportunities values still share buffers once their readers are done
   auto g = [](const Array& x, const Array& w) { return matmul(matmul(matmul(x, w), w), w); };
   ClosedJaxpr opt2 = compiler::optimize(make_jaxpr(g)(ones({4, 8}), ones({8, 8})));
   EXPECT_EQ(compiler::plan_memory(opt2).str(*opt2.jaxpr), R"(eqn 0 dot_general -> #0 f32[4,8]
 eqn 1 dot_general -> #1 f32[4,8]
 eqn 2 dot_general -> #0 f32[4,8]
-peak 256 bytes in 2 buffers)");
+peak 256 bytes in 2 buffers (+ 384 bytes of arguments))");
+}
+
+TEST_F(Passes, memory_plan_donated_arguments) {
+  // an SGD update p - lr * g with p donated: the result takes p's buffer, whichever operand order
+  // the fused loop has; g (not donated) stays the caller's
+  auto f = [](const Array& p, const Array& g) { return p - g * 0.1; };
+  ClosedJaxpr opt = compiler::optimize(make_jaxpr(f)(ones({1000}), ones({1000})));
+  EXPECT_EQ(compiler::plan_memory(opt, {true, false}).str(*opt.jaxpr), R"(arg 0 (donated) -> #0 f32[1000]
+eqn 0 fusion -> #0 f32[1000] (in place of operand 1)
+peak 4000 bytes in 1 buffers (+ 4000 bytes of arguments))");
+  // both donated: the fused update takes v's buffer (its first candidate); v * 0.9, a lone primitive
+  // rather than a fused loop, gets a buffer of its own
+  auto g = [](const Array& p, const Array& v) { return std::make_pair(p - v * 0.1, v * 0.9); };
+  ClosedJaxpr opt2 = compiler::optimize(make_jaxpr(g)(ones({8}), ones({8})));
+  EXPECT_EQ(compiler::plan_memory(opt2, {true, true}).str(*opt2.jaxpr), R"(arg 0 (donated) -> #0 f32[8]
+arg 1 (donated) -> #1 f32[8]
+eqn 0 mul -> #2 f32[8]
+eqn 1 fusion -> #1 f32[8] (in place of operand 0)
+peak 96 bytes in 3 buffers)");
 }
 
 }  // namespace

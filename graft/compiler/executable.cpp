@@ -1,7 +1,9 @@
 #include "graft/compiler/executable.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <unordered_map>
 
@@ -11,6 +13,54 @@
 #include "graft/core/trace.h"
 
 namespace graft {
+
+namespace {
+
+// GRAFT_PROFILE=1: time every step of every executable, by primitive and result type, and print the
+// table at exit (what a slow jitted program spends its time on).
+class StepProfile {
+ public:
+  static StepProfile* get() {
+    static StepProfile* p = [] {
+      const char* e = std::getenv("GRAFT_PROFILE");
+      return e && *e && std::string(e) != "0" ? new StepProfile() : nullptr;
+    }();
+    return p;
+  }
+  void add(const std::string& what, double ms) {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto& r = rows_[what];
+    r.first += 1;
+    r.second += ms;
+  }
+  ~StepProfile() = default;
+
+ private:
+  StepProfile() {
+    std::atexit([] { get()->print(); });
+  }
+  void print() {
+    std::vector<std::pair<std::string, std::pair<int64_t, double>>> v(rows_.begin(), rows_.end());
+    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.second > b.second.second; });
+    double total = 0;
+    for (auto& r : v) total += r.second.second;
+    std::fprintf(stderr, "graft profile: %.1f ms in jitted steps\n%10s %8s %6s  %s\n", total, "ms", "calls", "%",
+                 "step");
+    for (auto& [what, r] : v)
+      std::fprintf(stderr, "%10.1f %8lld %5.1f%%  %s\n", r.second, static_cast<long long>(r.first),
+                   100 * r.second / std::max(total, 1e-9), what.c_str());
+  }
+  std::mutex mu_;
+  std::unordered_map<std::string, std::pair<int64_t, double>> rows_;
+};
+
+std::string step_label(const Primitive& p, const std::vector<Aval>& outs) {
+  std::string s = p.name;
+  for (auto& a : outs) s += " " + a.str();
+  return s;
+}
+
+}  // namespace
 
 Executable::Executable(const ClosedJaxpr& original, const std::string& name, std::vector<bool> donated)
     : donated_(std::move(donated)) {
@@ -94,7 +144,9 @@ Arrays Executable::run(std::span<const Array> args) const {
   }
   Arrays in;
   std::vector<Array> dead;
+  StepProfile* prof = StepProfile::get();
   for (const Step& st : steps_) {
+    auto t0 = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     in.clear();
     Arrays out;
     if (st.fused) {
@@ -120,6 +172,9 @@ Arrays Executable::run(std::span<const Array> args) const {
     }
     for (size_t k = 0; k < st.out.size(); ++k) slots[static_cast<size_t>(st.out[k])] = std::move(out[k]);
     for (auto s : st.release) slots[static_cast<size_t>(s)] = Array();
+    if (prof)
+      prof->add(step_label(*st.prim, st.out_avals),
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   Arrays result;
   for (auto s : out_slots_) result.push_back(slots[static_cast<size_t>(s)]);

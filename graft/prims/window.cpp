@@ -159,6 +159,34 @@ std::optional<PlaneWindows> plane_windows(const Shape& in, const Shape& out, con
                       w.window[nd - 2], w.window[nd - 1], w.strides[nd - 2], w.strides[nd - 1]};
 }
 
+// f(std::integral_constant<int64_t, v>) when 1 <= v <= 16, else f(v): loops whose trip count is a
+// small constant get unrolled and vectorized without remainder handling.
+template <class F>
+void with_small_constant(int64_t v, F&& f) {
+  bool done = [&]<int64_t... K>(std::integer_sequence<int64_t, K...>) {
+    return ((v == K + 1 ? (f(std::integral_constant<int64_t, K + 1>{}), true) : false) || ...);
+  }(std::make_integer_sequence<int64_t, 16>{});
+  if (!done) f(v);
+}
+
+// Rows [r0, r1) of 2x2 windows with stride 2 over planes of width W: the two input rows are
+// combined first (contiguous), then neighbouring columns. With OW a compile-time constant (rows are
+// short) the compiler unrolls and vectorizes both without remainder loops.
+template <class T, class C, class OWT, class Op>
+__attribute__((noinline)) void pool_rows_2x2(const T* xd, T* od, int64_t r0, int64_t r1, int64_t OH, int64_t H,
+                                             int64_t W, OWT ow_count, Op op) {
+  const int64_t OW = ow_count;
+  ScratchBuffer<C> scratch(static_cast<size_t>(2 * OW));
+  C* t = scratch.data();
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* a = xd + (r / OH) * H * W + (r % OH) * 2 * W;
+    const T* b = a + W;
+    T* out = od + r * OW;
+    for (int64_t j = 0; j < 2 * OW; ++j) t[j] = op(static_cast<C>(a[j]), static_cast<C>(b[j]));
+    for (int64_t ow = 0; ow < OW; ++ow) out[ow] = static_cast<T>(op(t[2 * ow], t[2 * ow + 1]));
+  }
+}
+
 template <class F>
 void for_each_plane_window(const PlaneWindows& q, F&& f) {
   cpu::parallel_for(q.planes * q.OH, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, q.OW * q.kh * q.kw)),
@@ -203,7 +231,35 @@ Arrays window_impl(const Primitive& p, std::span<const Array> in, std::span<cons
         a = ((v < a) | (v != v)) ? v : a;
       }
     };
-    if (auto q = plane_windows(x.shape(), outv[0].shape, w)) {
+    auto q = plane_windows(x.shape(), outv[0].shape, w);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (q && q->kh == 2 && q->kw == 2 && q->sh == 2 && q->sw == 2) {
+        // 2x2 pooling, stride 2: the operation fixed per loop so that the compiler vectorizes it
+        auto pool = [&](auto op) {
+          with_small_constant(q->OW, [&](auto ow) {
+            cpu::parallel_for(q->planes * q->OH, std::max<int64_t>(1, 8192 / std::max<int64_t>(1, q->W)),
+                              [&](int64_t r0, int64_t r1) { pool_rows_2x2<T, C>(xd, od, r0, r1, q->OH, q->H, q->W, ow, op); });
+          });
+        };
+        // max/min propagate NaN like fold below; written as a select of a max (or min) so that the
+        // compiler emits vmaxps/blends rather than branches (a coin toss on real data)
+        if (kind == WKind::max) {
+          pool([](C u, C v) {
+            C m = v > u ? v : u;
+            return v != v ? v : m;
+          });
+        } else if (kind == WKind::min) {
+          pool([](C u, C v) {
+            C m = v < u ? v : u;
+            return v != v ? v : m;
+          });
+        } else {
+          pool([](C u, C v) { return u + v; });
+        }
+        return;
+      }
+    }
+    if (q) {
       for_each_plane_window(*q, [&](int64_t o, int64_t base) {
         C a = init;
         for (int64_t i = 0; i < q->kh; ++i)
@@ -332,6 +388,37 @@ Arrays select_gather_impl(const Primitive&, std::span<const Array> in, std::span
   return {r};
 }
 
+// Disjoint plane windows (strides at least the window, max pooling's usual case): every input
+// element lies in one window at most, so each row of windows owns a band of input rows, zeroes it and
+// writes its windows' sources at their selected elements (in parallel, with no scatter accumulator).
+// The last row of windows also owns the rows below it that no window covers.
+template <class T, bool IsMax>
+void scatter_disjoint(const T* src, const T* x, T* o, const PlaneWindows& q) {
+  using C = compute_t<T>;
+  cpu::parallel_for(q.planes * q.OH, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, q.sh * q.W)),
+                    [&](int64_t r0, int64_t r1) {
+                      for (int64_t r = r0; r < r1; ++r) {
+                        int64_t p = r / q.OH, oh = r % q.OH;
+                        int64_t h0 = oh * q.sh, h1 = oh + 1 == q.OH ? q.H : h0 + q.sh;
+                        int64_t band = p * q.H * q.W + h0 * q.W;
+                        std::fill(o + band, o + band + (h1 - h0) * q.W, T(0));
+                        for (int64_t ow = 0; ow < q.OW; ++ow) {
+                          int64_t base = band + ow * q.sw, s = base;
+                          C b = static_cast<C>(x[base]);
+                          for (int64_t i = 0; i < q.kh; ++i)
+                            for (int64_t j = 0; j < q.kw; ++j) {
+                              int64_t off = base + i * q.W + j;
+                              C v = static_cast<C>(x[off]);
+                              bool take = IsMax ? v > b : v < b;  // the choice selected_offsets makes
+                              s = take ? off : s;
+                              b = take ? v : b;
+                            }
+                          o[s] = src[r * q.OW + ow];
+                        }
+                      }
+                    });
+}
+
 Arrays select_scatter_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out,
                            const Params& params) {
   WinP w = read(params);
@@ -340,6 +427,13 @@ Arrays select_scatter_impl(const Primitive&, std::span<const Array> in, std::spa
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     if constexpr (!std::is_same_v<T, bool>) {
+      auto q = plane_windows(in[1].shape(), in[0].shape(), w);
+      if (q && q->OH > 0 && q->OW > 0 && q->sh >= q->kh && q->sw >= q->kw) {
+        auto run = selects_max(params) ? &scatter_disjoint<T, true> : &scatter_disjoint<T, false>;
+        run(static_cast<const T*>(in[0].raw_data()), static_cast<const T*>(in[1].raw_data()),
+            static_cast<T*>(r.concrete()->data()), *q);
+        return;
+      }
       auto sel = selected_offsets(static_cast<const T*>(in[1].raw_data()), in[1].shape(), in[0].shape(), w,
                                   selects_max(params));
       ScratchBuffer<C> acc(static_cast<size_t>(r.size()), C(0));

@@ -645,7 +645,12 @@ std::vector<Case> structural_cases() {
        {std::tuple{"", WinCase{{2, 5, 6}, {1, 3, 2}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {{0, 0}, {1, 1}, {0, 0}}},
                    Shape{2, 3, 3}},
         std::tuple{"_planes", WinCase{{2, 7, 6}, {1, 3, 2}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {{0, 0}, {0, 0}, {0, 0}}},
-                   Shape{2, 3, 3}}}) {
+                   Shape{2, 3, 3}},
+        // disjoint windows (the scatter writes bands of rows), with rows and columns left over
+        std::tuple{"_disjoint", WinCase{{2, 7, 5}, {1, 2, 2}, {1, 2, 2}, {1, 1, 1}, {1, 1, 1}, {{0, 0}, {0, 0}, {0, 0}}},
+                   Shape{2, 3, 2}},
+        std::tuple{"_gaps", WinCase{{2, 8, 7}, {1, 2, 2}, {1, 3, 3}, {1, 1, 1}, {1, 1, 1}, {{0, 0}, {0, 0}, {0, 0}}},
+                   Shape{2, 3, 2}}}) {
     std::vector<IntList> pad;
     for (auto& [lo, hi] : wc.padding) pad.push_back({lo, hi});
     Params p{{"base_dilation", wc.base_dil},   {"padding", Ref<const ParamObject>(new lax::IntTuples(pad))},

@@ -49,6 +49,6 @@ print(f"{'MLP step compile, cold / from disk cache (ms)':44s} {compile_ms('cold.
       f"          goal < 200 / < 5")
 print(f"{'MLP step first call overhead, cold / warm (ms)':44s} "
       f"{json.load(open(f'{d}/cold.json'))['value']:10.2f} {json.load(open(f'{d}/warm.json'))['value']:10.2f}")
-print(f"{'MLP step peak intermediates (MiB)':44s} {g['graft_mlp_step_peak_intermediates']['value']:10.2f}")
+print(f"{'MLP step planned peak, all values (MiB)':44s} {g['graft_mlp_step_planned_peak']['value']:10.2f}")
 PY
 rm -rf "$out" "$cache"

@@ -3,6 +3,7 @@
 // windows into columns (im2col) per group and multiplies with GEMM; the transposes are themselves
 // convolutions (the gradient of a strided convolution is a convolution with input dilation).
 #include <numeric>
+#include <optional>
 
 #include "graft/backend/cpu/conv.h"
 #include "graft/backend/cpu/gemm.h"
@@ -197,6 +198,35 @@ void conv_canonical(const T* L, const T* R, T* Out, const Shape& ls, const Shape
   (void)prodS;
 }
 
+// A convolution whose kernel is larger than its output is what a kernel gradient looks like
+// (transpose_rhs): out[b, o, y, x] = sum over (i, kh, kw) of lhs[b, i, y*s + kh*d - p] * rhs[o, i, kh, kw].
+// With the first two dimensions of every operand swapped it is exactly oneDNN's backward-weights
+// problem: src (i, b, H, W), diff_dst = rhs as (i, o, KH, KW), diff_weights = out as (o, b, Y, X),
+// with the stride and the dilation trading places.
+std::optional<cpu::Conv2dDesc> as_backward_weights(const cpu::Conv2dDesc& d) {
+  if (d.groups != 1 || d.wei_dims[2] * d.wei_dims[3] <= d.dst_dims[2] * d.dst_dims[3]) return std::nullopt;
+  cpu::Conv2dDesc b = d;
+  auto swap01 = [](const int64_t* dims, const int64_t* strides, int64_t* bd, int64_t* bs) {
+    for (int j = 0; j < 4; ++j) {
+      int k = j < 2 ? 1 - j : j;
+      bd[j] = dims[k];
+      bs[j] = strides[k];
+    }
+  };
+  swap01(d.src_dims, d.src_strides, b.src_dims, b.src_strides);
+  swap01(d.wei_dims, d.wei_strides, b.dst_dims, b.dst_strides);
+  swap01(d.dst_dims, d.dst_strides, b.wei_dims, b.wei_strides);
+  for (int i = 0; i < 2; ++i) {
+    b.strides[i] = d.dilation[i];
+    b.dilation[i] = d.strides[i];
+    // the padding past the end that makes oneDNN's output size (the kernel's here) come out exact
+    b.pad_hi[i] = (b.dst_dims[2 + i] - 1) * b.strides[i] + (b.wei_dims[2 + i] - 1) * b.dilation[i] + 1 -
+                  b.src_dims[2 + i] - b.pad_lo[i];
+    if (b.pad_hi[i] < 0) return std::nullopt;
+  }
+  return b;
+}
+
 // 2-D f32 convolutions without input dilation or batch groups go to oneDNN's direct convolution,
 // which reads and writes every operand in its own layout (the dimension numbers become strides).
 bool conv_dnnl(const Array& l, const Array& r, Array& out, const ConvP& c) {
@@ -221,8 +251,10 @@ bool conv_dnnl(const Array& l, const Array& r, Array& out, const ConvP& c) {
     d.pad_hi[i] = c.padding[i].second;
   }
   d.groups = c.fgc;
-  return cpu::conv2d_f32(d, static_cast<const float*>(l.raw_data()), static_cast<const float*>(r.raw_data()),
-                         static_cast<float*>(out.concrete()->data()));
+  const float *lp = static_cast<const float*>(l.raw_data()), *rp = static_cast<const float*>(r.raw_data());
+  float* op = static_cast<float*>(out.concrete()->data());
+  if (auto b = as_backward_weights(d); b && cpu::conv2d_backward_weights_f32(*b, lp, rp, op)) return true;
+  return cpu::conv2d_f32(d, lp, rp, op);
 }
 
 Arrays conv_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params& params) {

@@ -39,15 +39,31 @@ TEST(ConvPaths, F32MatchesF64) {
 
 TEST(ConvPaths, TrainingStepGradientsMatchF64) {
   // value_and_grad of a conv layer: forward, data gradient (padded, flipped kernel) and weight gradient
-  Rng rng(3);
-  Array x = rng.uniform({4, 3, 10, 10}, f64), w = rng.uniform({5, 3, 3, 3}, f64);
-  auto loss = [](const Array& x, const Array& w) {
-    return sum(square(lax::conv_general_dilated(x, w, {2, 1}, {{1, 1}, {0, 0}}, {1, 1}, {1, 1},
-                                                lax::ConvDims::nchw(2), 1, 1)));
+  // (oneDNN's backward-weights kernels in f32), over layouts, strides, padding and dilation, including
+  // strides that leave input rows unread (the weight gradient then takes the forward-convolution path)
+  struct G {
+    Shape x, w, strides;
+    std::vector<std::pair<int64_t, int64_t>> pad;
+    Shape dil;
+    lax::ConvDims dn;
   };
-  auto g64 = grad(loss, {0, 1})(x, w);
-  auto g32 = grad(loss, {0, 1})(x.astype(f32), w.astype(f32));
-  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(close(g32[i].astype(f64), g64[i], 1e-3, 1e-3)) << i;
+  std::vector<G> cases{
+      {{4, 3, 10, 10}, {5, 3, 3, 3}, {2, 1}, {{1, 1}, {0, 0}}, {1, 1}, lax::ConvDims::nchw(2)},
+      {{4, 3, 11, 11}, {5, 3, 3, 3}, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, lax::ConvDims::nchw(2)},
+      {{3, 12, 9, 4}, {3, 3, 4, 6}, {1, 1}, {{1, 0}, {2, 1}}, {2, 1}, lax::ConvDims::nhwc(2)},
+      {{2, 2, 10, 9}, {4, 2, 3, 2}, {2, 3}, {{0, 0}, {1, 0}}, {1, 1}, lax::ConvDims::nchw(2)},
+  };
+  Rng rng(3);
+  for (size_t k = 0; k < cases.size(); ++k) {
+    const G& c = cases[k];
+    Array x = rng.uniform(c.x, f64), w = rng.uniform(c.w, f64);
+    auto loss = [&c](const Array& x, const Array& w) {
+      return sum(square(lax::conv_general_dilated(x, w, c.strides, c.pad, {1, 1}, c.dil, c.dn, 1, 1)));
+    };
+    auto g64 = grad(loss, {0, 1})(x, w);
+    auto g32 = grad(loss, {0, 1})(x.astype(f32), w.astype(f32));
+    for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(close(g32[i].astype(f64), g64[i], 1e-3, 1e-3)) << "case " << k << " grad " << i;
+  }
 }
 
 }  // namespace

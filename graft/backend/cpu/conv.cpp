@@ -87,28 +87,105 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
   if (e->dst != e->user_dst) e->r_dst = std::make_unique<reorder>(reorder::primitive_desc(engine(), e->dst, engine(), e->user_dst));
   return e;
 }
-}  // namespace
 
-bool conv2d_f32(const Conv2dDesc& d, const float* src, const float* wei, float* dst) {
-  using namespace dnnl;
-  for (int i = 0; i < 2; ++i)
-    if (d.pad_lo[i] < 0 || d.pad_hi[i] < 0 || d.strides[i] < 1 || d.dilation[i] < 1) return false;
+// The primitive for problem d, made on first use (oneDNN generates code for it) and kept.
+template <class E>
+std::shared_ptr<E> cached(const Conv2dDesc& d, std::shared_ptr<E> (*make)(const Conv2dDesc&)) {
   std::vector<int64_t> key(reinterpret_cast<const int64_t*>(&d),
                            reinterpret_cast<const int64_t*>(&d) + sizeof(Conv2dDesc) / sizeof(int64_t));
   static std::mutex mu;
-  static auto* cache = new std::map<std::vector<int64_t>, std::shared_ptr<Entry>>();
+  static auto* cache = new std::map<std::vector<int64_t>, std::shared_ptr<E>>();
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) return it->second;
+  }
+  std::shared_ptr<E> e = make(d);
+  std::lock_guard<std::mutex> lk(mu);
+  cache->emplace(key, e);
+  return e;
+}
+
+bool valid_window(const Conv2dDesc& d) {
+  for (int i = 0; i < 2; ++i)
+    if (d.pad_lo[i] < 0 || d.pad_hi[i] < 0 || d.strides[i] < 1 || d.dilation[i] < 1) return false;
+  return true;
+}
+
+// Backward weights: oneDNN picks the formats (blocked for AVX-512); src and diff_dst are reordered
+// into them and diff_weights out of them.
+struct BwdEntry {
+  dnnl::convolution_backward_weights prim;
+  dnnl::memory::desc user_src, user_ddst, user_dwei, src, ddst, dwei;
+  std::unique_ptr<dnnl::reorder> r_src, r_ddst, r_dwei;
+};
+
+std::shared_ptr<BwdEntry> make_bwd_entry(const Conv2dDesc& d) {
+  using namespace dnnl;
+  using dt = memory::data_type;
+  auto dims = [](const int64_t* v, int n) { return memory::dims(v, v + n); };
+  auto e = std::make_shared<BwdEntry>();
+  e->user_src = memory::desc(dims(d.src_dims, 4), dt::f32, dims(d.src_strides, 4));
+  e->user_dwei = memory::desc(dims(d.wei_dims, 4), dt::f32, dims(d.wei_strides, 4));
+  e->user_ddst = memory::desc(dims(d.dst_dims, 4), dt::f32, dims(d.dst_strides, 4));
+  auto any = [&](const int64_t* v) { return memory::desc(dims(v, 4), dt::f32, memory::format_tag::any); };
+  memory::dims st = dims(d.strides, 2), dil{d.dilation[0] - 1, d.dilation[1] - 1}, pl = dims(d.pad_lo, 2),
+               pr = dims(d.pad_hi, 2);
+  convolution_forward::primitive_desc hint(
+      convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, any(d.src_dims),
+                                any(d.wei_dims), any(d.dst_dims), st, dil, pl, pr),
+      engine());
+  convolution_backward_weights::primitive_desc pd(
+      convolution_backward_weights::desc(algorithm::convolution_direct, any(d.src_dims), any(d.wei_dims),
+                                         any(d.dst_dims), st, dil, pl, pr),
+      engine(), hint);
+  e->prim = convolution_backward_weights(pd);
+  e->src = pd.src_desc();
+  e->ddst = pd.diff_dst_desc();
+  e->dwei = pd.diff_weights_desc();
+  auto re = [](const memory::desc& a, const memory::desc& b) {
+    return a == b ? nullptr : std::make_unique<reorder>(reorder::primitive_desc(engine(), a, engine(), b));
+  };
+  e->r_src = re(e->user_src, e->src);
+  e->r_ddst = re(e->user_ddst, e->ddst);
+  e->r_dwei = re(e->dwei, e->user_dwei);
+  return e;
+}
+}  // namespace
+
+bool conv2d_backward_weights_f32(const Conv2dDesc& d, const float* src, const float* diff_dst, float* diff_wei) {
+  using namespace dnnl;
+  if (!valid_window(d) || d.groups != 1) return false;
   try {
-    std::shared_ptr<Entry> e;
-    {
-      std::lock_guard<std::mutex> lk(mu);
-      auto it = cache->find(key);
-      if (it != cache->end()) e = it->second;
+    std::shared_ptr<BwdEntry> e = cached(d, &make_bwd_entry);
+    (void)num_threads();  // the OpenMP team follows GRAFT_NUM_THREADS
+    stream s(engine());
+    memory us(e->user_src, engine(), const_cast<float*>(src)), ud(e->user_ddst, engine(), const_cast<float*>(diff_dst)),
+        uw(e->user_dwei, engine(), diff_wei);
+    memory ms = us, md = ud, mw = uw;
+    if (e->r_src) {
+      ms = memory(e->src, engine());
+      e->r_src->execute(s, us, ms);
     }
-    if (!e) {
-      e = make_entry(d);
-      std::lock_guard<std::mutex> lk(mu);
-      cache->emplace(key, e);
+    if (e->r_ddst) {
+      md = memory(e->ddst, engine());
+      e->r_ddst->execute(s, ud, md);
     }
+    if (e->r_dwei) mw = memory(e->dwei, engine());
+    e->prim.execute(s, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_DIFF_DST, md}, {DNNL_ARG_DIFF_WEIGHTS, mw}});
+    if (e->r_dwei) e->r_dwei->execute(s, mw, uw);
+    s.wait();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+bool conv2d_f32(const Conv2dDesc& d, const float* src, const float* wei, float* dst) {
+  using namespace dnnl;
+  if (!valid_window(d)) return false;
+  try {
+    std::shared_ptr<Entry> e = cached(d, &make_entry);
     (void)num_threads();  // the OpenMP team follows GRAFT_NUM_THREADS
     stream s(engine());
     memory us(e->user_src, engine(), const_cast<float*>(src)), uw(e->user_wei, engine(), const_cast<float*>(wei)),
@@ -133,6 +210,7 @@ bool conv2d_f32(const Conv2dDesc& d, const float* src, const float* wei, float* 
 }
 #else
 bool conv2d_f32(const Conv2dDesc&, const float*, const float*, float*) { return false; }
+bool conv2d_backward_weights_f32(const Conv2dDesc&, const float*, const float*, float*) { return false; }
 #endif
 
 }  // namespace graft::cpu

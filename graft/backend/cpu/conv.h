@@ -18,4 +18,10 @@ struct Conv2dDesc {
 };
 bool conv2d_f32(const Conv2dDesc& d, const float* src, const float* wei, float* dst);
 
+/// The kernel gradient of the convolution `d` describes (groups == 1): diff_wei = the weights
+/// gradient given its input `src` and the gradient of its output `diff_dst` (oneDNN's backward-weights
+/// kernels, faster than the same sum written as a forward convolution with a huge kernel). Returns
+/// false when oneDNN is not available or does not take the problem.
+bool conv2d_backward_weights_f32(const Conv2dDesc& d, const float* src, const float* diff_dst, float* diff_wei);
+
 }  // namespace graft::cpu

@@ -11,6 +11,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "graft/backend/cpu/parallel.h"
+#include "graft/core/buffer.h"
 #endif
 
 namespace graft::cpu {
@@ -106,6 +107,17 @@ std::shared_ptr<E> cached(const Conv2dDesc& d, std::shared_ptr<E> (*make)(const 
   return e;
 }
 
+// Memory in oneDNN's own format for an operand, drawn from graft's recycling allocator: oneDNN's
+// allocator would map fresh pages for every large tensor on every call (page faults cost more than
+// the convolution itself at batch 1000).
+struct Staging {
+  std::vector<Ref<Buffer>> held;
+  dnnl::memory make(const dnnl::memory::desc& d) {
+    held.push_back(Buffer::allocate_cpu(d.get_size()));
+    return dnnl::memory(d, engine(), held.back()->data());
+  }
+};
+
 bool valid_window(const Conv2dDesc& d) {
   for (int i = 0; i < 2; ++i)
     if (d.pad_lo[i] < 0 || d.pad_hi[i] < 0 || d.strides[i] < 1 || d.dilation[i] < 1) return false;
@@ -160,18 +172,19 @@ bool conv2d_backward_weights_f32(const Conv2dDesc& d, const float* src, const fl
     std::shared_ptr<BwdEntry> e = cached(d, &make_bwd_entry);
     (void)num_threads();  // the OpenMP team follows GRAFT_NUM_THREADS
     stream s(engine());
+    Staging staging;
     memory us(e->user_src, engine(), const_cast<float*>(src)), ud(e->user_ddst, engine(), const_cast<float*>(diff_dst)),
         uw(e->user_dwei, engine(), diff_wei);
     memory ms = us, md = ud, mw = uw;
     if (e->r_src) {
-      ms = memory(e->src, engine());
+      ms = staging.make(e->src);
       e->r_src->execute(s, us, ms);
     }
     if (e->r_ddst) {
-      md = memory(e->ddst, engine());
+      md = staging.make(e->ddst);
       e->r_ddst->execute(s, ud, md);
     }
-    if (e->r_dwei) mw = memory(e->dwei, engine());
+    if (e->r_dwei) mw = staging.make(e->dwei);
     e->prim.execute(s, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_DIFF_DST, md}, {DNNL_ARG_DIFF_WEIGHTS, mw}});
     if (e->r_dwei) e->r_dwei->execute(s, mw, uw);
     s.wait();
@@ -188,18 +201,19 @@ bool conv2d_f32(const Conv2dDesc& d, const float* src, const float* wei, float* 
     std::shared_ptr<Entry> e = cached(d, &make_entry);
     (void)num_threads();  // the OpenMP team follows GRAFT_NUM_THREADS
     stream s(engine());
+    Staging staging;
     memory us(e->user_src, engine(), const_cast<float*>(src)), uw(e->user_wei, engine(), const_cast<float*>(wei)),
         ud(e->user_dst, engine(), dst);
     memory ms = us, mw = uw, md = ud;
     if (e->r_src) {
-      ms = memory(e->src, engine());
+      ms = staging.make(e->src);
       e->r_src->execute(s, us, ms);
     }
     if (e->r_wei) {
-      mw = memory(e->wei, engine());
+      mw = staging.make(e->wei);
       e->r_wei->execute(s, uw, mw);
     }
-    if (e->r_dst) md = memory(e->dst, engine());
+    if (e->r_dst) md = staging.make(e->dst);
     e->prim.execute(s, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}});
     if (e->r_dst) e->r_dst->execute(s, md, ud);
     s.wait();

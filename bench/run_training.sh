@@ -11,7 +11,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target train_fashion_mnist >/dev/null
 out=$(mktemp -d)
 epoch_times() {  # model epochs -> the epoch seconds, one per line
-  "$build/examples/train_fashion_mnist" --model "$1" --epochs "$2" --out "$out/$1" | tr '\r' '\n' |
+  "$build/examples/train_fashion_mnist" --model "$1" --epochs "$2" --batch-size 128 --out "$out/$1" | tr '\r' '\n' |
     sed -n 's/^epoch [0-9]*: \([0-9.]*\) s,.*test accuracy \([0-9.]*\).*/\1 \2/p'
 }
 mlp=$(epoch_times mlp 3)

@@ -133,14 +133,17 @@ Arrays Executable::run(std::span<const Array> args) const {
   }
   // donated arguments: the program's slot becomes the storage's only holder, so that the plan's
   // releases free it and fused loops may overwrite it; an array passed twice is not taken
-  for (size_t i = 0; i < donated_.size() && i < args.size(); ++i) {
-    if (!donated_[i]) continue;
-    const ArrayNode* n = args[i].node();
-    bool twice = false;
-    for (size_t k = 0; k < args.size(); ++k) twice = twice || (k != i && args[k].node() == n);
-    if (twice) continue;
-    if (Ref<ConcreteNode> own = args[i].concrete()->take_storage())
-      slots[static_cast<size_t>(in_slots_[i])] = Array(Ref<ArrayNode>(std::move(own)));
+  if (!donated_.empty()) {
+    std::vector<const ArrayNode*> nodes;
+    for (auto& a : args) nodes.push_back(a.node());
+    std::sort(nodes.begin(), nodes.end());
+    for (size_t i = 0; i < donated_.size() && i < args.size(); ++i) {
+      if (!donated_[i]) continue;
+      auto [lo, hi] = std::equal_range(nodes.begin(), nodes.end(), args[i].node());
+      if (hi - lo > 1) continue;
+      if (Ref<ConcreteNode> own = args[i].concrete()->take_storage())
+        slots[static_cast<size_t>(in_slots_[i])] = Array(Ref<ArrayNode>(std::move(own)));
+    }
   }
   Arrays in;
   std::vector<Array> dead;

@@ -49,7 +49,7 @@ Arrays EvalTrace::process(const Primitive& p, std::span<const Array> in, const P
     if (x.is_tracer()) {
       own(x);  // throws: a tracer can only reach the eager interpreter by escaping its transformation
       fail<TracerLeakError>(p.name, ": a tracer reached eager evaluation");
-    } else if (x.concrete()->deleted()) {
+    } else if (auto* c = x.concrete(); c && c->deleted()) {
       check_not_deleted(x, p.name);
     }
   return eval_primitive(p, in, params);

@@ -1,5 +1,6 @@
 // graft::nn: initializers, layers, losses and metrics against hand-computed values.
 #include <cmath>
+#include <limits>
 
 #include "testing.h"
 
@@ -71,6 +72,25 @@ TEST(Layers, Pooling) {
   // max-pool gradient goes to the maximum of each window
   Array g = grad([](const Array& x) { return sum(nn::max_pool2d(x, {2, 2})); })(x);
   EXPECT_TRUE(close(g, array(std::vector<float>{0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1}, {1, 1, 4, 4})));
+}
+
+TEST(Layers, MaxPoolNaNsTiesAndLeftovers) {
+  // 2x2 windows over a 3x5 plane: a NaN wins its window, ties send the gradient to the first
+  // maximum (row-major), and the row and column no window covers get a zero gradient
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  Array x = array(std::vector<float>{1, 7, 2, 2, 9,   //
+                                     7, 3, nan, 0, 9,  //
+                                     9, 9, 9, 9, 9},
+                  {1, 1, 3, 5});
+  std::vector<float> y = nn::max_pool2d(x, {2, 2}).to_vector<float>();
+  ASSERT_EQ(y.size(), 2u);
+  EXPECT_EQ(y[0], 7.0f);
+  EXPECT_TRUE(std::isnan(y[1]));
+  Array g = grad([](const Array& x) { return sum(nn::max_pool2d(x * 1.0, {2, 2})); })(x.at({0, 0, 1, 2}).set(5.0f));
+  EXPECT_TRUE(close(g, array(std::vector<float>{0, 1, 0, 0, 0,  //
+                                                0, 0, 1, 0, 0,  //
+                                                0, 0, 0, 0, 0},
+                             {1, 1, 3, 5})));
 }
 
 TEST(Layers, DropoutKeepsTheExpectation) {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -22,14 +23,32 @@ namespace {
 // picks its own memory formats (blocked for AVX-512) and the operands are reordered into them and the
 // result out of them, which costs a pass over each tensor instead of an im2col matrix K times larger.
 struct Entry {
-  dnnl::convolution_forward prim;
-  dnnl::memory::desc user_src, user_wei, user_dst, src, wei, dst;
-  std::unique_ptr<dnnl::reorder> r_src, r_wei, r_dst;
+  // an operand as the caller holds it (user) and as the primitive wants it (inner); a reorder
+  // between the two when they differ (into inner for inputs, out of it for the output)
+  struct Operand {
+    int arg = 0;
+    bool output = false;
+    dnnl::memory::desc user, inner;
+    std::unique_ptr<dnnl::reorder> r;
+  };
+  dnnl::primitive prim;
+  Operand ops[3];  ///< two inputs, then the output
 };
 
 dnnl::engine& engine() {
   static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
   return *e;
+}
+
+void set_operand(Entry::Operand& o, int arg, bool output, const dnnl::memory::desc& user,
+                 const dnnl::memory::desc& inner) {
+  o.arg = arg;
+  o.output = output;
+  o.user = user;
+  o.inner = inner;
+  if (inner != user)
+    o.r = std::make_unique<dnnl::reorder>(output ? dnnl::reorder::primitive_desc(engine(), inner, engine(), user)
+                                                 : dnnl::reorder::primitive_desc(engine(), user, engine(), inner));
 }
 
 std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
@@ -47,9 +66,9 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
             d.wei_strides[3]};
   }
   auto e = std::make_shared<Entry>();
-  e->user_src = memory::desc(dims(d.src_dims, 4), dt::f32, dims(d.src_strides, 4));
-  e->user_wei = memory::desc(wdims, dt::f32, wstr);
-  e->user_dst = memory::desc(dims(d.dst_dims, 4), dt::f32, dims(d.dst_strides, 4));
+  memory::desc user_src(dims(d.src_dims, 4), dt::f32, dims(d.src_strides, 4));
+  memory::desc user_wei(wdims, dt::f32, wstr);
+  memory::desc user_dst(dims(d.dst_dims, 4), dt::f32, dims(d.dst_strides, 4));
   memory::desc any_src(dims(d.src_dims, 4), dt::f32, memory::format_tag::any);
   memory::desc any_wei(wdims, dt::f32, memory::format_tag::any);
   memory::desc any_dst(dims(d.dst_dims, 4), dt::f32, memory::format_tag::any);
@@ -70,8 +89,7 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
     }
   };
   std::optional<convolution_forward::primitive_desc> best;
-  for (auto [src, dst] : {std::pair{e->user_src, e->user_dst}, std::pair{any_src, e->user_dst},
-                          std::pair{e->user_src, any_dst}})
+  for (auto [src, dst] : {std::pair{user_src, user_dst}, std::pair{any_src, user_dst}, std::pair{user_src, any_dst}})
     if (!best) best = make_pd(src, dst);
   convolution_forward::primitive_desc pd =
       best ? *best
@@ -80,28 +98,27 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
                                                                            any_wei, any_dst, st, dil, pl, pr),
                                                  engine());
   e->prim = convolution_forward(pd);
-  e->src = pd.src_desc();
-  e->wei = pd.weights_desc();
-  e->dst = pd.dst_desc();
-  if (e->src != e->user_src) e->r_src = std::make_unique<reorder>(reorder::primitive_desc(engine(), e->user_src, engine(), e->src));
-  if (e->wei != e->user_wei) e->r_wei = std::make_unique<reorder>(reorder::primitive_desc(engine(), e->user_wei, engine(), e->wei));
-  if (e->dst != e->user_dst) e->r_dst = std::make_unique<reorder>(reorder::primitive_desc(engine(), e->dst, engine(), e->user_dst));
+  set_operand(e->ops[0], DNNL_ARG_SRC, false, user_src, pd.src_desc());
+  set_operand(e->ops[1], DNNL_ARG_WEIGHTS, false, user_wei, pd.weights_desc());
+  set_operand(e->ops[2], DNNL_ARG_DST, true, user_dst, pd.dst_desc());
   return e;
 }
 
-// The primitive for problem d, made on first use (oneDNN generates code for it) and kept.
-template <class E>
-std::shared_ptr<E> cached(const Conv2dDesc& d, std::shared_ptr<E> (*make)(const Conv2dDesc&)) {
+// The primitive `make` builds for problem d, made on first use (oneDNN generates code for it) and
+// kept. The key names the maker too: a kernel gradient's problem has the same description as the
+// forward convolution it differentiates.
+std::shared_ptr<Entry> cached(const Conv2dDesc& d, std::shared_ptr<Entry> (*make)(const Conv2dDesc&)) {
   std::vector<int64_t> key(reinterpret_cast<const int64_t*>(&d),
                            reinterpret_cast<const int64_t*>(&d) + sizeof(Conv2dDesc) / sizeof(int64_t));
+  key.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(make)));
   static std::mutex mu;
-  static auto* cache = new std::map<std::vector<int64_t>, std::shared_ptr<E>>();
+  static auto* cache = new std::map<std::vector<int64_t>, std::shared_ptr<Entry>>();
   {
     std::lock_guard<std::mutex> lk(mu);
     auto it = cache->find(key);
     if (it != cache->end()) return it->second;
   }
-  std::shared_ptr<E> e = make(d);
+  std::shared_ptr<Entry> e = make(d);
   std::lock_guard<std::mutex> lk(mu);
   cache->emplace(key, e);
   return e;
@@ -124,22 +141,12 @@ bool valid_window(const Conv2dDesc& d) {
   return true;
 }
 
-// Backward weights: oneDNN picks the formats (blocked for AVX-512); src and diff_dst are reordered
-// into them and diff_weights out of them.
-struct BwdEntry {
-  dnnl::convolution_backward_weights prim;
-  dnnl::memory::desc user_src, user_ddst, user_dwei, src, ddst, dwei;
-  std::unique_ptr<dnnl::reorder> r_src, r_ddst, r_dwei;
-};
-
-std::shared_ptr<BwdEntry> make_bwd_entry(const Conv2dDesc& d) {
+// Backward weights: oneDNN picks the formats (blocked for AVX-512) as for the forward convolution.
+std::shared_ptr<Entry> make_bwd_entry(const Conv2dDesc& d) {
   using namespace dnnl;
   using dt = memory::data_type;
   auto dims = [](const int64_t* v, int n) { return memory::dims(v, v + n); };
-  auto e = std::make_shared<BwdEntry>();
-  e->user_src = memory::desc(dims(d.src_dims, 4), dt::f32, dims(d.src_strides, 4));
-  e->user_dwei = memory::desc(dims(d.wei_dims, 4), dt::f32, dims(d.wei_strides, 4));
-  e->user_ddst = memory::desc(dims(d.dst_dims, 4), dt::f32, dims(d.dst_strides, 4));
+  auto e = std::make_shared<Entry>();
   auto any = [&](const int64_t* v) { return memory::desc(dims(v, 4), dt::f32, memory::format_tag::any); };
   memory::dims st = dims(d.strides, 2), dil{d.dilation[0] - 1, d.dilation[1] - 1}, pl = dims(d.pad_lo, 2),
                pr = dims(d.pad_hi, 2);
@@ -152,72 +159,53 @@ std::shared_ptr<BwdEntry> make_bwd_entry(const Conv2dDesc& d) {
                                          any(d.dst_dims), st, dil, pl, pr),
       engine(), hint);
   e->prim = convolution_backward_weights(pd);
-  e->src = pd.src_desc();
-  e->ddst = pd.diff_dst_desc();
-  e->dwei = pd.diff_weights_desc();
-  auto re = [](const memory::desc& a, const memory::desc& b) {
-    return a == b ? nullptr : std::make_unique<reorder>(reorder::primitive_desc(engine(), a, engine(), b));
-  };
-  e->r_src = re(e->user_src, e->src);
-  e->r_ddst = re(e->user_ddst, e->ddst);
-  e->r_dwei = re(e->dwei, e->user_dwei);
+  auto user = [&](const int64_t* v, const int64_t* st) { return memory::desc(dims(v, 4), dt::f32, dims(st, 4)); };
+  set_operand(e->ops[0], DNNL_ARG_SRC, false, user(d.src_dims, d.src_strides), pd.src_desc());
+  set_operand(e->ops[1], DNNL_ARG_DIFF_DST, false, user(d.dst_dims, d.dst_strides), pd.diff_dst_desc());
+  set_operand(e->ops[2], DNNL_ARG_DIFF_WEIGHTS, true, user(d.wei_dims, d.wei_strides), pd.diff_weights_desc());
   return e;
 }
-}  // namespace
 
-bool conv2d_backward_weights_f32(const Conv2dDesc& d, const float* src, const float* diff_dst, float* diff_wei) {
-  using namespace dnnl;
-  if (!valid_window(d) || d.groups != 1) return false;
+// Runs e on the caller's operands (two inputs, then the output), staging reordered ones. False when
+// oneDNN refuses.
+bool run_entry(const Entry& e, const float* in0, const float* in1, float* out) {
   try {
-    std::shared_ptr<BwdEntry> e = cached(d, &make_bwd_entry);
     (void)num_threads();  // the OpenMP team follows GRAFT_NUM_THREADS
-    stream s(engine());
+    dnnl::stream s(engine());
     Staging staging;
-    memory us(e->user_src, engine(), const_cast<float*>(src)), ud(e->user_ddst, engine(), const_cast<float*>(diff_dst)),
-        uw(e->user_dwei, engine(), diff_wei);
-    memory ms = us, md = ud, mw = uw;
-    if (e->r_src) {
-      ms = staging.make(e->src);
-      e->r_src->execute(s, us, ms);
+    void* ptrs[3] = {const_cast<float*>(in0), const_cast<float*>(in1), out};
+    dnnl::memory user[3], inner[3];
+    std::unordered_map<int, dnnl::memory> args;
+    for (int k = 0; k < 3; ++k) {
+      const Entry::Operand& o = e.ops[k];
+      user[k] = dnnl::memory(o.user, engine(), ptrs[k]);
+      inner[k] = o.r ? staging.make(o.inner) : user[k];
+      if (o.r && !o.output) o.r->execute(s, user[k], inner[k]);
+      args[o.arg] = inner[k];
     }
-    if (e->r_ddst) {
-      md = staging.make(e->ddst);
-      e->r_ddst->execute(s, ud, md);
-    }
-    if (e->r_dwei) mw = staging.make(e->dwei);
-    e->prim.execute(s, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_DIFF_DST, md}, {DNNL_ARG_DIFF_WEIGHTS, mw}});
-    if (e->r_dwei) e->r_dwei->execute(s, mw, uw);
+    e.prim.execute(s, args);
+    if (e.ops[2].r) e.ops[2].r->execute(s, inner[2], user[2]);
     s.wait();
     return true;
   } catch (const dnnl::error&) {
     return false;
   }
 }
+}  // namespace
+
+bool conv2d_backward_weights_f32(const Conv2dDesc& d, const float* src, const float* diff_dst, float* diff_wei) {
+  if (!valid_window(d) || d.groups != 1) return false;
+  try {
+    return run_entry(*cached(d, &make_bwd_entry), src, diff_dst, diff_wei);
+  } catch (const dnnl::error&) {
+    return false;  // oneDNN has no implementation for the problem
+  }
+}
 
 bool conv2d_f32(const Conv2dDesc& d, const float* src, const float* wei, float* dst) {
-  using namespace dnnl;
   if (!valid_window(d)) return false;
   try {
-    std::shared_ptr<Entry> e = cached(d, &make_entry);
-    (void)num_threads();  // the OpenMP team follows GRAFT_NUM_THREADS
-    stream s(engine());
-    Staging staging;
-    memory us(e->user_src, engine(), const_cast<float*>(src)), uw(e->user_wei, engine(), const_cast<float*>(wei)),
-        ud(e->user_dst, engine(), dst);
-    memory ms = us, mw = uw, md = ud;
-    if (e->r_src) {
-      ms = staging.make(e->src);
-      e->r_src->execute(s, us, ms);
-    }
-    if (e->r_wei) {
-      mw = staging.make(e->wei);
-      e->r_wei->execute(s, uw, mw);
-    }
-    if (e->r_dst) md = staging.make(e->dst);
-    e->prim.execute(s, {{DNNL_ARG_SRC, ms}, {DNNL_ARG_WEIGHTS, mw}, {DNNL_ARG_DST, md}});
-    if (e->r_dst) e->r_dst->execute(s, md, ud);
-    s.wait();
-    return true;
+    return run_entry(*cached(d, &make_entry), src, wei, dst);
   } catch (const dnnl::error&) {
     return false;
   }

@@ -93,6 +93,12 @@ std::vector<LoopFn> generate_loops(std::span<const LoopSpec* const> specs) {
 
 namespace {
 
+// Whether the JIT's target has AVX-512 (the features it compiles for: the host's).
+bool has_avx512() {
+  static const bool yes = cpu::jit_target().find("+avx512f") != std::string::npos;
+  return yes;
+}
+
 // Emits IR for values of one width: `lanes` elements per value (the vector body), or 1 (the tail).
 class Emitter {
  public:
@@ -135,12 +141,13 @@ class Emitter {
   llvm::Value* pow2i(llvm::Value* k) { return f32_of(b_.CreateShl(b_.CreateAdd(k, ci(127)), ci(23))); }
 
   // ---- graft::vmath, operation for operation -------------------------------------------------------
-  // vmath::detail::expm1_reduced: e^r - 1 with y = n ln2 + r; sets n
-  llvm::Value* expm1_reduced(llvm::Value* y, llvm::Value*& n) {
+  // vmath::detail::expm1_reduced: e^r - 1 with y = n ln2 + r; sets n (and n as a float)
+  llvm::Value* expm1_reduced(llvm::Value* y, llvm::Value*& n, llvm::Value** n_float = nullptr) {
     const double shift = 12582912.0;
     llvm::Value* t = fma(y, 1.44269504088896341, shift);
     n = b_.CreateSub(i32_of(t), i32_of(cf(shift)));
     llvm::Value* nf = b_.CreateFSub(t, cf(shift));
+    if (n_float) *n_float = nf;
     llvm::Value* r = fma(nf, cf(-0.693145751953125), y);
     r = fma(nf, cf(-1.4286068203094172e-06f), r);
     llvm::Value* q = fma(r, 0.0013751388271303708, 0.008368921740878908);
@@ -150,11 +157,42 @@ class Emitter {
     return fma(b_.CreateFMul(q, r), r, r);
   }
 
+  // AVX-512's vscalefps (x * 2^floor(y)) on each 16 lanes of a wider vector
+  llvm::Value* scalef(llvm::Value* x, llvm::Value* y) {
+    llvm::Function* f = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::x86_avx512_mask_scalef_ps_512);
+    auto* v16 = llvm::FixedVectorType::get(b_.getFloatTy(), 16);
+    std::vector<llvm::Value*> parts;
+    for (unsigned at = 0; at < lanes_; at += 16) {
+      std::vector<int> idx(16);
+      for (int l = 0; l < 16; ++l) idx[static_cast<size_t>(l)] = static_cast<int>(at) + l;
+      llvm::Value* xs = lanes_ == 16 ? x : b_.CreateShuffleVector(x, idx);
+      llvm::Value* ys = lanes_ == 16 ? y : b_.CreateShuffleVector(y, idx);
+      parts.push_back(b_.CreateCall(f, {xs, ys, llvm::UndefValue::get(v16), b_.getInt16(0xffff), b_.getInt32(4)}));
+    }
+    // concatenate pairwise until one vector is left
+    while (parts.size() > 1) {
+      std::vector<llvm::Value*> next;
+      for (size_t k = 0; k < parts.size(); k += 2) {
+        unsigned w = llvm::cast<llvm::FixedVectorType>(parts[k]->getType())->getNumElements();
+        std::vector<int> idx(2 * w);
+        for (unsigned l = 0; l < 2 * w; ++l) idx[l] = static_cast<int>(l);
+        next.push_back(b_.CreateShuffleVector(parts[k], parts[k + 1], idx));
+      }
+      parts = std::move(next);
+    }
+    return parts[0];
+  }
+
   llvm::Value* exp(llvm::Value* x) {
     x = sel(b_.CreateFCmpOGT(x, cf(89.0)), cf(89.0), x);
     x = sel(b_.CreateFCmpOLT(x, cf(-104.0)), cf(-104.0), x);
-    llvm::Value* n;
-    llvm::Value* p = b_.CreateFAdd(expm1_reduced(x, n), cf(1.0));
+    llvm::Value *n, *nf;
+    llvm::Value* p = b_.CreateFAdd(expm1_reduced(x, n, &nf), cf(1.0));
+    if (lanes_ % 16 == 0 && has_avx512()) {
+      // p * 2^n in one instruction per 16 lanes, rounded once, overflowing to inf and gradually
+      // underflowing exactly as the two multiplications below do
+      return scalef(p, nf);
+    }
     llvm::Value* n1 = b_.CreateAShr(n, ci(1));
     return b_.CreateFMul(b_.CreateFMul(p, pow2i(n1)), pow2i(b_.CreateSub(n, n1)));
   }
@@ -400,20 +438,37 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
   for (auto& op : spec.ops) value_dtype.push_back(op.dtype);
   std::vector<llvm::Value*> out_base;
   for (int id : spec.outputs) out_base.push_back(load_ptr(value_dtype[static_cast<size_t>(id)]));
-  // reductions: a vector and a scalar accumulator each, on the stack (promoted to registers below)
-  std::vector<llvm::Value*> acc_ptr, acc_vec, acc_one;
-  Emitter vec_em(b, *mod, lanes);
+  // The main loop's step: `unroll` bodies, each on `wide` lanes (several machine vectors). A long
+  // dependent chain per vector (a polynomial, say) fills the out-of-order window with operations that
+  // wait; LLVM splits each wide operation into one per machine vector, side by side, so that the
+  // chains of neighbouring vectors interleave instruction by instruction. A loop that only reduces
+  // its operands has short chains: it takes more bodies instead, each with its own accumulator.
+  const unsigned interleave = spec.ops.empty() ? 1 : 4;
+  const unsigned unroll = spec.ops.empty() ? 4 : 1;
+  const unsigned wide = lanes * interleave;
+  // reductions: an accumulator per body of the main loop, one for the single vectors after it and
+  // one for the scalar tail, on the stack (promoted to registers below)
+  std::vector<llvm::Value*> acc_ptr;
+  std::vector<std::vector<llvm::Value*>> acc_wide, acc_vec, acc_one;  // [reduction][body]
+  Emitter vec_em(b, *mod, lanes), wide_em(b, *mod, wide);
   for (auto& r : spec.reductions) {
     DType d = value_dtype[static_cast<size_t>(r.value)];
     acc_ptr.push_back(load_ptr(d));
-    acc_vec.push_back(b.CreateAlloca(vec_em.type(d)));
-    acc_one.push_back(b.CreateAlloca(scalar_em.type(d)));
-    b.CreateStore(vec_em.identity(*r.prim, d), acc_vec.back());
-    b.CreateStore(scalar_em.identity(*r.prim, d), acc_one.back());
+    auto make = [&](Emitter& em, unsigned count) {
+      std::vector<llvm::Value*> slots;
+      for (unsigned u = 0; u < count; ++u) {
+        slots.push_back(b.CreateAlloca(em.type(d)));
+        b.CreateStore(em.identity(*r.prim, d), slots.back());
+      }
+      return slots;
+    };
+    acc_wide.push_back(make(wide_em, unroll));
+    acc_vec.push_back(make(vec_em, 1));
+    acc_one.push_back(make(scalar_em, 1));
   }
 
-  // body(i, w): computes elements [i, i + w) with w lanes
-  auto body = [&](llvm::Value* i, unsigned w) {
+  // body(i, w, acc, u): computes elements [i, i + w) with w lanes, reducing into accumulators acc[.][u]
+  auto body = [&](llvm::Value* i, unsigned w, const std::vector<std::vector<llvm::Value*>>& accs, unsigned u) {
     Emitter em(b, *mod, w);
     std::vector<llvm::Value*> val(value_dtype.size(), nullptr);
     for (size_t k = 0; k < spec.operands.size(); ++k) {
@@ -445,7 +500,7 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
     for (size_t k = 0; k < spec.reductions.size(); ++k) {
       const auto& r = spec.reductions[k];
       DType d = value_dtype[static_cast<size_t>(r.value)];
-      llvm::Value* slot = w == 1 ? acc_one[k] : acc_vec[k];
+      llvm::Value* slot = accs[k][u];
       llvm::Value* acc = b.CreateLoad(em.type(d), slot);
       b.CreateStore(em.combine(*r.prim, d, acc, val[static_cast<size_t>(r.value)]), slot);
     }
@@ -483,24 +538,31 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
     b.SetInsertPoint(exit);
     return static_cast<llvm::Value*>(i);
   };
-  // two vectors a step (independent chains for the out-of-order core), then one vector, then scalars
-  llvm::Value* n2 = b.CreateAnd(n, b.getInt64(~static_cast<uint64_t>(2 * lanes - 1)));
+  // `unroll` wide bodies a step, then single vectors, then scalars
+  llvm::Value* nu = b.CreateAnd(n, b.getInt64(~static_cast<uint64_t>(unroll * wide - 1)));
   llvm::Value* n1 = b.CreateAnd(n, b.getInt64(~static_cast<uint64_t>(lanes - 1)));
-  llvm::Value* i = counted(b.getInt64(0), n2, 2 * lanes, [&](llvm::Value* at) {
-    body(at, lanes);
-    body(b.CreateAdd(at, b.getInt64(lanes)), lanes);
+  llvm::Value* i = counted(b.getInt64(0), nu, unroll * wide, [&](llvm::Value* at) {
+    for (unsigned u = 0; u < unroll; ++u) body(b.CreateAdd(at, b.getInt64(u * wide)), wide, acc_wide, u);
   });
-  i = counted(i, n1, lanes, [&](llvm::Value* at) { body(at, lanes); });
-  counted(i, n, 1, [&](llvm::Value* at) { body(at, 1); });
+  i = counted(i, n1, lanes, [&](llvm::Value* at) { body(at, lanes, acc_vec, 0); });
+  counted(i, n, 1, [&](llvm::Value* at) { body(at, 1, acc_one, 0); });
   auto* done = b.GetInsertBlock();
-  // fold each vector accumulator's lanes (in order), then the tail's, into the result
+  // fold the wide accumulators together (in order), their machine vectors into the single vectors'
+  // accumulator, its lanes (in order), then the tail's, into the result
   for (size_t k = 0; k < spec.reductions.size(); ++k) {
     const auto& r = spec.reductions[k];
     DType d = value_dtype[static_cast<size_t>(r.value)];
-    llvm::Value* v = b.CreateLoad(vec_em.type(d), acc_vec[k]);
+    llvm::Value* w = b.CreateLoad(wide_em.type(d), acc_wide[k][0]);
+    for (unsigned u = 1; u < unroll; ++u) w = wide_em.combine(*r.prim, d, w, b.CreateLoad(wide_em.type(d), acc_wide[k][u]));
+    llvm::Value* v = b.CreateLoad(vec_em.type(d), acc_vec[k][0]);
+    for (unsigned part = 0; part < interleave; ++part) {
+      std::vector<int> idx(lanes);
+      for (unsigned l = 0; l < lanes; ++l) idx[l] = static_cast<int>(part * lanes + l);
+      v = vec_em.combine(*r.prim, d, v, interleave == 1 ? w : b.CreateShuffleVector(w, idx));
+    }
     llvm::Value* total = scalar_em.identity(*r.prim, d);
     for (unsigned l = 0; l < lanes; ++l) total = scalar_em.combine(*r.prim, d, total, b.CreateExtractElement(v, l));
-    total = scalar_em.combine(*r.prim, d, total, b.CreateLoad(scalar_em.type(d), acc_one[k]));
+    total = scalar_em.combine(*r.prim, d, total, b.CreateLoad(scalar_em.type(d), acc_one[k][0]));
     llvm::Value* old = b.CreateLoad(scalar_em.type(d), acc_ptr[k]);
     llvm::Value* merged = scalar_em.combine(*r.prim, d, old, total);
     b.CreateStore(b.CreateSelect(b.CreateICmpNE(init, b.getInt64(0)), total, merged), acc_ptr[k]);

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sstream>
+#include <string>
 #include <unordered_map>
 
 #include "graft/backend/cpu/parallel.h"
@@ -83,6 +85,7 @@ struct Instr {
   LoopFn fn = nullptr;
   std::vector<int32_t> outs;
   Vary loop_vary = Vary::full;
+  std::string label;  // loop: its primitives, for FusedKernel::program
 };
 
 std::span<const int32_t> outputs_of(const Instr& ins) {
@@ -509,11 +512,28 @@ void FusedKernel::Impl::plan_loops() {
              prog[j].stage == prog[i].stage)
         ++j;
     }
+    // a reduction folds into a loop when a block is one row (or a chunk of one)
+    auto foldable = [&](const Instr& r, uint8_t stage) {
+      return r.op == Op::reduce && r.prim && (mode == Mode::chunked || block_rows == 1) && r.stage == stage &&
+             regs[static_cast<size_t>(r.in[0])].vary == Vary::full &&
+             can_generate_reduction(*r.prim, regs[static_cast<size_t>(r.out)].dtype);
+    };
+    if (j == i && foldable(prog[i], prog[i].stage)) {
+      // a reduction of a value no run computes (a kernel input): a loop of no maps, so that it
+      // shares the generated loops' independent accumulators and prefetching
+      Instr loop;
+      LoopSpec spec;
+      if (plan_loop(i, i, true, loop, spec)) {
+        pending_at.push_back(out.size());
+        pending.push_back(std::move(spec));
+        out.push_back(std::move(loop));
+        ++i;
+        continue;
+      }
+    }
     if (j > i) {
-      // a reduction right after the run folds into the loop when a block is one row (or a chunk of one)
-      bool absorb = j < prog.size() && prog[j].op == Op::reduce && prog[j].prim && (mode == Mode::chunked || block_rows == 1) &&
-                    regs[static_cast<size_t>(prog[i].out)].vary == Vary::full && prog[j].stage == prog[i].stage &&
-                    can_generate_reduction(*prog[j].prim, regs[static_cast<size_t>(prog[j].out)].dtype);
+      // a reduction right after the run reading one of its values
+      bool absorb = j < prog.size() && foldable(prog[j], prog[i].stage);
       if (absorb) {
         bool reads_run = false;
         for (size_t q = i; q < j; ++q) reads_run = reads_run || prog[q].out == prog[j].in[0];
@@ -536,7 +556,8 @@ void FusedKernel::Impl::plan_loops() {
 }
 
 bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, Instr& loop, LoopSpec& spec) const {
-  Vary v = regs[static_cast<size_t>(prog[begin].out)].vary;
+  // an empty run is a lone reduction, over values of its operand's granularity
+  Vary v = regs[static_cast<size_t>(begin == end ? prog[end].in[0] : prog[begin].out)].vary;
   loop = Instr{Op::loop, prog[begin].stage, -1, {}, {}, {}, {}, -1, nullptr, {}, nullptr, {}, v};
   size_t after = end + (absorb_reduce ? 1 : 0);  // the first instruction after the loop
   std::unordered_map<int32_t, int> defined;  // register -> index of the op defining it
@@ -544,7 +565,7 @@ bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, 
   // operands: registers read but not defined by the run, in order of first use
   spec = LoopSpec();
   std::unordered_map<int32_t, int> operand_of;
-  for (size_t i = begin; i < end; ++i)
+  for (size_t i = begin; i < after; ++i)
     for (auto r : prog[i].in) {
       if (defined.count(r) || operand_of.count(r)) continue;
       const Reg& reg = regs[static_cast<size_t>(r)];
@@ -583,6 +604,8 @@ bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, 
     spec.reductions.push_back({prog[end].prim, value(prog[end].in[0])});
     loop.outs.push_back(prog[end].out);
   }
+  for (size_t i = begin; i < after; ++i)
+    loop.label += std::string(loop.label.empty() ? "" : (i == end ? "; " : " ")) + prog[i].prim->name;
   if (loop.outs.empty() || loop.in.size() + loop.outs.size() > kMaxLoopPointers) return false;
   loop.out = loop.outs[0];
   return true;
@@ -691,6 +714,25 @@ FusedKernel::FusedKernel(const ClosedJaxpr& body, bool defer_codegen) : impl_(st
   impl_->install_loops(generate_loops(specs));
 }
 FusedKernel::~FusedKernel() = default;
+
+std::string FusedKernel::program() const {
+  const Impl& m = *impl_;
+  std::ostringstream s;
+  s << (m.mode == Impl::Mode::loop ? "tiles" : (m.mode == Impl::Mode::rows ? "rows" : "chunked rows"));
+  if (m.row) s << " " << m.rows << "x" << m.row;
+  s << ":";
+  for (const Instr& ins : m.prog) {
+    switch (ins.op) {
+      case Op::map: s << " " << (ins.prim ? ins.prim->name : "map"); break;
+      case Op::reduce: s << " " << (ins.prim ? ins.prim->name : "reduce"); break;
+      case Op::loop: s << " loop(" << ins.label << ")"; break;
+      case Op::load: s << " load"; break;
+      case Op::expand: s << " expand"; break;
+      case Op::store: s << " store"; break;
+    }
+  }
+  return s.str();
+}
 
 std::span<const int32_t> FusedKernel::reusable_operands(size_t o) const {
   if (o >= impl_->reuse_inputs.size()) return {};

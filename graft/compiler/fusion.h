@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "graft/core/primitive.h"
@@ -64,6 +65,11 @@ class FusedKernel {
   /// The operands whose buffer output `o` may take over when the operand dies at this loop, in order
   /// of preference (each operand serves one output at most: the first output to claim it).
   std::span<const int32_t> reusable_operands(size_t o) const;
+  /// The program it runs, one word per instruction: the domain's shape ("tiles", "rows RxC",
+  /// "chunked rows RxC"), then primitives run by tile kernels and generated loops with the
+  /// primitives they compute (a reduction folded into a loop after "; "), e.g.
+  /// "rows 4096x4096: loop(reduce_max) loop(sub exp; reduce_sum) loop(div)".
+  std::string program() const;
   /// The kernel cached on `body` (compiled on first use).
   static const FusedKernel& of(const ClosedJaxpr& body);
   /// Compiles the kernels of several bodies (a program's fused loops) at once: all their generated

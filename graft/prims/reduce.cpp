@@ -126,19 +126,32 @@ T minmax_row(const T* row, int64_t n) {
   constexpr int W = static_cast<int>(64 / sizeof(T));
   using V [[gnu::vector_size(64)]] = T;
   using M [[gnu::vector_size(64)]] = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+  auto step = [](V acc, V v) {
+    M take = K == RKind::max ? ((v > acc) | (v != v)) : ((v < acc) | (v != v));
+    return take ? v : acc;
+  };
   T id = identity<K, T>();
-  V acc;
-  for (int j = 0; j < W; ++j) acc[j] = id;
+  // four independent accumulators: each step is a compare and a blend, whose latency one chain exposes
+  constexpr int U = 4;
+  V acc[U];
+  for (auto& a : acc)
+    for (int j = 0; j < W; ++j) a[j] = id;
   int64_t r = 0;
+  for (; r + U * W <= n; r += U * W)
+    for (int u = 0; u < U; ++u) {
+      V v;
+      std::memcpy(&v, row + r + u * W, sizeof(V));
+      acc[u] = step(acc[u], v);
+    }
   for (; r + W <= n; r += W) {
     V v;
     std::memcpy(&v, row + r, sizeof(V));
-    M take = K == RKind::max ? ((v > acc) | (v != v)) : ((v < acc) | (v != v));
-    acc = take ? v : acc;
+    acc[0] = step(acc[0], v);
   }
+  for (int u = 1; u < U; ++u) acc[0] = step(acc[0], acc[u]);
   T total = id;
   for (; r < n; ++r) total = combine<K>(total, row[r]);
-  for (int j = 0; j < W; ++j) total = combine<K>(total, acc[j]);
+  for (int j = 0; j < W; ++j) total = combine<K>(total, acc[0][j]);
   return total;
 }
 

@@ -12,6 +12,8 @@
 #include "graft/backend/cpu/llvm_jit.h"
 #include "graft/compiler/codegen.h"
 #include "graft/compiler/executable.h"
+#include "graft/compiler/fusion.h"
+#include "graft/compiler/pipeline.h"
 
 namespace graft {
 namespace {
@@ -55,7 +57,8 @@ TEST_F(Codegen, float_elementwise_exact_at_every_length) {
   auto f = [](const Array& x) {
     return tanh(x) * 0.5 + exp(x * 0.25) - log(abs(x) + 0.5) + sigmoid(x) + sqrt(abs(x)) * rsqrt(x * x + 1.0);
   };
-  for (int64_t n : {1, 5, 15, 16, 17, 31, 32, 33, 47, 1000, 2047, 2049, 4099})
+  // lengths around the vector (16), the main loop's step (4 vectors) and a tile (2048)
+  for (int64_t n : {1, 5, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 79, 127, 129, 1000, 2047, 2049, 4099})
     expect_exact(f, rng.uniform({n}, f32, -30, 30));
 }
 
@@ -135,6 +138,40 @@ TEST_F(Codegen, reductions_folded_into_loops) {
   auto want = mm(x);
   auto got = jit(mm)(x);
   EXPECT_TRUE(bit_equal(got[0], want[0]) && bit_equal(got[1], want[1])) << got[0] << want[0];
+}
+
+// The fused program of f at x (its only fusion).
+std::string fused_program(const std::function<Array(const Array&)>& f, const Array& x) {
+  ClosedJaxpr opt = compiler::optimize(make_jaxpr(f)(x));
+  for (auto& e : opt.jaxpr->eqns)
+    if (e.prim->name == std::string("fusion")) return compiler::FusedKernel::of(compiler::fusion_body(e.params)).program();
+  return "no fusion";
+}
+
+TEST_F(Codegen, reductions_of_inputs_run_in_generated_loops) {
+  // softmax's max reads the input itself: a loop of no maps, with the generated loops' independent
+  // accumulators; rows of every remainder against the main loop's step, and chunked rows
+  Rng rng(7);
+  auto sm = [](const Array& a) { return softmax(a); };
+  EXPECT_EQ(fused_program(sm, zeros({4, 4096})), "rows 4x4096: loop(reduce_max) loop(sub exp; reduce_sum) loop(div)");
+  for (int64_t c : {2048, 2049, 2063, 2111, 3001, 20000}) {
+    Array x = rng.uniform({3, c}, f32, -5, 5);
+    EXPECT_TRUE(testing::close(jit(sm)(x), sm(x), 1e-5, 1e-7)) << "c=" << c;
+    // NaN at a row's start, middle and end (where the unrolled accumulators and the tail meet)
+    auto mm = [](const Array& a) { return std::vector<Array>{max(a, -1), min(a, -1), sum(a * 2.0, -1)}; };
+    Array y = x.at({0, 0}).set(NAN).at({1, c / 2}).set(NAN).at({2, c - 1}).set(NAN);
+    auto want = mm(y);
+    auto got = jit(mm)(y);
+    EXPECT_TRUE(bit_equal(got[0], want[0]) && bit_equal(got[1], want[1])) << "c=" << c << got[0] << want[0];
+    Array z = x.at({0, c - 1}).set(9.0f).at({1, 3}).set(-9.0f);
+    want = mm(z);
+    got = jit(mm)(z);
+    EXPECT_TRUE(bit_equal(got[0], want[0]) && bit_equal(got[1], want[1])) << "c=" << c << got[0] << want[0];
+    EXPECT_TRUE(testing::close(got[2], want[2], 1e-4, 1e-3)) << "c=" << c;  // f32 sums in another order
+    Array i = rng.ints({2, c}, i32, -1000, 1000);
+    auto fi = [](const Array& a) { return max(a, -1) - min(a, -1) + sum(a, -1); };
+    EXPECT_TRUE(bit_equal(jit(fi)(i), fi(i))) << "c=" << c;
+  }
 }
 
 TEST_F(Codegen, streaming_stores_for_large_outputs) {

@@ -33,6 +33,26 @@ TEST(ReductionSizes, SumsMaximaAndScansAreExact) {
   }
 }
 
+TEST(ReductionSizes, FloatMaximaFindTheExtremeOrNaNAnywhereInARow) {
+  // the row kernel keeps several vector accumulators: the extreme value (or a NaN) at each position
+  // of the first two steps, the last vector and the scalar tail must win
+  for (DType d : {f32, f64}) {
+    for (int64_t n : {1, 15, 16, 17, 64, 65, 130, 257}) {
+      std::vector<int64_t> at;
+      for (int64_t p = 0; p < std::min<int64_t>(n, 130); ++p) at.push_back(p);
+      for (int64_t p = std::max<int64_t>(0, n - 20); p < n; ++p) at.push_back(p);
+      for (int64_t p : at) {
+        SCOPED_TRACE(std::string(short_name(d)) + " n=" + std::to_string(n) + " at " + std::to_string(p));
+        Array x = sin(arange(double(n), f64) * 0.37).astype(d);  // in [-1, 1]
+        EXPECT_EQ(lax::reduce_max(x.at({p}).set(5.0), {0}).item<double>(), 5.0);
+        EXPECT_EQ(lax::reduce_min(x.at({p}).set(-5.0), {0}).item<double>(), -5.0);
+        EXPECT_TRUE(std::isnan(lax::reduce_max(x.at({p}).set(NAN), {0}).item<double>()));
+        EXPECT_TRUE(std::isnan(lax::reduce_min(x.at({p}).set(NAN), {0}).item<double>()));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace graft
 

@@ -12,7 +12,11 @@
 #ifdef GRAFT_HAVE_LLVM
 #include <llvm/ExecutionEngine/ObjectCache.h>
 #include <llvm/ExecutionEngine/Orc/CompileUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/RuntimeDyld.h>
+#include <llvm/ExecutionEngine/SectionMemoryManager.h>
+#include <llvm/Support/DynamicLibrary.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -93,7 +97,6 @@ class DiskCache : public llvm::ObjectCache {
 struct Jit {
   std::unique_ptr<llvm::orc::LLJIT> lljit;
   std::unique_ptr<DiskCache> cache;
-  std::string target;
   std::mutex mu;
 };
 
@@ -104,6 +107,17 @@ struct Jit {
   fail<ValueError>("code generation: ", what, ": ", os.str());
 }
 
+// The host CPU and its features, as the JIT compiles for them: part of every cached object's name.
+// Cheap (CPUID), unlike starting the JIT.
+const std::string& host_target() {
+  static const std::string t = [] {
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) llvm_fail("detecting the host CPU", jtmb.takeError());
+    return jtmb->getCPU() + " " + jtmb->getFeatures().getString();
+  }();
+  return t;
+}
+
 Jit& jit() {
   static Jit* j = [] {
     llvm::InitializeNativeTarget();
@@ -112,7 +126,6 @@ Jit& jit() {
     auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
     if (!jtmb) llvm_fail("detecting the host CPU", jtmb.takeError());
     jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
-    s->target = jtmb->getCPU() + " " + jtmb->getFeatures().getString();
     s->cache = std::make_unique<DiskCache>();
     DiskCache* cache = s->cache.get();
     auto built = llvm::orc::LLJITBuilder()
@@ -133,14 +146,54 @@ Jit& jit() {
 
 }  // namespace
 
-std::string jit_target() { return jit().target; }
+std::string jit_target() { return host_target(); }
 
 namespace {
 
-std::string module_id(const Jit& j, const std::string& key) {
+std::string module_id(const std::string& key) {
   char id[40];
-  std::snprintf(id, sizeof id, "k%016llx", static_cast<unsigned long long>(fnv1a(key + "|" + j.target)));
+  std::snprintf(id, sizeof id, "k%016llx", static_cast<unsigned long long>(fnv1a(key + "|" + host_target())));
   return id;
+}
+
+// Cached objects are linked into the process by LLVM's RuntimeDyld alone: starting the ORC JIT (its
+// target machine, execution session and linking layer) costs more than loading a program's kernels,
+// and a process whose kernels are all cached never needs it. Loaded code stays until exit.
+struct Loader {
+  std::mutex mu;
+  std::vector<std::unique_ptr<llvm::SectionMemoryManager>> memory;
+  std::vector<std::unique_ptr<llvm::RuntimeDyld>> linkers;
+};
+
+Loader& loader() {
+  static Loader* l = [] {
+    llvm::sys::DynamicLibrary::LoadLibraryPermanently(nullptr);  // resolve libm and libc symbols in the process
+    return new Loader();
+  }();
+  return *l;
+}
+
+// The addresses of `symbols` in `object`, or an empty vector if it cannot be linked.
+std::vector<void*> link_object(const llvm::object::ObjectFile& object, const std::vector<std::string>& symbols) {
+  Loader& l = loader();
+  std::lock_guard<std::mutex> lk(l.mu);
+  auto mm = std::make_unique<llvm::SectionMemoryManager>();
+  auto dyld = std::make_unique<llvm::RuntimeDyld>(*mm, *mm);  // the memory manager resolves process symbols
+  dyld->loadObject(object);
+  if (dyld->hasError()) return {};
+  dyld->resolveRelocations();
+  if (dyld->hasError()) return {};
+  std::string err;
+  if (mm->finalizeMemory(&err)) return {};
+  std::vector<void*> out;
+  for (auto& name : symbols) {
+    llvm::JITEvaluatedSymbol sym = dyld->getSymbol(name);
+    if (!sym.getAddress()) return {};
+    out.push_back(reinterpret_cast<void*>(sym.getAddress()));
+  }
+  l.memory.push_back(std::move(mm));
+  l.linkers.push_back(std::move(dyld));
+  return out;
 }
 
 // One JIT library per module: names of different modules never clash.
@@ -156,8 +209,7 @@ llvm::orc::JITDylib& new_library(Jit& j) {
 std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std::string>& symbols) {
   std::string dir = cache_dir();
   if (dir.empty()) return {};
-  Jit& j = jit();
-  auto buf = llvm::MemoryBuffer::getFile(dir + "/" + module_id(j, key) + ".o", /*IsText=*/false,
+  auto buf = llvm::MemoryBuffer::getFile(dir + "/" + module_id(key) + ".o", /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf) return {};
   // a damaged file (truncated, overwritten) is compiled again rather than trusted
@@ -166,21 +218,8 @@ std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std
     llvm::consumeError(obj.takeError());
     return {};
   }
-  std::lock_guard<std::mutex> lk(j.mu);
-  auto& lib = new_library(j);
-  if (auto e = j.lljit->addObjectFile(lib, std::move(*buf))) {
-    llvm::consumeError(std::move(e));
-    return {};  // an unreadable object is compiled again
-  }
-  std::vector<void*> out;
-  for (auto& name : symbols) {
-    auto sym = j.lljit->lookup(lib, name);
-    if (!sym) {
-      llvm::consumeError(sym.takeError());
-      return {};
-    }
-    out.push_back(reinterpret_cast<void*>(sym->getAddress()));
-  }
+  std::vector<void*> out = link_object(**obj, symbols);
+  if (out.empty()) return {};  // an unlinkable object is compiled again
   ++g_hits;
   return out;
 }
@@ -193,7 +232,7 @@ std::vector<void*> jit_compile(std::unique_ptr<llvm::LLVMContext> context, std::
   llvm::raw_string_ostream es(err);
   if (llvm::verifyModule(*module, &es)) fail<ValueError>("code generation: invalid module: ", es.str());
 #endif
-  module->setModuleIdentifier(module_id(j, key));  // names the object in the disk cache
+  module->setModuleIdentifier(module_id(key));  // names the object in the disk cache
   std::lock_guard<std::mutex> lk(j.mu);
   auto& lib = new_library(j);
   if (auto e = j.lljit->addIRModule(lib, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))

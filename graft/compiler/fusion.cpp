@@ -570,9 +570,14 @@ bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, 
       if (defined.count(r) || operand_of.count(r)) continue;
       const Reg& reg = regs[static_cast<size_t>(r)];
       LoopSpec::Operand o{reg.dtype, reg.vary < v, Array(), false};
-      // blocks of whole rows compute long enough to hide the next block's reads (prefetched here);
-      // tiles of a plain loop are streamed by the hardware prefetcher
-      o.prefetch_next = mode == Mode::rows && reg.kind == Reg::input && reg.vary == Vary::full && v == Vary::full;
+      // blocks of whole rows compute long enough to hide the next block's reads (prefetched by the
+      // first loop that reads the input, once: softmax's max, not its exp too); tiles of a plain loop
+      // are streamed by the hardware prefetcher
+      bool read_before = false;
+      for (size_t q = 0; q < begin && !read_before; ++q)
+        for (auto x : prog[q].in) read_before = read_before || x == r;
+      o.prefetch_next = mode == Mode::rows && reg.kind == Reg::input && reg.vary == Vary::full && v == Vary::full &&
+                        !read_before;
       if (reg.kind == Reg::constant) {
         o.literal = constants[static_cast<size_t>(reg.index)];
       } else {

@@ -221,18 +221,14 @@ class Emitter {
 
   llvm::Value* tanh(llvm::Value* x) {
     llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, {x});
-    llvm::Value* z = b_.CreateFMul(a, a);
-    llvm::Value* p = fma(z, 0.0021489909445795777, -0.008184669901952631);
-    for (double c : {0.02170400413238593, -0.05394745495216738, 0.1333321250911203, -0.33333331010616407})
-      p = fma(p, z, c);
-    llvm::Value* small = fma(b_.CreateFMul(p, z), a, a);
     llvm::Value* c = sel(b_.CreateFCmpOGT(a, cf(9.0)), cf(9.0), a);
     llvm::Value* n;
     llvm::Value* em1_r = expm1_reduced(b_.CreateFAdd(c, c), n);
-    llvm::Value* s = pow2i(n);
-    llvm::Value* m = fma(s, em1_r, b_.CreateFSub(s, cf(1.0)));
-    llvm::Value* large = b_.CreateFDiv(m, b_.CreateFAdd(m, cf(2.0)));
-    return intrinsic(llvm::Intrinsic::copysign, {sel(b_.CreateFCmpOLT(a, cf(0.625)), small, large), x});
+    llvm::Value* sh = pow2i(b_.CreateSub(n, ci(1)));
+    llvm::Value* h = fma(sh, em1_r, b_.CreateFSub(sh, cf(0.5)));
+    llvm::Value* t = b_.CreateFDiv(h, b_.CreateFAdd(h, cf(1.0)));
+    llvm::Value* small = fma(b_.CreateFNeg(h), t, h);
+    return intrinsic(llvm::Intrinsic::copysign, {sel(b_.CreateFCmpOLT(a, cf(0.3)), small, t), x});
   }
 
   llvm::Value* logistic(llvm::Value* x) {

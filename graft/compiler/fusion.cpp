@@ -503,6 +503,11 @@ void FusedKernel::Impl::plan_loops() {
     for (auto r : ins.in) in.push_back(regs[static_cast<size_t>(r)].dtype);
     return can_generate(*ins.prim, in, regs[static_cast<size_t>(ins.out)].dtype, ins.params);
   };
+  auto foldable = [&](const Instr& r, uint8_t stage) {
+    return r.op == Op::reduce && r.prim && (mode == Mode::chunked || block_rows == 1) && r.stage == stage &&
+           regs[static_cast<size_t>(r.in[0])].vary == Vary::full &&
+           can_generate_reduction(*r.prim, regs[static_cast<size_t>(r.out)].dtype);
+  };
   std::vector<Instr> out;
   for (size_t i = 0; i < prog.size();) {
     size_t j = i;
@@ -512,33 +517,15 @@ void FusedKernel::Impl::plan_loops() {
              prog[j].stage == prog[i].stage)
         ++j;
     }
-    // a reduction folds into a loop when a block is one row (or a chunk of one)
-    auto foldable = [&](const Instr& r, uint8_t stage) {
-      return r.op == Op::reduce && r.prim && (mode == Mode::chunked || block_rows == 1) && r.stage == stage &&
-             regs[static_cast<size_t>(r.in[0])].vary == Vary::full &&
-             can_generate_reduction(*r.prim, regs[static_cast<size_t>(r.out)].dtype);
-    };
-    if (j == i && foldable(prog[i], prog[i].stage)) {
-      // a reduction of a value no run computes (a kernel input): a loop of no maps, so that it
-      // shares the generated loops' independent accumulators and prefetching
-      Instr loop;
-      LoopSpec spec;
-      if (plan_loop(i, i, true, loop, spec)) {
-        pending_at.push_back(out.size());
-        pending.push_back(std::move(spec));
-        out.push_back(std::move(loop));
-        ++i;
-        continue;
-      }
+    // A reduction folds into a loop when a block is one row (or a chunk of one): right after a run
+    // of maps that computes its operand, or alone when no run computes it (a kernel input, as
+    // softmax's max): a loop of no maps, with the generated loops' accumulators and prefetching.
+    bool absorb = false;
+    if (j < prog.size() && foldable(prog[j], prog[i].stage)) {
+      absorb = j == i;
+      for (size_t q = i; q < j; ++q) absorb = absorb || prog[q].out == prog[j].in[0];
     }
-    if (j > i) {
-      // a reduction right after the run reading one of its values
-      bool absorb = j < prog.size() && foldable(prog[j], prog[i].stage);
-      if (absorb) {
-        bool reads_run = false;
-        for (size_t q = i; q < j; ++q) reads_run = reads_run || prog[q].out == prog[j].in[0];
-        absorb = reads_run;
-      }
+    if (j > i || absorb) {
       Instr loop;
       LoopSpec spec;
       if (plan_loop(i, j, absorb, loop, spec)) {

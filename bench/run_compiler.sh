@@ -43,6 +43,13 @@ row("softmax 4096x4096, GB/s vs STREAM triad", g["graft_softmax_4096x4096"]["val
 # the rows above set graft's median against the triad's best run; best against best:
 row("  chain, best run vs best triad", g["graft_chain_2^24"]["best_GBps"], triad, "")
 row("  softmax, best run vs best triad", g["graft_softmax_4096x4096"]["best_GBps"], triad, "")
+# each program timed right after a triad pass, round by round (the machine's bandwidth drifts by a third
+# within minutes, so a triad timed once at the start is a moving reference): median of the rounds' ratios
+for k, label in (("graft_chain_2^24_paired", "  chain, paired with triad passes"),
+                 ("graft_softmax_4096x4096_paired", "  softmax, paired with triad passes")):
+    p = g[k]
+    print(f"{label:44s} {p['value']:10.2f} {'':>10s} {'':>7s}  quartiles {p['q1']:.2f}-{p['q3']:.2f},"
+          f" triad {p['triad_median_GBps']:.1f} GB/s")
 # the arithmetic's own limit: the same programs on inputs that stay in L2
 row("  chain in cache (2^17), GB/s vs triad", g["graft_chain_2^17_in_cache"]["value"], triad, "")
 row("  softmax in cache (32x4096), GB/s vs triad", g["graft_softmax_32x4096_in_cache"]["value"], triad, "")

@@ -158,6 +158,8 @@ struct FusedKernel::Impl {
   std::vector<size_t> slot_offset;  // per scratch slot
   size_t scratch_bytes = 0;
 
+  // every instruction is a generated loop and no value lives in scratch: a block may be any length
+  bool generated_only = false;
   int64_t full_block() const {
     return mode == Mode::rows ? block_rows * row : kTileElements;
   }
@@ -224,6 +226,7 @@ FusedKernel::Impl::Impl(const ClosedJaxpr& body) {
   compile(j);
   plan_loops();
   allocate_slots();
+  generated_only = generated_only && scratch_bytes == 0;
   find_reusable_inputs();
 }
 
@@ -540,6 +543,9 @@ void FusedKernel::Impl::plan_loops() {
     ++i;
   }
   prog = std::move(out);
+  generated_only = mode == Mode::loop;
+  for (const Instr& ins : prog) generated_only = generated_only && ins.op == Op::loop && ins.loop_vary == Vary::full;
+  for (const LoopSpec& sp : pending) generated_only = generated_only && sp.reductions.empty();
 }
 
 bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, Instr& loop, LoopSpec& spec) const {
@@ -710,7 +716,8 @@ FusedKernel::~FusedKernel() = default;
 std::string FusedKernel::program() const {
   const Impl& m = *impl_;
   std::ostringstream s;
-  s << (m.mode == Impl::Mode::loop ? "tiles" : (m.mode == Impl::Mode::rows ? "rows" : "chunked rows"));
+  s << (m.mode == Impl::Mode::loop ? (m.generated_only ? "ranges" : "tiles")
+                                   : (m.mode == Impl::Mode::rows ? "rows" : "chunked rows"));
   if (m.row) s << " " << m.rows << "x" << m.row;
   s << ":";
   for (const Instr& ins : m.prog) {
@@ -787,6 +794,14 @@ Arrays FusedKernel::run(std::span<const Array> args, std::span<Array> dead) cons
       if (r.kind == Reg::constant) base[i] = static_cast<char*>(const_cast<void*>(m.constants[static_cast<size_t>(r.index)].raw_data()));
     }
     for (int64_t blk = b0; blk < b1; ++blk) {
+      if (m.mode == Mode::loop && m.generated_only) {
+        // one call for the whole piece: a call per tile (its prologue, remainder and fence) cost
+        // a fifth of the bandwidth of a compute-heavy chain
+        int64_t f0 = b0 * T, nf = std::min(b1 * T, m.n) - f0;
+        m.bind(base.data(), in, out, f0, 0);
+        m.run_block(base.data(), in, out, f0, 0, nf, 0, -1, true);
+        break;
+      }
       if (m.mode == Mode::loop) {
         int64_t f0 = blk * T, nf = std::min(T, m.n - f0);
         m.bind(base.data(), in, out, f0, 0);

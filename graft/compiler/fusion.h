@@ -14,7 +14,8 @@
 // tiles when the body has no reductions. Intermediates live in small per-thread scratch registers;
 // the kernels are the primitives' own tile kernels (TileKernel), vectorized by the C++ compiler.
 // Rows longer than kMaxRowElements are processed in chunks, which the pass allows only when no
-// full-sized value depends on a reduction of the group.
+// full-sized value depends on a reduction of the group. A body without reductions that became
+// generated loops only (no tile kernel, no scratch) runs each thread's share as one range per loop.
 #pragma once
 
 #include <cstdint>
@@ -65,8 +66,8 @@ class FusedKernel {
   /// The operands whose buffer output `o` may take over when the operand dies at this loop, in order
   /// of preference (each operand serves one output at most: the first output to claim it).
   std::span<const int32_t> reusable_operands(size_t o) const;
-  /// The program it runs, one word per instruction: the domain's shape ("tiles", "rows RxC",
-  /// "chunked rows RxC"), then primitives run by tile kernels and generated loops with the
+  /// The program it runs, one word per instruction: the domain's shape ("tiles", "ranges" for
+  /// generated loops over whole shares of the domain, "rows RxC", "chunked rows RxC"), then primitives run by tile kernels and generated loops with the
   /// primitives they compute (a reduction folded into a loop after "; "), e.g.
   /// "rows 4096x4096: loop(reduce_max) loop(sub exp; reduce_sum) loop(div)".
   std::string program() const;

@@ -174,6 +174,31 @@ TEST_F(Codegen, reductions_of_inputs_run_in_generated_loops) {
   }
 }
 
+TEST_F(Codegen, generated_chains_run_over_whole_ranges) {
+  // a body of generated loops alone runs each thread's share in one call per loop ("ranges"); one
+  // with a tile instruction (the broadcast row's load) keeps fixed tiles. Both exact at lengths
+  // that split into several shares with every kind of remainder.
+  Rng rng(9);
+  auto chain = [](const Array& x) { return tanh(x) * 0.5 + x * x - 1.0; };
+  EXPECT_EQ(fused_program(chain, zeros({100000})), "ranges: loop(mul tanh mul add sub)");
+  Array row = rng.uniform({1, 1000}, f32, -1, 1);
+  auto bcast = [row](const Array& x) { return exp(x) * row; };
+  EXPECT_EQ(fused_program(bcast, zeros({300, 1000})).rfind("tiles:", 0), 0u) << fused_program(bcast, zeros({300, 1000}));
+  for (int64_t n : {int64_t(1) << 16, (int64_t(1) << 16) + 1, 3 * (int64_t(1) << 16) + 13, int64_t(1000003)}) {
+    Array x = rng.uniform({n}, f32, -9, 9);
+    expect_exact(chain, x);
+    Array s = rng.uniform({}, f32, 1, 2);  // a scalar operand: the same value in every share
+    expect_exact([](const Array& a, const Array& b) { return exp(a * 0.1) * b - a; }, x, s);
+    // two outputs written by one loop over the same range
+    auto two = [](const Array& a) { return std::vector<Array>{sqrt(abs(a)), a * 3.0 + 1.0}; };
+    auto want = two(x);
+    auto got = jit(two)(x);
+    EXPECT_TRUE(bit_equal(got[0], want[0]) && bit_equal(got[1], want[1])) << "n=" << n;
+  }
+  Array y = rng.uniform({300, 1000}, f32, -2, 2);
+  expect_exact(bcast, y);
+}
+
 TEST_F(Codegen, streaming_stores_for_large_outputs) {
   // 2^23 floats (32 MiB) exceed the streaming threshold: non-temporal stores, same values
   Rng rng(5);

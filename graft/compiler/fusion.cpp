@@ -84,6 +84,7 @@ struct Instr {
   // `in`, writes `outs` (stored values, then the reduction's accumulator)
   LoopFn fn = nullptr;
   std::vector<int32_t> outs;
+  bool loop_reduces = false;  // the last of `outs` is a reduction's accumulator
   Vary loop_vary = Vary::full;
   std::string label;  // loop: its primitives, for FusedKernel::program
 };
@@ -175,7 +176,7 @@ struct FusedKernel::Impl {
   void plan_loops();
   bool plan_loop(size_t begin, size_t end, bool absorb_reduce, Instr& loop, LoopSpec& spec) const;
   void install_loops(std::span<const LoopFn> fns) {
-    for (size_t k = 0; k < pending_at.size(); ++k) prog[pending_at[k]].fn = fns[k];
+    for (size_t k = 0; k < pending_at.size(); ++k) (pending_at[k] == kPipelined ? pipelined : prog[pending_at[k]].fn) = fns[k];
     pending_at.clear();
     pending.clear();
   }
@@ -183,7 +184,15 @@ struct FusedKernel::Impl {
   // Per output: the operands whose buffer it may take over when the caller no longer needs them
   std::vector<std::vector<int32_t>> reuse_inputs;
   void find_reusable_inputs();
-  std::vector<size_t> pending_at;  // their instructions
+  std::vector<size_t> pending_at;  // their instructions (kPipelined: the loop below)
+  static constexpr size_t kPipelined = ~size_t(0);
+  // Blocks of one row whose program ends in two generated loops (softmax: exp and sum, then the
+  // division): the last loop of row r runs inside the one before it of row r + 1, as one generated
+  // loop over both, so that row r's stores stream out while row r + 1's arithmetic runs instead of
+  // after it. Scratch is double-buffered by row parity. Null when the program does not qualify.
+  LoopFn pipelined = nullptr;
+  void plan_pipeline();
+  void run_pipelined(int64_t b0, int64_t b1, const std::vector<const char*>& in, const std::vector<char*>& out) const;
   // Outputs far larger than the caches are written with non-temporal stores (no read for ownership)
   // when every block starts 64-byte aligned.
   bool streams(int32_t reg) const {
@@ -200,6 +209,10 @@ struct FusedKernel::Impl {
   void allocate_slots();
   void run_block(char** base, const std::vector<const char*>& in, const std::vector<char*>& out, int64_t f0,
                  int64_t r0, int64_t nfull, int64_t nrows, int stage, bool first_chunk) const;
+  void run_one(const Instr& ins, char** base, const std::vector<const char*>& in, int64_t f0, int64_t nfull,
+               int64_t nrows, bool first_chunk) const;
+  // the base pointers of every register for a thread's scratch arena (at `arena`) and the constants
+  void scratch_bases(char** base, char* arena) const;
   void bind(char** base, const std::vector<const char*>& in, const std::vector<char*>& out, int64_t f0,
             int64_t r0) const;
 };
@@ -546,12 +559,53 @@ void FusedKernel::Impl::plan_loops() {
   generated_only = mode == Mode::loop;
   for (const Instr& ins : prog) generated_only = generated_only && ins.op == Op::loop && ins.loop_vary == Vary::full;
   for (const LoopSpec& sp : pending) generated_only = generated_only && sp.reductions.empty();
+  plan_pipeline();
+}
+
+namespace {
+// One loop computing both a's and b's values at each index: b's operands after a's, b's operations
+// after a's. Pointers: a's operands, b's operands, a's outputs, b's outputs, a's accumulators.
+LoopSpec concat(const LoopSpec& a, const LoopSpec& b) {
+  int ka = static_cast<int>(a.operands.size()), kb = static_cast<int>(b.operands.size());
+  int na = static_cast<int>(a.ops.size());
+  auto in_a = [&](int v) { return v < ka ? v : v + kb; };
+  auto in_b = [&](int v) { return v < kb ? ka + v : ka + kb + na + (v - kb); };
+  LoopSpec c;
+  c.operands = a.operands;
+  c.operands.insert(c.operands.end(), b.operands.begin(), b.operands.end());
+  for (auto* part : {&a, &b})
+    for (LoopSpec::Op op : part->ops) {
+      for (int& x : op.args) x = part == &a ? in_a(x) : in_b(x);
+      c.ops.push_back(std::move(op));
+    }
+  for (int o : a.outputs) c.outputs.push_back(in_a(o));
+  for (int o : b.outputs) c.outputs.push_back(in_b(o));
+  c.streaming = a.streaming;
+  c.streaming.insert(c.streaming.end(), b.streaming.begin(), b.streaming.end());
+  for (auto r : a.reductions) c.reductions.push_back({r.prim, in_a(r.value)});
+  for (auto r : b.reductions) c.reductions.push_back({r.prim, in_b(r.value)});
+  return c;
+}
+}  // namespace
+
+void FusedKernel::Impl::plan_pipeline() {
+  if (mode != Mode::rows || block_rows != 1 || prog.size() < 2 || pending.size() < 2) return;
+  size_t ia = prog.size() - 2, ib = prog.size() - 1;
+  const Instr &a = prog[ia], &b = prog[ib];
+  if (a.op != Op::loop || b.op != Op::loop || a.loop_vary != Vary::full || b.loop_vary != Vary::full) return;
+  if (b.loop_reduces || pending_at[pending.size() - 2] != ia || pending_at.back() != ib) return;
+  if (a.in.size() + a.outs.size() + b.in.size() + b.outs.size() > kMaxLoopPointers) return;
+  // the last loop writes the kernel's outputs only (values of row r that row r + 1 never reads)
+  for (int32_t r : b.outs)
+    if (regs[static_cast<size_t>(r)].kind != Reg::output) return;
+  pending.push_back(concat(pending[pending.size() - 2], pending.back()));
+  pending_at.push_back(kPipelined);
 }
 
 bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, Instr& loop, LoopSpec& spec) const {
   // an empty run is a lone reduction, over values of its operand's granularity
   Vary v = regs[static_cast<size_t>(begin == end ? prog[end].in[0] : prog[begin].out)].vary;
-  loop = Instr{Op::loop, prog[begin].stage, -1, {}, {}, {}, {}, -1, nullptr, {}, nullptr, {}, v};
+  loop = Instr{Op::loop, prog[begin].stage, -1, {}, {}, {}, {}, -1, nullptr, {}, nullptr, {}, false, v};
   size_t after = end + (absorb_reduce ? 1 : 0);  // the first instruction after the loop
   std::unordered_map<int32_t, int> defined;  // register -> index of the op defining it
   for (size_t i = begin; i < end; ++i) defined[prog[i].out] = static_cast<int>(i - begin);
@@ -601,6 +655,7 @@ bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, 
   if (absorb_reduce) {
     spec.reductions.push_back({prog[end].prim, value(prog[end].in[0])});
     loop.outs.push_back(prog[end].out);
+    loop.loop_reduces = true;
   }
   for (size_t i = begin; i < after; ++i)
     loop.label += std::string(loop.label.empty() ? "" : (i == end ? "; " : " ")) + prog[i].prim->name;
@@ -626,83 +681,124 @@ void FusedKernel::Impl::bind(char** base, const std::vector<const char*>& in, co
 void FusedKernel::Impl::run_block(char** base, const std::vector<const char*>& in, const std::vector<char*>&,
                                   int64_t f0, int64_t, int64_t nfull, int64_t nrows, int stage,
                                   bool first_chunk) const {
+  for (const Instr& ins : prog)
+    if (stage < 0 || ins.stage == stage) run_one(ins, base, in, f0, nfull, nrows, first_chunk);
+}
+
+void FusedKernel::Impl::run_one(const Instr& ins, char** base, const std::vector<const char*>& in, int64_t f0,
+                                int64_t nfull, int64_t nrows, bool first_chunk) const {
   const void* ptrs[kMaxMapOperands];
-  for (const Instr& ins : prog) {
-    if (stage >= 0 && ins.stage != stage) continue;
-    const Reg& o = regs[static_cast<size_t>(ins.out)];
-    char* dst = base[ins.out];
-    size_t osz = itemsize(o.dtype);
-    switch (ins.op) {
-      case Op::map: {
-        size_t k = 0;
-        for (auto r : ins.in) ptrs[k++] = base[r];
-        ins.k.map(ins.k, dst, ptrs, ins.step.data(), count(o.vary, nfull, nrows));
-        break;
-      }
-      case Op::loop: {
-        char* ptrs_all[kMaxLoopPointers];
-        size_t k = 0;
-        for (auto r : ins.in) ptrs_all[k++] = base[r];
-        for (auto r : ins.outs) ptrs_all[k++] = base[r];
-        ins.fn(ptrs_all, count(ins.loop_vary, nfull, nrows), first_chunk ? 1 : 0);
-        break;
-      }
-      case Op::load: {
-        const char* src = in[static_cast<size_t>(ins.input)];
-        int64_t inner = ins.pattern.inner, mod = ins.pattern.mod;
-        int64_t f = f0, end = f0 + nfull;
-        while (f < end) {
-          int64_t q = f / inner, idx = q % mod;
-          if (inner == 1) {
-            int64_t run = std::min(mod - idx, end - f);
-            std::memcpy(dst + (f - f0) * static_cast<int64_t>(osz), src + idx * static_cast<int64_t>(osz),
-                        static_cast<size_t>(run) * osz);
-            f += run;
-          } else {
-            int64_t run = std::min((q + 1) * inner, end) - f;
-            fill(dst + (f - f0) * static_cast<int64_t>(osz), src + idx * static_cast<int64_t>(osz), run, osz);
-            f += run;
-          }
-        }
-        break;
-      }
-      case Op::expand: {
-        const Reg& s = regs[static_cast<size_t>(ins.in[0])];
-        const char* src = base[ins.in[0]];
-        if (s.vary == Vary::uniform) {
-          fill(dst, src, nfull, osz);
+  const Reg& o = regs[static_cast<size_t>(ins.out)];
+  char* dst = base[ins.out];
+  size_t osz = itemsize(o.dtype);
+  switch (ins.op) {
+    case Op::map: {
+      size_t k = 0;
+      for (auto r : ins.in) ptrs[k++] = base[r];
+      ins.k.map(ins.k, dst, ptrs, ins.step.data(), count(o.vary, nfull, nrows));
+      break;
+    }
+    case Op::loop: {
+      char* ptrs_all[kMaxLoopPointers];
+      size_t k = 0;
+      for (auto r : ins.in) ptrs_all[k++] = base[r];
+      for (auto r : ins.outs) ptrs_all[k++] = base[r];
+      ins.fn(ptrs_all, count(ins.loop_vary, nfull, nrows), first_chunk ? 1 : 0);
+      break;
+    }
+    case Op::load: {
+      const char* src = in[static_cast<size_t>(ins.input)];
+      int64_t inner = ins.pattern.inner, mod = ins.pattern.mod;
+      int64_t f = f0, end = f0 + nfull;
+      while (f < end) {
+        int64_t q = f / inner, idx = q % mod;
+        if (inner == 1) {
+          int64_t run = std::min(mod - idx, end - f);
+          std::memcpy(dst + (f - f0) * static_cast<int64_t>(osz), src + idx * static_cast<int64_t>(osz),
+                      static_cast<size_t>(run) * osz);
+          f += run;
         } else {
-          for (int64_t b = 0; b < nrows; ++b) fill(dst + b * row * static_cast<int64_t>(osz), src + b * static_cast<int64_t>(osz), row, osz);
+          int64_t run = std::min((q + 1) * inner, end) - f;
+          fill(dst + (f - f0) * static_cast<int64_t>(osz), src + idx * static_cast<int64_t>(osz), run, osz);
+          f += run;
         }
-        break;
       }
-      case Op::reduce: {
-        const char* src = base[ins.in[0]];
-        if (mode == Mode::chunked) {
-          ins.k.reduce(dst, src, nfull, first_chunk);
-        } else {
-          for (int64_t b = 0; b < nrows; ++b)
-            ins.k.reduce(dst + b * static_cast<int64_t>(osz), src + b * row * static_cast<int64_t>(osz), row, true);
-        }
-        break;
+      break;
+    }
+    case Op::expand: {
+      const Reg& s = regs[static_cast<size_t>(ins.in[0])];
+      const char* src = base[ins.in[0]];
+      if (s.vary == Vary::uniform) {
+        fill(dst, src, nfull, osz);
+      } else {
+        for (int64_t b = 0; b < nrows; ++b) fill(dst + b * row * static_cast<int64_t>(osz), src + b * static_cast<int64_t>(osz), row, osz);
       }
-      case Op::store: {
-        const Reg& s = regs[static_cast<size_t>(ins.in[0])];
-        const char* src = base[ins.in[0]];
-        int64_t cnt = count(o.vary, nfull, nrows);
-        if (s.vary == o.vary) {
-          std::memcpy(dst, src, static_cast<size_t>(cnt) * osz);
-        } else if (s.vary == Vary::uniform) {
-          fill(dst, src, cnt, osz);
-        } else {  // a row value stored as a full one
-          int64_t per = o.vary == Vary::full && mode != Mode::chunked ? row : cnt;
-          for (int64_t b = 0; b < std::max<int64_t>(1, cnt / std::max<int64_t>(1, per)); ++b)
-            fill(dst + b * per * static_cast<int64_t>(osz), src + b * static_cast<int64_t>(osz), per, osz);
-        }
-        break;
+      break;
+    }
+    case Op::reduce: {
+      const char* src = base[ins.in[0]];
+      if (mode == Mode::chunked) {
+        ins.k.reduce(dst, src, nfull, first_chunk);
+      } else {
+        for (int64_t b = 0; b < nrows; ++b)
+          ins.k.reduce(dst + b * static_cast<int64_t>(osz), src + b * row * static_cast<int64_t>(osz), row, true);
       }
+      break;
+    }
+    case Op::store: {
+      const Reg& s = regs[static_cast<size_t>(ins.in[0])];
+      const char* src = base[ins.in[0]];
+      int64_t cnt = count(o.vary, nfull, nrows);
+      if (s.vary == o.vary) {
+        std::memcpy(dst, src, static_cast<size_t>(cnt) * osz);
+      } else if (s.vary == Vary::uniform) {
+        fill(dst, src, cnt, osz);
+      } else {  // a row value stored as a full one
+        int64_t per = o.vary == Vary::full && mode != Mode::chunked ? row : cnt;
+        for (int64_t b = 0; b < std::max<int64_t>(1, cnt / std::max<int64_t>(1, per)); ++b)
+          fill(dst + b * per * static_cast<int64_t>(osz), src + b * static_cast<int64_t>(osz), per, osz);
+      }
+      break;
     }
   }
+}
+
+void FusedKernel::Impl::scratch_bases(char** base, char* arena) const {
+  for (size_t i = 0; i < regs.size(); ++i) {
+    const Reg& r = regs[i];
+    // scratch registers that only live inside a generated loop have no slot
+    if (r.kind == Reg::scratch && r.index >= 0) base[i] = arena + slot_offset[static_cast<size_t>(r.index)];
+    if (r.kind == Reg::constant) base[i] = static_cast<char*>(const_cast<void*>(constants[static_cast<size_t>(r.index)].raw_data()));
+  }
+}
+
+void FusedKernel::Impl::run_pipelined(int64_t b0, int64_t b1, const std::vector<const char*>& in,
+                                      const std::vector<char*>& out) const {
+  char* arena = thread_scratch(2 * scratch_bytes);
+  SmallVector<char*, 32> base[2] = {SmallVector<char*, 32>(regs.size(), nullptr), SmallVector<char*, 32>(regs.size(), nullptr)};
+  scratch_bases(base[0].data(), arena);
+  scratch_bases(base[1].data(), arena + scratch_bytes);
+  const Instr &a = prog[prog.size() - 2], &b = prog.back();
+  size_t a_stored = a.outs.size() - (a.loop_reduces ? 1 : 0);
+  for (int64_t r = b0; r < b1; ++r) {
+    char** cur = base[r & 1].data();
+    bind(cur, in, out, r * row, r);
+    for (size_t i = 0; i + 2 < prog.size(); ++i) run_one(prog[i], cur, in, r * row, row, 1, true);
+    if (r == b0) {
+      run_one(a, cur, in, r * row, row, 1, true);
+      continue;
+    }
+    char** prev = base[(r - 1) & 1].data();  // row r - 1, bound in the previous iteration
+    char* ptrs[kMaxLoopPointers];
+    size_t k = 0;
+    for (auto x : a.in) ptrs[k++] = cur[x];
+    for (auto x : b.in) ptrs[k++] = prev[x];
+    for (size_t j = 0; j < a_stored; ++j) ptrs[k++] = cur[a.outs[j]];
+    for (auto x : b.outs) ptrs[k++] = prev[x];
+    if (a.loop_reduces) ptrs[k++] = cur[a.outs.back()];
+    pipelined(ptrs, row, 1);
+  }
+  run_one(b, base[(b1 - 1) & 1].data(), in, (b1 - 1) * row, row, 1, true);
 }
 
 FusedKernel::FusedKernel(const ClosedJaxpr& body, bool defer_codegen) : impl_(std::make_unique<Impl>(body)) {
@@ -719,6 +815,7 @@ std::string FusedKernel::program() const {
   s << (m.mode == Impl::Mode::loop ? (m.generated_only ? "ranges" : "tiles")
                                    : (m.mode == Impl::Mode::rows ? "rows" : "chunked rows"));
   if (m.row) s << " " << m.rows << "x" << m.row;
+  if (m.pipelined) s << " pipelined";
   s << ":";
   for (const Instr& ins : m.prog) {
     switch (ins.op) {
@@ -785,14 +882,12 @@ Arrays FusedKernel::run(std::span<const Array> args, std::span<Array> dead) cons
   int64_t per_block = m.mode == Mode::chunked ? m.row : m.full_block();
   int64_t grain = std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, per_block));
   cpu::parallel_for(nblocks, grain, [&](int64_t b0, int64_t b1) {
-    char* arena = thread_scratch(m.scratch_bytes);
-    SmallVector<char*, 32> base(m.regs.size(), nullptr);
-    for (size_t i = 0; i < m.regs.size(); ++i) {
-      const Reg& r = m.regs[i];
-      // scratch registers that only live inside a generated loop have no slot
-      if (r.kind == Reg::scratch && r.index >= 0) base[i] = arena + m.slot_offset[static_cast<size_t>(r.index)];
-      if (r.kind == Reg::constant) base[i] = static_cast<char*>(const_cast<void*>(m.constants[static_cast<size_t>(r.index)].raw_data()));
+    if (m.pipelined) {
+      m.run_pipelined(b0, b1, in, out);
+      return;
     }
+    SmallVector<char*, 32> base(m.regs.size(), nullptr);
+    m.scratch_bases(base.data(), thread_scratch(m.scratch_bytes));
     for (int64_t blk = b0; blk < b1; ++blk) {
       if (m.mode == Mode::loop && m.generated_only) {
         // one call for the whole piece: a call per tile (its prologue, remainder and fence) cost

@@ -16,6 +16,9 @@
 // Rows longer than kMaxRowElements are processed in chunks, which the pass allows only when no
 // full-sized value depends on a reduction of the group. A body without reductions that became
 // generated loops only (no tile kernel, no scratch) runs each thread's share as one range per loop.
+// Blocks of one row whose program ends in two generated loops are pipelined: the last loop of row r
+// runs inside the loop before it of row r + 1 (one generated loop), so that row r's stores stream
+// out during row r + 1's arithmetic.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +70,8 @@ class FusedKernel {
   /// of preference (each operand serves one output at most: the first output to claim it).
   std::span<const int32_t> reusable_operands(size_t o) const;
   /// The program it runs, one word per instruction: the domain's shape ("tiles", "ranges" for
-  /// generated loops over whole shares of the domain, "rows RxC", "chunked rows RxC"), then primitives run by tile kernels and generated loops with the
+  /// generated loops over whole shares of the domain, "rows RxC", "chunked rows RxC"; "pipelined"
+  /// when rows overlap as described above), then primitives run by tile kernels and generated loops with the
   /// primitives they compute (a reduction folded into a loop after "; "), e.g.
   /// "rows 4096x4096: loop(reduce_max) loop(sub exp; reduce_sum) loop(div)".
   std::string program() const;

@@ -153,7 +153,7 @@ TEST_F(Codegen, reductions_of_inputs_run_in_generated_loops) {
   // accumulators; rows of every remainder against the main loop's step, and chunked rows
   Rng rng(7);
   auto sm = [](const Array& a) { return softmax(a); };
-  EXPECT_EQ(fused_program(sm, zeros({4, 4096})), "rows 4x4096: loop(reduce_max) loop(sub exp; reduce_sum) loop(div)");
+  EXPECT_EQ(fused_program(sm, zeros({4, 4096})), "rows 4x4096 pipelined: loop(reduce_max) loop(sub exp; reduce_sum) loop(div)");
   for (int64_t c : {2048, 2049, 2063, 2111, 3001, 20000}) {
     Array x = rng.uniform({3, c}, f32, -5, 5);
     EXPECT_TRUE(testing::close(jit(sm)(x), sm(x), 1e-5, 1e-7)) << "c=" << c;
@@ -197,6 +197,39 @@ TEST_F(Codegen, generated_chains_run_over_whole_ranges) {
   }
   Array y = rng.uniform({300, 1000}, f32, -2, 2);
   expect_exact(bcast, y);
+}
+
+TEST_F(Codegen, last_loop_of_a_row_runs_inside_the_next_rows_loop) {
+  // blocks of one row ending in two generated loops: row r's last loop runs inside row r + 1's loop
+  // before it, with scratch double-buffered by row parity. A program with an order-independent
+  // reduction is exact against eager evaluation at every row count (a thread's share of one row,
+  // of several, several shares) and every remainder of the row against the loop's step.
+  Rng rng(10);
+  auto f = [](const Array& a) {
+    Array m = max(a, -1, true);
+    Array d = exp(a * 0.5) - m;
+    return std::vector<Array>{d * (a - min(a, -1, true)) + m, d * 2.0};
+  };
+  EXPECT_EQ(fused_program([&](const Array& a) { return f(a)[0]; }, zeros({8, 2048})),
+            "rows 8x2048 pipelined: loop(reduce_max) loop(mul exp sub) loop(reduce_min) loop(sub mul add)");
+  // not pipelined: several rows a block, chunked rows
+  EXPECT_EQ(fused_program([](const Array& a) { return softmax(a); }, zeros({8, 100})).find("pipelined"), std::string::npos);
+  EXPECT_EQ(fused_program([](const Array& a) { return softmax(a); }, zeros({2, 40000})).find("pipelined"), std::string::npos);
+  for (int64_t c : {1025, 1500, 2048, 2049, 2111, 4096})
+    for (int64_t r : {1, 2, 3, 17, 100}) {
+      Array x = rng.uniform({r, c}, f32, -3, 3);
+      auto want = f(x);
+      auto got = jit(f)(x);
+      EXPECT_TRUE(bit_equal(got[0], want[0]) && bit_equal(got[1], want[1])) << r << "x" << c;
+      auto sm = [](const Array& a) { return softmax(a); };
+      EXPECT_TRUE(testing::close(jit(sm)(x), sm(x), 1e-5, 1e-7)) << r << "x" << c;
+      // the result written into the donated input's buffer, row by row behind the reads
+      auto g = [](const Array& a) { Array m = max(a, -1, true); return exp(a - m) * 3.0 + m; };
+      Array want_g = g(x);
+      Array donated = x * 1.0;
+      Array got_g = jit(g, {.donate_argnums = {0}})(donated);
+      EXPECT_TRUE(bit_equal(got_g, want_g)) << r << "x" << c;
+    }
 }
 
 TEST_F(Codegen, streaming_stores_for_large_outputs) {

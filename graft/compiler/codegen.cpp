@@ -476,10 +476,18 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
       llvm::Type* st = em.widen(em.stored(d));
       llvm::Value* p = b.CreateBitCast(b.CreateGEP(em.stored(d), base[k], i), st->getPointerTo());
       llvm::Value* x = b.CreateAlignedLoad(st, p, llvm::Align(itemsize(d)));
-      if (spec.operands[k].prefetch_next && w > 1) {
-        llvm::Value* ahead = b.CreateBitCast(b.CreateGEP(em.stored(d), base[k], b.CreateAdd(i, n)), i8p);
-        b.CreateCall(llvm::Intrinsic::getDeclaration(mod, llvm::Intrinsic::prefetch, {i8p}),
-                     {ahead, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+      const auto& opnd = spec.operands[k];
+      if ((opnd.prefetch_next || opnd.prefetch_ahead) && w > 1) {
+        // one prefetch per cache line the body reads: the next block's, or the stream's 4 KiB ahead
+        // (measured: 1-2 KiB is too close to hide DRAM latency behind a long body, 16 KiB no better)
+        int64_t size = static_cast<int64_t>(itemsize(d));
+        llvm::Value* dist = opnd.prefetch_next ? n : b.getInt64(4096 / size);
+        for (int64_t l = 0; l < w; l += std::max<int64_t>(1, 64 / size)) {
+          llvm::Value* at = b.CreateAdd(b.CreateAdd(i, dist), b.getInt64(l));
+          llvm::Value* ahead = b.CreateBitCast(b.CreateGEP(em.stored(d), base[k], at), i8p);
+          b.CreateCall(llvm::Intrinsic::getDeclaration(mod, llvm::Intrinsic::prefetch, {i8p}),
+                       {ahead, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
+        }
       }
       val[k] = is_bool(d) ? b.CreateICmpNE(x, llvm::Constant::getNullValue(st)) : x;
     }
@@ -590,7 +598,7 @@ std::string cache_key(std::span<const LoopSpec* const> specs) {
   for (const LoopSpec* sp : specs) {
     k << "loop";
     for (auto& o : sp->operands) {
-      k << " o" << static_cast<int>(o.dtype) << (o.uniform ? "u" : "") << (o.prefetch_next ? "p" : "");
+      k << " o" << static_cast<int>(o.dtype) << (o.uniform ? "u" : "") << (o.prefetch_next ? "p" : "") << (o.prefetch_ahead ? "a" : "");
       if (o.literal.valid()) k << "=" << std::hexfloat << o.literal.item<double>() << std::defaultfloat;
     }
     for (auto& op : sp->ops) {

@@ -27,6 +27,9 @@ struct LoopSpec {
     /// Prefetch (into L2) the n elements that follow this operand's block, one line per vector read:
     /// the next block's memory traffic then overlaps this block's arithmetic.
     bool prefetch_next = false;
+    /// Prefetch 4 KiB ahead of every line read: a stream from memory under a loop that computes much
+    /// per element, which the hardware prefetcher alone does not run far enough ahead of.
+    bool prefetch_ahead = false;
   };
   struct Op {
     const Primitive* prim;

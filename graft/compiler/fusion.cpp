@@ -98,6 +98,8 @@ constexpr size_t kMaxMapOperands = 8;
 constexpr size_t kMaxLoopPointers = 64;
 // Outputs at least this large bypass the caches (about half of this machine's L3).
 constexpr int64_t kStreamingBytes = int64_t(16) << 20;
+// Inputs at least this large (beyond a core's L2) are read with software prefetches in plain loops.
+constexpr int64_t kPrefetchBytes = int64_t(1) << 20;
 
 [[noreturn]] void internal(const std::string& why) {
   fail<ValueError>("fusion: cannot compile this fused body (", why, "); this is a graft compiler bug");
@@ -618,13 +620,15 @@ bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, 
       const Reg& reg = regs[static_cast<size_t>(r)];
       LoopSpec::Operand o{reg.dtype, reg.vary < v, Array(), false};
       // blocks of whole rows compute long enough to hide the next block's reads (prefetched by the
-      // first loop that reads the input, once: softmax's max, not its exp too); tiles of a plain loop
-      // are streamed by the hardware prefetcher
+      // first loop that reads the input, once: softmax's max, not its exp too); a plain loop over an
+      // input beyond the caches prefetches 4 KiB ahead of its reads (the tanh chain: +25% of bandwidth)
       bool read_before = false;
       for (size_t q = 0; q < begin && !read_before; ++q)
         for (auto x : prog[q].in) read_before = read_before || x == r;
-      o.prefetch_next = mode == Mode::rows && reg.kind == Reg::input && reg.vary == Vary::full && v == Vary::full &&
-                        !read_before;
+      bool streamed = reg.kind == Reg::input && reg.vary == Vary::full && v == Vary::full && !read_before;
+      o.prefetch_next = streamed && mode == Mode::rows;
+      o.prefetch_ahead = streamed && mode == Mode::loop &&
+                         in_avals[static_cast<size_t>(reg.index)].nbytes() >= static_cast<size_t>(kPrefetchBytes);
       if (reg.kind == Reg::constant) {
         o.literal = constants[static_cast<size_t>(reg.index)];
       } else {

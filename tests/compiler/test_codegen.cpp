@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <chrono>
 #include <unistd.h>
 
 #include "graft/backend/cpu/llvm_jit.h"
@@ -237,6 +239,56 @@ TEST_F(Codegen, streaming_stores_for_large_outputs) {
   Rng rng(5);
   Array x = rng.uniform({int64_t(1) << 23}, f32, -2, 2);
   expect_exact([](const Array& a) { return tanh(a) * 0.5 + a * a - 1.0; }, x);
+}
+
+TEST_F(Codegen, disk_cache_keeps_the_recently_used_objects_under_its_limit) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("graft_kernel_cache_prune_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  setenv("GRAFT_CACHE_DIR", dir.c_str(), 1);
+  Array x = testing::Rng(11).uniform({3, 100}, f32, -2, 2);
+  // programs no other test compiles (the constants), each one object
+  auto fa = [](const Array& a) { return exp(a * 1.4375) + a; };
+  auto fb = [](const Array& a) { return exp(a * 2.71875) - a; };
+  auto objects = [&] {
+    std::vector<fs::path> v;
+    for (auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".o") v.push_back(e.path());
+    return v;
+  };
+  auto now = fs::file_time_type::clock::now();
+  jit(fa)(x);
+  ASSERT_EQ(objects().size(), 1u);
+  fs::path a_obj = objects()[0];
+  fs::last_write_time(a_obj, now - std::chrono::hours(5));
+  auto hits = cpu::jit_stats().cache_hits;
+  jit(fa)(x);  // read from disk: marked as used now
+  EXPECT_EQ(cpu::jit_stats().cache_hits, hits + 1);
+  EXPECT_GT(fs::last_write_time(a_obj), now - std::chrono::minutes(1));
+  // three older objects of 1 MB, files that are not the cache's, temporary files of a crashed writer
+  auto make = [&](const std::string& name, size_t bytes, std::chrono::hours age) {
+    std::ofstream(dir / name, std::ios::binary) << std::string(bytes, 'x');
+    fs::last_write_time(dir / name, now - age);
+  };
+  make("k0000000000000001.o", 1000000, std::chrono::hours(3));
+  make("k0000000000000002.o", 1000000, std::chrono::hours(2));
+  make("k0000000000000003.o", 1000000, std::chrono::hours(1));
+  make("notes.txt", 5000000, std::chrono::hours(9));
+  make("k0000000000000004.o.tmp17", 100, std::chrono::hours(2));
+  make("k0000000000000005.o.tmp18", 100, std::chrono::hours(0));
+  setenv("GRAFT_CACHE_MAX_BYTES", "2500000", 1);
+  jit(fb)(x);  // a new object: the directory is over its limit, pruned to three quarters of it
+  unsetenv("GRAFT_CACHE_MAX_BYTES");
+  unsetenv("GRAFT_CACHE_DIR");
+  EXPECT_FALSE(fs::exists(dir / "k0000000000000001.o"));
+  EXPECT_FALSE(fs::exists(dir / "k0000000000000002.o"));
+  EXPECT_TRUE(fs::exists(dir / "k0000000000000003.o"));
+  EXPECT_TRUE(fs::exists(a_obj));  // older than the others on disk, but used last
+  EXPECT_EQ(objects().size(), 3u);  // k...3, fa's and fb's
+  EXPECT_TRUE(fs::exists(dir / "notes.txt"));
+  EXPECT_FALSE(fs::exists(dir / "k0000000000000004.o.tmp17"));
+  EXPECT_TRUE(fs::exists(dir / "k0000000000000005.o.tmp18"));
+  fs::remove_all(dir);
 }
 
 TEST_F(Codegen, disk_cache_serves_a_second_compile) {

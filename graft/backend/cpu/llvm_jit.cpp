@@ -1,6 +1,8 @@
 #include "graft/backend/cpu/llvm_jit.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -60,6 +62,54 @@ std::string cache_dir() {
   return std::string();
 }
 
+// GRAFT_CACHE_MAX_BYTES (default 256 MiB): the disk cache's size, beyond which the objects used
+// least recently are deleted.
+uint64_t cache_limit() {
+  const char* e = std::getenv("GRAFT_CACHE_MAX_BYTES");
+  return e && *e ? std::strtoull(e, nullptr, 10) : uint64_t(256) << 20;
+}
+
+// Keeps the directory under the limit: deletes the least recently used objects (a hit sets its
+// file's time) until a quarter of the limit is free, so that pruning is rare; `keep` (the object
+// just written) stays. Temporary files older than an hour are left by crashed writers: deleted.
+// Another process may prune or read at the same time: every failure here is ignored (a deleted
+// object is compiled again).
+void prune(const std::string& dir, const std::string& keep) {
+  namespace fs = std::filesystem;
+  struct Entry {
+    fs::file_time_type time;
+    uint64_t size;
+    fs::path path;
+  };
+  std::vector<Entry> objects;
+  uint64_t total = 0;
+  auto now = fs::file_time_type::clock::now();
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code e2;
+    if (!it->is_regular_file(e2)) continue;
+    std::string name = it->path().filename().string();
+    auto time = it->last_write_time(e2);
+    uint64_t size = it->file_size(e2);
+    if (e2) continue;
+    if (name.find(".tmp") != std::string::npos) {
+      if (now - time > std::chrono::hours(1)) fs::remove(it->path(), e2);
+      continue;
+    }
+    if (name.size() < 3 || name[0] != 'k' || name.substr(name.size() - 2) != ".o") continue;  // not ours
+    total += size;
+    if (it->path().string() != keep) objects.push_back({time, size, it->path()});
+  }
+  uint64_t limit = cache_limit();
+  if (total <= limit) return;
+  std::sort(objects.begin(), objects.end(), [](const Entry& a, const Entry& b) { return a.time < b.time; });
+  for (const Entry& o : objects) {
+    if (total <= limit - limit / 4) break;
+    std::error_code e2;
+    if (fs::remove(o.path, e2)) total -= o.size;
+  }
+}
+
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
@@ -85,7 +135,11 @@ class DiskCache : public llvm::ObjectCache {
       if (!f) return;
     }
     std::filesystem::rename(tmp, path, ec);
-    if (ec) std::filesystem::remove(tmp, ec);
+    if (ec) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+    prune(dir, path);
   }
   // Lookups go through jit_load_cached, which validates the file first; LLVM itself never reads it.
   std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module*) override { return nullptr; }
@@ -209,8 +263,8 @@ llvm::orc::JITDylib& new_library(Jit& j) {
 std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std::string>& symbols) {
   std::string dir = cache_dir();
   if (dir.empty()) return {};
-  auto buf = llvm::MemoryBuffer::getFile(dir + "/" + module_id(key) + ".o", /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
+  std::string path = dir + "/" + module_id(key) + ".o";
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf) return {};
   // a damaged file (truncated, overwritten) is compiled again rather than trusted
   auto obj = llvm::object::ObjectFile::createObjectFile((*buf)->getMemBufferRef());
@@ -221,6 +275,9 @@ std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std
   std::vector<void*> out = link_object(**obj, symbols);
   if (out.empty()) return {};  // an unlinkable object is compiled again
   ++g_hits;
+  // recently used: pruning deletes the objects used least recently
+  std::error_code ec;
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
   return out;
 }
 

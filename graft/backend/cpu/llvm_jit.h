@@ -5,7 +5,9 @@
 // host CPU (its vector extensions: AVX2, AVX-512, ...), links it into the process and returns the
 // addresses of its functions. Objects are cached on disk under $GRAFT_CACHE_DIR (default
 // $XDG_CACHE_HOME/graft or ~/.cache/graft), keyed by the caller's key and the host CPU;
-// GRAFT_CACHE_DIR=off disables the disk cache. Files are written to a temporary name and renamed;
+// GRAFT_CACHE_DIR=off disables the disk cache. The directory is kept under GRAFT_CACHE_MAX_BYTES
+// (default 256 MiB) by deleting the objects used least recently after each new one is written.
+// Files are written to a temporary name and renamed;
 // jit_load_cached() links a cached object with RuntimeDyld alone, without starting the ORC JIT.
 // The caller names each module by a key that identifies its code (graft/compiler/codegen.cpp hashes
 // the loops' descriptions, the code generator's build and the host CPU).

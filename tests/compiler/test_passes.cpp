@@ -152,6 +152,24 @@ TEST_F(Passes, fuse_sum_of_squares) {
   in (b,) })");
 }
 
+TEST_F(Passes, fuse_lone_transcendentals_and_maps_beyond_the_caches) {
+  // a lone elementwise equation stays plain unless a generated loop beats the eager kernel by far:
+  // transcendental functions at any size, any map over 16 MiB or more
+  EXPECT_EQ(after("fuse", [](const Array& x) { return x * 2.0; }, v), "{ lambda ; a:f32[3]. let b:f32[3] = mul a 2.0:f32[] in (b,) }");
+  EXPECT_EQ(after("fuse", [](const Array& x) { return exp(x); }, v), R"({ lambda ; a:f32[3]. let
+    b:f32[3] = fusion[
+      jaxpr={ lambda ; c:f32[3]. let d:f32[3] = exp c in (d,) }
+    ] a
+  in (b,) })");
+  EXPECT_EQ(after("fuse", [](const Array& x) { return x * 2.0; }, zeros({int64_t(1) << 22})), R"({ lambda ; a:f32[4194304]. let
+    b:f32[4194304] = fusion[
+      jaxpr={ lambda ; c:f32[4194304]. let d:f32[4194304] = mul c 2.0:f32[] in (d,) }
+    ] a
+  in (b,) })");
+  EXPECT_EQ(after("fuse", [](const Array& x) { return x * 2.0; }, zeros({(int64_t(1) << 22) - 1})).find("fusion"),
+            std::string::npos);
+}
+
 TEST_F(Passes, fuse_copies_scalar_broadcasts_per_reader) {
   // after cse both relus read one broadcast zero; each fused loop gets its own copy instead of one
   // loop exporting a materialized array of zeros

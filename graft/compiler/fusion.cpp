@@ -896,20 +896,19 @@ Arrays FusedKernel::run(std::span<const Array> args, std::span<Array> dead) cons
     }
     SmallVector<char*, 32> base(m.regs.size(), nullptr);
     m.scratch_bases(base.data(), thread_scratch(m.scratch_bytes));
-    for (int64_t blk = b0; blk < b1; ++blk) {
-      if (m.mode == Mode::loop && m.generated_only) {
-        // one call for the whole piece: a call per tile (its prologue, remainder and fence) cost
-        // a fifth of the bandwidth of a compute-heavy chain
-        int64_t f0 = b0 * T, nf = std::min(b1 * T, m.n) - f0;
+    if (m.mode == Mode::loop) {
+      // generated loops alone take the whole piece in one call: a call per tile (its prologue,
+      // remainder and fence) cost a fifth of the bandwidth of a compute-heavy chain
+      int64_t step = m.generated_only ? b1 - b0 : 1;
+      for (int64_t blk = b0; blk < b1; blk += step) {
+        int64_t f0 = blk * T, nf = std::min((blk + step) * T, m.n) - f0;
         m.bind(base.data(), in, out, f0, 0);
         m.run_block(base.data(), in, out, f0, 0, nf, 0, -1, true);
-        break;
       }
-      if (m.mode == Mode::loop) {
-        int64_t f0 = blk * T, nf = std::min(T, m.n - f0);
-        m.bind(base.data(), in, out, f0, 0);
-        m.run_block(base.data(), in, out, f0, 0, nf, 0, -1, true);
-      } else if (m.mode == Mode::rows) {
+      return;
+    }
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      if (m.mode == Mode::rows) {
         int64_t r0 = blk * m.block_rows, nr = std::min(m.block_rows, m.rows - r0);
         m.bind(base.data(), in, out, r0 * m.row, r0);
         m.run_block(base.data(), in, out, r0 * m.row, r0, nr * m.row, nr, -1, true);

@@ -96,8 +96,6 @@ std::span<const int32_t> outputs_of(const Instr& ins) {
 
 constexpr size_t kMaxMapOperands = 8;
 constexpr size_t kMaxLoopPointers = 64;
-// Outputs at least this large bypass the caches (about half of this machine's L3).
-constexpr int64_t kStreamingBytes = int64_t(16) << 20;
 // Inputs at least this large (beyond a core's L2) are read with software prefetches in plain loops.
 constexpr int64_t kPrefetchBytes = int64_t(1) << 20;
 

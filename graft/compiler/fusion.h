@@ -40,6 +40,8 @@ extern const Primitive fusion_p;
 inline constexpr int64_t kTileElements = 2048;
 /// Longest row a fused loop holds whole; longer rows are processed in chunks (single phase only).
 inline constexpr int64_t kMaxRowElements = 16384;
+/// Outputs at least this large (about half of this machine's L3) bypass the caches: non-temporal stores.
+inline constexpr int64_t kStreamingBytes = int64_t(16) << 20;
 
 /// How a fused loop reads an operand broadcast into its domain: element f of the result (flat,
 /// row-major) reads operand element (f / inner) % mod.

@@ -31,7 +31,7 @@ bool generated_beats_eager(const Eqn& e) {
   using namespace prims;
   const Primitive* p = e.prim;
   if (p == &exp_p || p == &log_p || p == &tanh_p || p == &logistic_p) return true;
-  return e.outputs[0]->aval.nbytes() >= (size_t(16) << 20);
+  return e.outputs[0]->aval.nbytes() >= static_cast<size_t>(kStreamingBytes);
 }
 
 Role classify(const Eqn& e) {

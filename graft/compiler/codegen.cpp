@@ -2,12 +2,14 @@
 #include "graft/compiler/codegen.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
 #include <string>
 
 #include "graft/backend/cpu/llvm_jit.h"
+#include "graft/backend/cpu/vmath.h"
 #include "graft/core/error.h"
 #include "graft/prims/primitives.h"
 
@@ -141,20 +143,20 @@ class Emitter {
   llvm::Value* pow2i(llvm::Value* k) { return f32_of(b_.CreateShl(b_.CreateAdd(k, ci(127)), ci(23))); }
 
   // ---- graft::vmath, operation for operation -------------------------------------------------------
-  // vmath::detail::expm1_reduced: e^r - 1 with y = n ln2 + r; sets n (and n as a float)
-  llvm::Value* expm1_reduced(llvm::Value* y, llvm::Value*& n, llvm::Value** n_float = nullptr) {
-    const double shift = 12582912.0;
-    llvm::Value* t = fma(y, 1.44269504088896341, shift);
-    n = b_.CreateSub(i32_of(t), i32_of(cf(shift)));
+  // vmath::detail::exp_reduced<K>: 2^K q(r) for 2^K x = n ln2 + r; sets r / 2^K, t = n + shift (and
+  // n as a float)
+  llvm::Value* exp_reduced(int k, llvm::Value* x, double shift, llvm::Value*& t, llvm::Value*& r,
+                           llvm::Value** n_float = nullptr) {
+    const double s = std::ldexp(1.0, k);
+    t = fma(x, static_cast<double>(1.44269504088896341f) * s, shift);
     llvm::Value* nf = b_.CreateFSub(t, cf(shift));
     if (n_float) *n_float = nf;
-    llvm::Value* r = fma(nf, cf(-0.693145751953125), y);
-    r = fma(nf, cf(-1.4286068203094172e-06f), r);
-    llvm::Value* q = fma(r, 0.0013751388271303708, 0.008368921740878908);
-    q = fma(q, r, 0.04166953395939757);
-    q = fma(q, r, 0.16666518415101703);
-    q = fma(q, r, 0.4999998858999466);
-    return fma(b_.CreateFMul(q, r), r, r);
+    r = fma(nf, cf(-0.693145751953125 / s), x);
+    r = fma(nf, cf(static_cast<double>(-1.4286068203094172e-06f) / s), r);
+    auto c = [&](int j) { return static_cast<double>(vmath::detail::kExpm1[j]) * std::ldexp(1.0, k * (j + 1)); };
+    llvm::Value* q = fma(r, c(4), c(3));
+    for (int j = 2; j >= 0; --j) q = fma(q, r, c(j));
+    return q;
   }
 
   // AVX-512's vscalefps (x * 2^floor(y)) on each 16 lanes of a wider vector
@@ -186,13 +188,16 @@ class Emitter {
   llvm::Value* exp(llvm::Value* x) {
     x = sel(b_.CreateFCmpOGT(x, cf(89.0)), cf(89.0), x);
     x = sel(b_.CreateFCmpOLT(x, cf(-104.0)), cf(-104.0), x);
-    llvm::Value *n, *nf;
-    llvm::Value* p = b_.CreateFAdd(expm1_reduced(x, n, &nf), cf(1.0));
+    const double shift = vmath::detail::kShift;
+    llvm::Value *t, *r, *nf;
+    llvm::Value* q = exp_reduced(0, x, shift, t, r, &nf);
+    llvm::Value* p = fma(fma(q, r, 1.0), r, 1.0);
     if (lanes_ % 16 == 0 && has_avx512()) {
       // p * 2^n in one instruction per 16 lanes, rounded once, overflowing to inf and gradually
       // underflowing exactly as the two multiplications below do
       return scalef(p, nf);
     }
+    llvm::Value* n = b_.CreateSub(i32_of(t), i32_of(cf(shift)));
     llvm::Value* n1 = b_.CreateAShr(n, ci(1));
     return b_.CreateFMul(b_.CreateFMul(p, pow2i(n1)), pow2i(b_.CreateSub(n, n1)));
   }
@@ -222,10 +227,11 @@ class Emitter {
   llvm::Value* tanh(llvm::Value* x) {
     llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, {x});
     llvm::Value* c = sel(b_.CreateFCmpOGT(a, cf(9.0)), cf(9.0), a);
-    llvm::Value* n;
-    llvm::Value* em1_r = expm1_reduced(b_.CreateFAdd(c, c), n);
-    llvm::Value* sh = pow2i(b_.CreateSub(n, ci(1)));
-    llvm::Value* h = fma(sh, em1_r, b_.CreateFSub(sh, cf(0.5)));
+    llvm::Value *t2n, *r;
+    llvm::Value* q = exp_reduced(1, c, vmath::detail::kShift + 127.0, t2n, r);
+    llvm::Value* half_em1_r = fma(b_.CreateFMul(q, r), r, r);  // (e^r - 1) / 2 for e^{2c} = 2^n e^r
+    llvm::Value* s2 = f32_of(b_.CreateShl(i32_of(t2n), ci(23)));  // 2^n
+    llvm::Value* h = fma(s2, half_em1_r, fma(s2, 0.5, -0.5));
     llvm::Value* t = b_.CreateFDiv(h, b_.CreateFAdd(h, cf(1.0)));
     llvm::Value* small = fma(b_.CreateFNeg(h), t, h);
     return intrinsic(llvm::Intrinsic::copysign, {sel(b_.CreateFCmpOLT(a, cf(0.3)), small, t), x});

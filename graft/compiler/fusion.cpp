@@ -4,6 +4,7 @@
 #include "graft/compiler/codegen.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -82,7 +83,7 @@ struct Instr {
   Params params;
   // loop: generated machine code for a run of maps (and a reduction of one of its values); reads
   // `in`, writes `outs` (stored values, then the reduction's accumulator)
-  LoopFn fn = nullptr;
+  LoopFn fn[2] = {nullptr, nullptr};  // with non-temporal stores, with ordinary ones (the same when none stream)
   std::vector<int32_t> outs;
   bool loop_reduces = false;  // the last of `outs` is a reduction's accumulator
   Vary loop_vary = Vary::full;
@@ -145,7 +146,45 @@ char* thread_scratch(size_t bytes) {
   return a.p;
 }
 
+// GRAFT_STREAMING_STORES: "on" (non-temporal stores wherever outputs exceed the caches), "off"
+// (ordinary stores), anything else or unset: chosen per call by the kernel's VariantTuner
+int forced_store_variant() {
+  const char* e = std::getenv("GRAFT_STREAMING_STORES");
+  if (e && std::string(e) == "on") return 0;
+  if (e && std::string(e) == "off") return 1;
+  return -1;
+}
+
+int store_variant(VariantTuner& t) {
+  const int forced = forced_store_variant();
+  return forced >= 0 ? forced : t.pick();
+}
+
 }  // namespace
+
+int VariantTuner::pick() {
+  std::lock_guard<std::mutex> lk(mu_);
+  int64_t c = calls_++;
+  // each variant's first call is a warm-up (not recorded); then two recorded calls each
+  if (seen_[0] < 2 || seen_[1] < 2) return static_cast<int>(c % 2);
+  int best = avg_[1] < avg_[0] ? 1 : 0;
+  // a variant far behind is re-measured less often: exploring costs its lag
+  int64_t period = avg_[1 - best] > 1.1 * avg_[best] ? 4 * kExplore : kExplore;
+  return c % period == 0 ? 1 - best : best;
+}
+
+void VariantTuner::record(int v, double seconds) {
+  std::lock_guard<std::mutex> lk(mu_);
+  int64_t& n = seen_[v];
+  if (n++ == 0) return;
+  // the weight of a new time: recent calls count most (the machine's state drifts in minutes)
+  avg_[v] = n == 2 ? seconds : 0.7 * avg_[v] + 0.3 * seconds;
+}
+
+double VariantTuner::average(int v) const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return avg_[v];
+}
 
 struct FusedKernel::Impl {
   enum class Mode { loop, rows, chunked } mode = Mode::loop;
@@ -176,23 +215,34 @@ struct FusedKernel::Impl {
   void plan_loops();
   bool plan_loop(size_t begin, size_t end, bool absorb_reduce, Instr& loop, LoopSpec& spec) const;
   void install_loops(std::span<const LoopFn> fns) {
-    for (size_t k = 0; k < pending_at.size(); ++k) (pending_at[k] == kPipelined ? pipelined : prog[pending_at[k]].fn) = fns[k];
+    for (size_t k = 0; k < pending_at.size(); ++k)
+      (pending_at[k] == kPipelined ? pipelined : prog[pending_at[k]].fn)[pending_variant[k]] = fns[k];
+    for (Instr& ins : prog)
+      if (!ins.fn[1]) ins.fn[1] = ins.fn[0];
+    if (!pipelined[1]) pipelined[1] = pipelined[0];
     pending_at.clear();
+    pending_variant.clear();
     pending.clear();
   }
+  // Loops with non-temporal stores get a twin with ordinary stores; `tuner` picks one per call.
+  bool two_variants = false;
+  mutable VariantTuner tuner;
+  void add_ordinary_store_variants();
   std::vector<LoopSpec> pending;  // loops awaiting machine code
   // Per output: the operands whose buffer it may take over when the caller no longer needs them
   std::vector<std::vector<int32_t>> reuse_inputs;
   void find_reusable_inputs();
   std::vector<size_t> pending_at;  // their instructions (kPipelined: the loop below)
+  std::vector<uint8_t> pending_variant;  // and which of the instruction's two variants
   static constexpr size_t kPipelined = ~size_t(0);
   // Blocks of one row whose program ends in two generated loops (softmax: exp and sum, then the
   // division): the last loop of row r runs inside the one before it of row r + 1, as one generated
   // loop over both, so that row r's stores stream out while row r + 1's arithmetic runs instead of
   // after it. Scratch is double-buffered by row parity. Null when the program does not qualify.
-  LoopFn pipelined = nullptr;
+  LoopFn pipelined[2] = {nullptr, nullptr};
   void plan_pipeline();
-  void run_pipelined(int64_t b0, int64_t b1, const std::vector<const char*>& in, const std::vector<char*>& out) const;
+  void run_pipelined(int64_t b0, int64_t b1, const std::vector<const char*>& in, const std::vector<char*>& out,
+                     int v) const;
   // Outputs far larger than the caches are written with non-temporal stores (no read for ownership)
   // when every block starts 64-byte aligned.
   bool streams(int32_t reg) const {
@@ -208,9 +258,9 @@ struct FusedKernel::Impl {
   }
   void allocate_slots();
   void run_block(char** base, const std::vector<const char*>& in, const std::vector<char*>& out, int64_t f0,
-                 int64_t r0, int64_t nfull, int64_t nrows, int stage, bool first_chunk) const;
+                 int64_t r0, int64_t nfull, int64_t nrows, int stage, bool first_chunk, int v) const;
   void run_one(const Instr& ins, char** base, const std::vector<const char*>& in, int64_t f0, int64_t nfull,
-               int64_t nrows, bool first_chunk) const;
+               int64_t nrows, bool first_chunk, int v) const;
   // the base pointers of every register for a thread's scratch arena (at `arena`) and the constants
   void scratch_bases(char** base, char* arena) const;
   void bind(char** base, const std::vector<const char*>& in, const std::vector<char*>& out, int64_t f0,
@@ -559,7 +609,22 @@ void FusedKernel::Impl::plan_loops() {
   generated_only = mode == Mode::loop;
   for (const Instr& ins : prog) generated_only = generated_only && ins.op == Op::loop && ins.loop_vary == Vary::full;
   for (const LoopSpec& sp : pending) generated_only = generated_only && sp.reductions.empty();
+  pending_variant.assign(pending.size(), 0);
   plan_pipeline();
+  add_ordinary_store_variants();
+}
+
+void FusedKernel::Impl::add_ordinary_store_variants() {
+  for (size_t k = 0, n0 = pending.size(); k < n0; ++k) {
+    if (std::find(pending[k].streaming.begin(), pending[k].streaming.end(), true) == pending[k].streaming.end())
+      continue;
+    LoopSpec twin = pending[k];
+    twin.streaming.assign(twin.streaming.size(), false);
+    pending.push_back(std::move(twin));
+    pending_at.push_back(pending_at[k]);
+    pending_variant.push_back(1);
+    two_variants = true;
+  }
 }
 
 namespace {
@@ -600,12 +665,13 @@ void FusedKernel::Impl::plan_pipeline() {
     if (regs[static_cast<size_t>(r)].kind != Reg::output) return;
   pending.push_back(concat(pending[pending.size() - 2], pending.back()));
   pending_at.push_back(kPipelined);
+  pending_variant.push_back(0);
 }
 
 bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, Instr& loop, LoopSpec& spec) const {
   // an empty run is a lone reduction, over values of its operand's granularity
   Vary v = regs[static_cast<size_t>(begin == end ? prog[end].in[0] : prog[begin].out)].vary;
-  loop = Instr{Op::loop, prog[begin].stage, -1, {}, {}, {}, {}, -1, nullptr, {}, nullptr, {}, false, v};
+  loop = Instr{Op::loop, prog[begin].stage, -1, {}, {}, {}, {}, -1, nullptr, {}, {nullptr, nullptr}, {}, false, v};
   size_t after = end + (absorb_reduce ? 1 : 0);  // the first instruction after the loop
   std::unordered_map<int32_t, int> defined;  // register -> index of the op defining it
   for (size_t i = begin; i < end; ++i) defined[prog[i].out] = static_cast<int>(i - begin);
@@ -686,13 +752,13 @@ void FusedKernel::Impl::bind(char** base, const std::vector<const char*>& in, co
 
 void FusedKernel::Impl::run_block(char** base, const std::vector<const char*>& in, const std::vector<char*>&,
                                   int64_t f0, int64_t, int64_t nfull, int64_t nrows, int stage,
-                                  bool first_chunk) const {
+                                  bool first_chunk, int v) const {
   for (const Instr& ins : prog)
-    if (stage < 0 || ins.stage == stage) run_one(ins, base, in, f0, nfull, nrows, first_chunk);
+    if (stage < 0 || ins.stage == stage) run_one(ins, base, in, f0, nfull, nrows, first_chunk, v);
 }
 
 void FusedKernel::Impl::run_one(const Instr& ins, char** base, const std::vector<const char*>& in, int64_t f0,
-                                int64_t nfull, int64_t nrows, bool first_chunk) const {
+                                int64_t nfull, int64_t nrows, bool first_chunk, int v) const {
   const void* ptrs[kMaxMapOperands];
   const Reg& o = regs[static_cast<size_t>(ins.out)];
   char* dst = base[ins.out];
@@ -709,7 +775,7 @@ void FusedKernel::Impl::run_one(const Instr& ins, char** base, const std::vector
       size_t k = 0;
       for (auto r : ins.in) ptrs_all[k++] = base[r];
       for (auto r : ins.outs) ptrs_all[k++] = base[r];
-      ins.fn(ptrs_all, count(ins.loop_vary, nfull, nrows), first_chunk ? 1 : 0);
+      ins.fn[v](ptrs_all, count(ins.loop_vary, nfull, nrows), first_chunk ? 1 : 0);
       break;
     }
     case Op::load: {
@@ -779,7 +845,7 @@ void FusedKernel::Impl::scratch_bases(char** base, char* arena) const {
 }
 
 void FusedKernel::Impl::run_pipelined(int64_t b0, int64_t b1, const std::vector<const char*>& in,
-                                      const std::vector<char*>& out) const {
+                                      const std::vector<char*>& out, int v) const {
   char* arena = thread_scratch(2 * scratch_bytes);
   SmallVector<char*, 32> base[2] = {SmallVector<char*, 32>(regs.size(), nullptr), SmallVector<char*, 32>(regs.size(), nullptr)};
   scratch_bases(base[0].data(), arena);
@@ -789,9 +855,9 @@ void FusedKernel::Impl::run_pipelined(int64_t b0, int64_t b1, const std::vector<
   for (int64_t r = b0; r < b1; ++r) {
     char** cur = base[r & 1].data();
     bind(cur, in, out, r * row, r);
-    for (size_t i = 0; i + 2 < prog.size(); ++i) run_one(prog[i], cur, in, r * row, row, 1, true);
+    for (size_t i = 0; i + 2 < prog.size(); ++i) run_one(prog[i], cur, in, r * row, row, 1, true, v);
     if (r == b0) {
-      run_one(a, cur, in, r * row, row, 1, true);
+      run_one(a, cur, in, r * row, row, 1, true, v);
       continue;
     }
     char** prev = base[(r - 1) & 1].data();  // row r - 1, bound in the previous iteration
@@ -802,9 +868,9 @@ void FusedKernel::Impl::run_pipelined(int64_t b0, int64_t b1, const std::vector<
     for (size_t j = 0; j < a_stored; ++j) ptrs[k++] = cur[a.outs[j]];
     for (auto x : b.outs) ptrs[k++] = prev[x];
     if (a.loop_reduces) ptrs[k++] = cur[a.outs.back()];
-    pipelined(ptrs, row, 1);
+    pipelined[v](ptrs, row, 1);
   }
-  run_one(b, base[(b1 - 1) & 1].data(), in, (b1 - 1) * row, row, 1, true);
+  run_one(b, base[(b1 - 1) & 1].data(), in, (b1 - 1) * row, row, 1, true, v);
 }
 
 FusedKernel::FusedKernel(const ClosedJaxpr& body, bool defer_codegen) : impl_(std::make_unique<Impl>(body)) {
@@ -821,7 +887,7 @@ std::string FusedKernel::program() const {
   s << (m.mode == Impl::Mode::loop ? (m.generated_only ? "ranges" : "tiles")
                                    : (m.mode == Impl::Mode::rows ? "rows" : "chunked rows"));
   if (m.row) s << " " << m.rows << "x" << m.row;
-  if (m.pipelined) s << " pipelined";
+  if (m.pipelined[0]) s << " pipelined";
   s << ":";
   for (const Instr& ins : m.prog) {
     switch (ins.op) {
@@ -835,6 +901,8 @@ std::string FusedKernel::program() const {
   }
   return s.str();
 }
+
+bool FusedKernel::tunes_stores() const { return impl_->two_variants; }
 
 std::span<const int32_t> FusedKernel::reusable_operands(size_t o) const {
   if (o >= impl_->reuse_inputs.size()) return {};
@@ -887,9 +955,11 @@ Arrays FusedKernel::run(std::span<const Array> args, std::span<Array> dead) cons
                                          : (m.mode == Mode::rows ? (m.rows + m.block_rows - 1) / m.block_rows : m.rows);
   int64_t per_block = m.mode == Mode::chunked ? m.row : m.full_block();
   int64_t grain = std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, per_block));
+  int v = m.two_variants ? store_variant(m.tuner) : 0;
+  auto start = std::chrono::steady_clock::now();
   cpu::parallel_for(nblocks, grain, [&](int64_t b0, int64_t b1) {
-    if (m.pipelined) {
-      m.run_pipelined(b0, b1, in, out);
+    if (m.pipelined[0]) {
+      m.run_pipelined(b0, b1, in, out, v);
       return;
     }
     SmallVector<char*, 32> base(m.regs.size(), nullptr);
@@ -901,7 +971,7 @@ Arrays FusedKernel::run(std::span<const Array> args, std::span<Array> dead) cons
       for (int64_t blk = b0; blk < b1; blk += step) {
         int64_t f0 = blk * T, nf = std::min((blk + step) * T, m.n) - f0;
         m.bind(base.data(), in, out, f0, 0);
-        m.run_block(base.data(), in, out, f0, 0, nf, 0, -1, true);
+        m.run_block(base.data(), in, out, f0, 0, nf, 0, -1, true, v);
       }
       return;
     }
@@ -909,20 +979,21 @@ Arrays FusedKernel::run(std::span<const Array> args, std::span<Array> dead) cons
       if (m.mode == Mode::rows) {
         int64_t r0 = blk * m.block_rows, nr = std::min(m.block_rows, m.rows - r0);
         m.bind(base.data(), in, out, r0 * m.row, r0);
-        m.run_block(base.data(), in, out, r0 * m.row, r0, nr * m.row, nr, -1, true);
+        m.run_block(base.data(), in, out, r0 * m.row, r0, nr * m.row, nr, -1, true, v);
       } else {
         int64_t r0 = blk;
         m.bind(base.data(), in, out, r0 * m.row, r0);
-        m.run_block(base.data(), in, out, r0 * m.row, r0, 0, 1, 0, true);
+        m.run_block(base.data(), in, out, r0 * m.row, r0, 0, 1, 0, true, v);
         for (int64_t c0 = 0; c0 < m.row; c0 += T) {
           int64_t f0 = r0 * m.row + c0, nf = std::min(T, m.row - c0);
           m.bind(base.data(), in, out, f0, r0);
-          m.run_block(base.data(), in, out, f0, r0, nf, 1, 1, c0 == 0);
+          m.run_block(base.data(), in, out, f0, r0, nf, 1, 1, c0 == 0, v);
         }
-        m.run_block(base.data(), in, out, r0 * m.row, r0, 0, 1, 2, true);
+        m.run_block(base.data(), in, out, r0 * m.row, r0, 0, 1, 2, true, v);
       }
     }
   });
+  if (m.two_variants) m.tuner.record(v, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return outs;
 }
 

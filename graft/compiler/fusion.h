@@ -21,6 +21,8 @@
 // out during row r + 1's arithmetic.
 #pragma once
 
+#include <mutex>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -56,6 +58,33 @@ std::optional<BroadcastPattern> broadcast_pattern(const Shape& operand, const Sh
 /// reduced axes are the operand's trailing axes and span at least 2 elements. 0 otherwise.
 int64_t fusible_row_length(const Eqn& e);
 
+/// Chooses, call by call, between two interchangeable variants of a kernel from their measured run
+/// times. Fused loops whose outputs exceed the caches come in two: non-temporal stores (half the
+/// memory traffic of a store, no read for ownership) and ordinary stores. Which one is faster depends
+/// on the moment: with memory busy the saved traffic wins, with compute-heavy bodies and free memory
+/// the ordinary stores (non-temporal stores hold a core's store pipeline and cost a compute-bound
+/// chain up to a fifth; measured either way within minutes on the same virtual machine). The tuner
+/// alternates the variants for its first calls, then runs the one with the lower moving average of
+/// recent times and re-measures the other every kExplore-th call (every 4 kExplore-th while it is more
+/// than 10% behind). Thread-safe.
+class VariantTuner {
+ public:
+  static constexpr int kExplore = 16;
+  /// The variant (0 or 1) to run next.
+  int pick();
+  /// Reports the run time of a call of variant v (the first call of each is ignored: it faults in
+  /// fresh pages).
+  void record(int v, double seconds);
+  /// The moving average of variant v's recorded times (0 before any).
+  double average(int v) const;
+
+ private:
+  mutable std::mutex mu_;
+  int64_t calls_ = 0;
+  int64_t seen_[2] = {0, 0};
+  double avg_[2] = {0, 0};
+};
+
 /// A fused body compiled for the tiled executor.
 class FusedKernel {
  public:
@@ -77,6 +106,9 @@ class FusedKernel {
   /// primitives they compute (a reduction folded into a loop after "; "), e.g.
   /// "rows 4096x4096: loop(reduce_max) loop(sub exp; reduce_sum) loop(div)".
   std::string program() const;
+  /// Whether its loops come with and without non-temporal stores, chosen per call by a VariantTuner
+  /// (outputs of kStreamingBytes or more); GRAFT_STREAMING_STORES=on / off forces one.
+  bool tunes_stores() const;
   /// The kernel cached on `body` (compiled on first use).
   static const FusedKernel& of(const ClosedJaxpr& body);
   /// Compiles the kernels of several bodies (a program's fused loops) at once: all their generated

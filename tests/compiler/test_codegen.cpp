@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <chrono>
 #include <unistd.h>
 
@@ -239,6 +240,73 @@ TEST_F(Codegen, streaming_stores_for_large_outputs) {
   Rng rng(5);
   Array x = rng.uniform({int64_t(1) << 23}, f32, -2, 2);
   expect_exact([](const Array& a) { return tanh(a) * 0.5 + a * a - 1.0; }, x);
+}
+
+// f under jit with GRAFT_STREAMING_STORES forced to `mode` for its calls (unset afterwards)
+template <class F>
+Array with_stores(const char* mode, F& f, const Array& x) {
+  setenv("GRAFT_STREAMING_STORES", mode, 1);
+  Array y = f(x);
+  unsetenv("GRAFT_STREAMING_STORES");
+  return y;
+}
+
+TEST_F(Codegen, large_outputs_come_with_and_without_streaming_stores_alike) {
+  // a plain chain of an odd length (the scalar tail), softmax rows (pipelined), and a kernel below
+  // the threshold, which has one variant only
+  Rng rng(6);
+  auto chain = [](const Array& a) { return tanh(a) * 0.5 + a * a - 1.0; };
+  auto sm = [](const Array& a) { return softmax(a); };
+  int64_t n = compiler::kStreamingBytes / 4 + 37;
+  Array x = rng.uniform({n}, f32, -3, 3), rows = rng.uniform({compiler::kStreamingBytes / 4 / 4096, 4096}, f32, -5, 5);
+  auto kernel = [](const std::function<Array(const Array&)>& f, const Array& a) -> const compiler::FusedKernel& {
+    ClosedJaxpr opt = compiler::optimize(make_jaxpr(f)(a));
+    for (auto& e : opt.jaxpr->eqns)
+      if (e.prim->name == std::string("fusion")) return compiler::FusedKernel::of(compiler::fusion_body(e.params));
+    throw std::runtime_error("no fusion");
+  };
+  EXPECT_TRUE(kernel(chain, x).tunes_stores());
+  EXPECT_TRUE(kernel(sm, rows).tunes_stores());
+  EXPECT_FALSE(kernel(chain, rng.uniform({1000}, f32, -3, 3)).tunes_stores());
+  auto jc = jit(chain);
+  auto js = jit(sm);
+  // softmax's fused rows sum in another order than eager: the variants must agree with each other
+  Array want = chain(x), want_s = with_stores("on", js, rows);
+  EXPECT_TRUE(testing::close(want_s, sm(rows), 1e-5, 1e-7));
+  for (const char* mode : {"on", "off", "auto"}) {
+    for (int call = 0; call < 3; ++call) {  // auto alternates over its first calls
+      EXPECT_TRUE(bit_equal(with_stores(mode, jc, x), want)) << mode << " call " << call;
+      EXPECT_TRUE(bit_equal(with_stores(mode, js, rows), want_s)) << mode << " call " << call;
+    }
+  }
+}
+
+TEST(VariantTuner, runs_the_faster_variant_and_follows_a_change) {
+  compiler::VariantTuner t;
+  double time[2] = {2.0, 1.0};  // variant 1 faster
+  int runs[2] = {0, 0};
+  auto call = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      int v = t.pick();
+      ++runs[v];
+      t.record(v, time[v]);
+    }
+  };
+  call(4);  // warm-up and first measurements: two calls each
+  EXPECT_EQ(runs[0], 2);
+  EXPECT_EQ(runs[1], 2);
+  runs[0] = runs[1] = 0;
+  call(640);
+  // variant 0 is 2x behind: re-measured once every 4 kExplore calls
+  EXPECT_EQ(runs[0], 640 / (4 * compiler::VariantTuner::kExplore));
+  EXPECT_DOUBLE_EQ(t.average(1), 1.0);
+  // the machine changes: variant 0 becomes the faster; its re-measurements bring it back
+  time[0] = 0.5;
+  call(640);
+  runs[0] = runs[1] = 0;
+  call(64);
+  EXPECT_GE(runs[0], 60);
+  EXPECT_LT(t.average(0), 0.6);
 }
 
 TEST_F(Codegen, disk_cache_keeps_the_recently_used_objects_under_its_limit) {

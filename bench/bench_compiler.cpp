@@ -144,6 +144,34 @@ void paired(const char* name, F f, const Array& x, Triad& tr, int rounds = 21) {
            kv("triad_median_GBps", triad[triad.size() / 2]) + ", \"rounds\": " + std::to_string(rounds));
 }
 
+// The store variants of a program side by side: each round times one triad pass, then three runs
+// each with GRAFT_STREAMING_STORES=on (non-temporal stores), off (ordinary stores) and unset (the
+// kernel's tuner picks), in rotating order; reports each one's median ratio to the triad.
+template <class F>
+void stores(const char* name, F f, const Array& x, Triad& tr, int rounds = 15) {
+  auto jf = g::jit(f);
+  jf(x);
+  double bytes = 8.0 * static_cast<double>(x.size());
+  const char* modes[3] = {"on", "off", nullptr};
+  std::vector<double> ratio[3];
+  for (int r = 0; r < rounds; ++r) {
+    double t0 = now();
+    tr.pass();
+    double triad = Triad::gbps(now() - t0);
+    for (int k = 0; k < 3; ++k) {
+      int m = (r + k) % 3;
+      if (modes[m]) setenv("GRAFT_STREAMING_STORES", modes[m], 1);
+      Times t = time_it([&] { Array y = jf(x); }, 3);
+      unsetenv("GRAFT_STREAMING_STORES");
+      ratio[m].push_back(bytes / t.median / 1e9 / triad);
+    }
+  }
+  for (auto& v : ratio) std::sort(v.begin(), v.end());
+  emit(name, ratio[2][ratio[2].size() / 2], "fraction of triad",
+       kv("non_temporal", ratio[0][ratio[0].size() / 2]) + ", " + kv("ordinary", ratio[1][ratio[1].size() / 2]) +
+           ", \"rounds\": " + std::to_string(rounds));
+}
+
 void dot(int64_t n, int reps, double dnnl) {
   Array a = g::random::normal(g::random::key(2), {n, n}), b = g::random::normal(g::random::key(3), {n, n});
   auto jf = g::jit([](const Array& p, const Array& q) { return g::matmul(p, q); });
@@ -229,6 +257,10 @@ int main(int argc, char** argv) {
   paired("graft_chain_2^24_paired", [](const Array& x) { return g::tanh(x) * 0.5 + x * x - 1.0; },
          g::random::normal(g::random::key(0), {int64_t(1) << 24}), tr);
   paired("graft_softmax_4096x4096_paired", [](const Array& x) { return g::softmax(x); },
+         g::random::normal(g::random::key(1), {4096, 4096}), tr);
+  stores("graft_chain_2^24_stores", [](const Array& x) { return g::tanh(x) * 0.5 + x * x - 1.0; },
+         g::random::normal(g::random::key(0), {int64_t(1) << 24}), tr);
+  stores("graft_softmax_4096x4096_stores", [](const Array& x) { return g::softmax(x); },
          g::random::normal(g::random::key(1), {4096, 4096}), tr);
   dot(1024, 20, d1);
   dot(4096, 5, d4);

@@ -50,6 +50,11 @@ for k, label in (("graft_chain_2^24_paired", "  chain, paired with triad passes"
     p = g[k]
     print(f"{label:44s} {p['value']:10.2f} {'':>10s} {'':>7s}  quartiles {p['q1']:.2f}-{p['q3']:.2f},"
           f" triad {p['triad_median_GBps']:.1f} GB/s")
+# the store variants in the same rounds: non-temporal, ordinary, and the kernel's tuner (the default)
+for k, label in (("graft_chain_2^24_stores", "  chain: stores non-temporal / ordinary / tuned"),
+                 ("graft_softmax_4096x4096_stores", "  softmax: stores non-temporal / ordinary / tuned")):
+    p = g[k]
+    print(f"{label:44s} {p['non_temporal']:10.2f} {p['ordinary']:10.2f} {p['value']:7.2f}  fractions of triad")
 # the arithmetic's own limit: the same programs on inputs that stay in L2
 row("  chain in cache (2^17), GB/s vs triad", g["graft_chain_2^17_in_cache"]["value"], triad, "")
 row("  softmax in cache (32x4096), GB/s vs triad", g["graft_softmax_32x4096_in_cache"]["value"], triad, "")

@@ -244,7 +244,8 @@ struct FusedKernel::Impl {
   void run_pipelined(int64_t b0, int64_t b1, const std::vector<const char*>& in, const std::vector<char*>& out,
                      int v) const;
   // Outputs far larger than the caches are written with non-temporal stores (no read for ownership)
-  // when every block starts 64-byte aligned.
+  // when every block starts 64-byte aligned, in the first of the loops' two variants (the second
+  // stores them as usual: add_ordinary_store_variants).
   bool streams(int32_t reg) const {
     const Reg& r = regs[static_cast<size_t>(reg)];
     if (r.kind != Reg::output || r.vary != Vary::full) return false;

@@ -143,16 +143,20 @@ class Emitter {
   llvm::Value* pow2i(llvm::Value* k) { return f32_of(b_.CreateShl(b_.CreateAdd(k, ci(127)), ci(23))); }
 
   // ---- graft::vmath, operation for operation -------------------------------------------------------
-  // vmath::detail::exp_reduced<K>: 2^K q(r) for 2^K x = n ln2 + r; sets r / 2^K, t = n + shift (and
+  // vmath::detail::exp_reduced<K, SplitLn2>: 2^K q(r) for 2^K x = n ln2 + r; sets r / 2^K, t = n + shift (and
   // n as a float)
-  llvm::Value* exp_reduced(int k, llvm::Value* x, double shift, llvm::Value*& t, llvm::Value*& r,
+  llvm::Value* exp_reduced(int k, bool split_ln2, llvm::Value* x, double shift, llvm::Value*& t, llvm::Value*& r,
                            llvm::Value** n_float = nullptr) {
     const double s = std::ldexp(1.0, k);
     t = fma(x, static_cast<double>(1.44269504088896341f) * s, shift);
     llvm::Value* nf = b_.CreateFSub(t, cf(shift));
     if (n_float) *n_float = nf;
-    r = fma(nf, cf(-0.693145751953125 / s), x);
-    r = fma(nf, cf(static_cast<double>(-1.4286068203094172e-06f) / s), r);
+    if (split_ln2) {
+      r = fma(nf, cf(-0.693145751953125 / s), x);
+      r = fma(nf, cf(static_cast<double>(-1.4286068203094172e-06f) / s), r);
+    } else {
+      r = fma(nf, cf(static_cast<double>(-0.693147180559945309f) / s), x);
+    }
     auto c = [&](int j) { return static_cast<double>(vmath::detail::kExpm1[j]) * std::ldexp(1.0, k * (j + 1)); };
     llvm::Value* q = fma(r, c(4), c(3));
     for (int j = 2; j >= 0; --j) q = fma(q, r, c(j));
@@ -190,7 +194,7 @@ class Emitter {
     x = sel(b_.CreateFCmpOLT(x, cf(-104.0)), cf(-104.0), x);
     const double shift = vmath::detail::kShift;
     llvm::Value *t, *r, *nf;
-    llvm::Value* q = exp_reduced(0, x, shift, t, r, &nf);
+    llvm::Value* q = exp_reduced(0, true, x, shift, t, r, &nf);
     llvm::Value* p = fma(fma(q, r, 1.0), r, 1.0);
     if (lanes_ % 16 == 0 && has_avx512()) {
       // p * 2^n in one instruction per 16 lanes, rounded once, overflowing to inf and gradually
@@ -226,9 +230,9 @@ class Emitter {
 
   llvm::Value* tanh(llvm::Value* x) {
     llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, {x});
-    llvm::Value* c = sel(b_.CreateFCmpOGT(a, cf(9.0)), cf(9.0), a);
+    llvm::Value* c = sel(b_.CreateFCmpOGT(a, cf(10.0)), cf(10.0), a);
     llvm::Value *t2n, *r;
-    llvm::Value* q = exp_reduced(1, c, vmath::detail::kShift + 127.0, t2n, r);
+    llvm::Value* q = exp_reduced(1, false, c, vmath::detail::kShift + 127.0, t2n, r);
     llvm::Value* half_em1_r = fma(b_.CreateFMul(q, r), r, r);  // (e^r - 1) / 2 for e^{2c} = 2^n e^r
     llvm::Value* s2 = f32_of(b_.CreateShl(i32_of(t2n), ci(23)));  // 2^n
     llvm::Value* h = fma(s2, half_em1_r, fma(s2, 0.5, -0.5));

@@ -166,24 +166,30 @@ int VariantTuner::pick() {
   std::lock_guard<std::mutex> lk(mu_);
   int64_t c = calls_++;
   // each variant's first call is a warm-up (not recorded); then two recorded calls each
-  if (seen_[0] < 2 || seen_[1] < 2) return static_cast<int>(c % 2);
-  int best = avg_[1] < avg_[0] ? 1 : 0;
+  if (seen_[0] < 3 || seen_[1] < 3) return static_cast<int>(c % 2);
+  double s0 = score_locked(0), s1 = score_locked(1);
+  int best = s1 < s0 ? 1 : 0;
   // a variant far behind is re-measured less often: exploring costs its lag
-  int64_t period = avg_[1 - best] > 1.1 * avg_[best] ? 4 * kExplore : kExplore;
+  int64_t period = std::max(s0, s1) > 1.1 * std::min(s0, s1) ? 4 * kExplore : kExplore;
   return c % period == 0 ? 1 - best : best;
 }
 
 void VariantTuner::record(int v, double seconds) {
   std::lock_guard<std::mutex> lk(mu_);
-  int64_t& n = seen_[v];
-  if (n++ == 0) return;
-  // the weight of a new time: recent calls count most (the machine's state drifts in minutes)
-  avg_[v] = n == 2 ? seconds : 0.7 * avg_[v] + 0.3 * seconds;
+  int64_t n = seen_[v]++;
+  if (n == 0) return;
+  recent_[v][(n - 1) % kWindow] = seconds;
 }
 
-double VariantTuner::average(int v) const {
+double VariantTuner::score_locked(int v) const {
+  int64_t n = std::min<int64_t>(seen_[v] - 1, kWindow);
+  if (n <= 0) return 0;
+  return *std::min_element(recent_[v], recent_[v] + n);
+}
+
+double VariantTuner::score(int v) const {
   std::lock_guard<std::mutex> lk(mu_);
-  return avg_[v];
+  return score_locked(v);
 }
 
 struct FusedKernel::Impl {

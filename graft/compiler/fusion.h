@@ -64,25 +64,29 @@ int64_t fusible_row_length(const Eqn& e);
 /// on the moment: with memory busy the saved traffic wins, with compute-heavy bodies and free memory
 /// the ordinary stores (non-temporal stores hold a core's store pipeline and cost a compute-bound
 /// chain up to a fifth; measured either way within minutes on the same virtual machine). The tuner
-/// alternates the variants for its first calls, then runs the one with the lower moving average of
-/// recent times and re-measures the other every kExplore-th call (every 4 kExplore-th while it is more
-/// than 10% behind). Thread-safe.
+/// alternates the variants for its first calls, then runs the one whose best time among its last
+/// kWindow calls is lower and re-measures the other every kExplore-th call (every 4 kExplore-th while
+/// it is more than 10% behind). The best of recent times rather than an average: a shared machine only
+/// ever slows a call down, so one disturbed call (often the first after another program flushed the
+/// caches) must not hand the choice to the slower variant until a slow average recovers. Thread-safe.
 class VariantTuner {
  public:
   static constexpr int kExplore = 16;
+  static constexpr int kWindow = 4;
   /// The variant (0 or 1) to run next.
   int pick();
   /// Reports the run time of a call of variant v (the first call of each is ignored: it faults in
   /// fresh pages).
   void record(int v, double seconds);
-  /// The moving average of variant v's recorded times (0 before any).
-  double average(int v) const;
+  /// The best of variant v's last kWindow recorded times (0 before any).
+  double score(int v) const;
 
  private:
+  double score_locked(int v) const;
   mutable std::mutex mu_;
   int64_t calls_ = 0;
   int64_t seen_[2] = {0, 0};
-  double avg_[2] = {0, 0};
+  double recent_[2][kWindow] = {};
 };
 
 /// A fused body compiled for the tiled executor.

@@ -294,21 +294,43 @@ TEST(VariantTuner, runs_the_faster_variant_and_follows_a_change) {
       t.record(v, time[v]);
     }
   };
-  call(4);  // warm-up and first measurements: two calls each
-  EXPECT_EQ(runs[0], 2);
-  EXPECT_EQ(runs[1], 2);
+  call(6);  // a warm-up and two measurements each
+  EXPECT_EQ(runs[0], 3);
+  EXPECT_EQ(runs[1], 3);
   runs[0] = runs[1] = 0;
   call(640);
   // variant 0 is 2x behind: re-measured once every 4 kExplore calls
   EXPECT_EQ(runs[0], 640 / (4 * compiler::VariantTuner::kExplore));
-  EXPECT_DOUBLE_EQ(t.average(1), 1.0);
-  // the machine changes: variant 0 becomes the faster; its re-measurements bring it back
+  EXPECT_DOUBLE_EQ(t.score(1), 1.0);
+  // the machine changes: variant 0 becomes the faster; its first re-measurement brings it back
   time[0] = 0.5;
-  call(640);
+  call(4 * compiler::VariantTuner::kExplore);
   runs[0] = runs[1] = 0;
   call(64);
   EXPECT_GE(runs[0], 60);
-  EXPECT_LT(t.average(0), 0.6);
+  EXPECT_DOUBLE_EQ(t.score(0), 0.5);
+  // and variant 0 slows down for good: within a window of calls the tuner has gone back to variant 1
+  time[0] = 3.0;
+  call(compiler::VariantTuner::kWindow);
+  runs[0] = runs[1] = 0;
+  call(64);
+  EXPECT_LE(runs[0], 1);
+}
+
+TEST(VariantTuner, one_disturbed_call_does_not_hand_the_choice_to_the_slower_variant) {
+  // the faster variant's first measured call is disturbed (5x slower): an average of recent times
+  // would prefer the slower variant for hundreds of calls, the best of recent times at once
+  compiler::VariantTuner t;
+  const double time[2] = {2.0, 1.0};
+  int runs[2] = {0, 0};
+  int calls_of_1 = 0;
+  for (int i = 0; i < 70; ++i) {
+    int v = t.pick();
+    if (i >= 6) ++runs[v];
+    // variant 1's first call is the warm-up, its second the first measured
+    t.record(v, v == 1 && ++calls_of_1 == 2 ? 5.0 : time[v]);
+  }
+  EXPECT_GE(runs[1], 60);
 }
 
 TEST_F(Codegen, disk_cache_keeps_the_recently_used_objects_under_its_limit) {

@@ -1,6 +1,8 @@
 // Kernels over every dtype at sizes that exercise the vectorized and threaded paths (large, odd,
 // not a multiple of the vector width), against exact host arithmetic. Pins a GCC 12 -O3
 // miscompilation of integer row reductions (sums of 2000 ones came out as 1000).
+#include <algorithm>
+#include <climits>
 #include <numeric>
 
 #include "testing.h"
@@ -48,6 +50,66 @@ TEST(ReductionSizes, FloatMaximaFindTheExtremeOrNaNAnywhereInARow) {
         EXPECT_EQ(lax::reduce_min(x.at({p}).set(-5.0), {0}).item<double>(), -5.0);
         EXPECT_TRUE(std::isnan(lax::reduce_max(x.at({p}).set(NAN), {0}).item<double>()));
         EXPECT_TRUE(std::isnan(lax::reduce_min(x.at({p}).set(NAN), {0}).item<double>()));
+      }
+    }
+  }
+}
+
+TEST(ReductionSizes, PerChannelReductionsFoldInPlaceLikeHostLoops) {
+  // axes (0, 2, 3) of NCHW (a reduced prefix and suffix around kept axes) fold without moving the
+  // axes together first: every kind and dtype against loops on the host, at sizes that thread and
+  // have odd rows, with a NaN for the float maxima and a zero-sized reduced axis
+  struct Case {
+    Shape shape;
+    IntList axes;
+  };
+  for (const Case& c : {Case{{3, 5, 7, 9}, {0, 2, 3}}, Case{{64, 33, 26, 26}, {0, 2, 3}}, Case{{4, 6, 5}, {0, 2}},
+                        Case{{2, 3, 4, 5, 6}, {0, 1, 4}}, Case{{0, 4, 3}, {0, 2}}}) {
+    int64_t nd = static_cast<int64_t>(c.shape.size()), size = numel(c.shape);
+    for (DType d : {i32, f32, f64}) {
+      SCOPED_TRACE(std::string(short_name(d)) + " shape " + std::to_string(size) + " nd " + std::to_string(nd));
+      Array x = (arange(double(size), i64) % 7 - 3).astype(d).reshape(c.shape);
+      std::vector<int64_t> xv = x.astype(i64).reshape({size}).to_vector<int64_t>();
+      // host: the kept index of every element
+      Shape kept_shape;
+      for (int64_t i = 0; i < nd; ++i)
+        if (std::find(c.axes.begin(), c.axes.end(), i) == c.axes.end()) kept_shape.push_back(c.shape[i]);
+      int64_t kept = numel(kept_shape);
+      std::vector<int64_t> sum(static_cast<size_t>(kept), 0), mx(static_cast<size_t>(kept), INT64_MIN),
+          mn(static_cast<size_t>(kept), INT64_MAX);
+      for (int64_t e = 0; e < size; ++e) {
+        int64_t rest = e, k = 0;
+        for (int64_t i = nd - 1, kstride = 1; i >= 0; --i) {
+          int64_t idx = rest % c.shape[i];
+          rest /= c.shape[i];
+          if (std::find(c.axes.begin(), c.axes.end(), i) == c.axes.end()) {
+            k += idx * kstride;
+            kstride *= c.shape[i];
+          }
+        }
+        sum[static_cast<size_t>(k)] += xv[static_cast<size_t>(e)];
+        mx[static_cast<size_t>(k)] = std::max(mx[static_cast<size_t>(k)], xv[static_cast<size_t>(e)]);
+        mn[static_cast<size_t>(k)] = std::min(mn[static_cast<size_t>(k)], xv[static_cast<size_t>(e)]);
+      }
+      EXPECT_EQ(lax::reduce_sum(x, c.axes).astype(i64).reshape({kept}).to_vector<int64_t>(), sum);
+      if (size > 0) {
+        EXPECT_EQ(lax::reduce_max(x, c.axes).astype(i64).reshape({kept}).to_vector<int64_t>(), mx);
+        EXPECT_EQ(lax::reduce_min(x, c.axes).astype(i64).reshape({kept}).to_vector<int64_t>(), mn);
+        Array b = x > 0;
+        std::vector<int64_t> any(mx.size()), all(mn.size());
+        for (size_t k = 0; k < mx.size(); ++k) {
+          any[k] = mx[k] > 0;
+          all[k] = mn[k] > 0;
+        }
+        EXPECT_EQ(lax::reduce_or(b, c.axes).astype(i64).reshape({kept}).to_vector<int64_t>(), any);
+        EXPECT_EQ(lax::reduce_and(b, c.axes).astype(i64).reshape({kept}).to_vector<int64_t>(), all);
+      }
+      if (is_floating(d) && size > 0) {
+        // a NaN in the last element reaches its channel's maximum and no other
+        Array y = x.reshape({size}).at({size - 1}).set(NAN).reshape(c.shape);
+        std::vector<double> m = lax::reduce_max(y, c.axes).reshape({kept}).to_vector<double>();
+        for (int64_t k = 0; k < kept; ++k)
+          EXPECT_EQ(std::isnan(m[static_cast<size_t>(k)]), k == kept - 1) << "channel " << k;
       }
     }
   }

@@ -143,10 +143,10 @@ class Emitter {
   llvm::Value* pow2i(llvm::Value* k) { return f32_of(b_.CreateShl(b_.CreateAdd(k, ci(127)), ci(23))); }
 
   // ---- graft::vmath, operation for operation -------------------------------------------------------
-  // vmath::detail::exp_reduced<K, SplitLn2>: 2^K q(r) for 2^K x = n ln2 + r; sets r / 2^K, t = n + shift (and
-  // n as a float)
-  llvm::Value* exp_reduced(int k, bool split_ln2, llvm::Value* x, double shift, llvm::Value*& t, llvm::Value*& r,
-                           llvm::Value** n_float = nullptr) {
+  // vmath::detail::exp_reduced<K, SplitLn2>: 2^K q(r) for 2^K x = n ln2 + r; sets r / 2^K, t = n +
+  // shift (and n as a float)
+  llvm::Value* exp_reduced(int k, bool split_ln2, llvm::Value* x, double shift, llvm::Value*& t,
+                           llvm::Value*& r, llvm::Value** n_float = nullptr) {
     const double s = std::ldexp(1.0, k);
     t = fma(x, static_cast<double>(1.44269504088896341f) * s, shift);
     llvm::Value* nf = b_.CreateFSub(t, cf(shift));

@@ -188,7 +188,8 @@ constexpr int64_t kReduceGrain = int64_t(1) << 17;
 template <RKind K, class T>
 void reduce_ends_kernel(const T* x, T* out, int64_t a, int64_t kept, int64_t b) {
   using A = compute_t<T>;
-  cpu::parallel_for(kept, std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(1, a * b)), [&](int64_t k0, int64_t k1) {
+  int64_t grain = std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(1, a * b));
+  cpu::parallel_for(kept, grain, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
       A acc = identity<K, A>();
       for (int64_t i = 0; i < a; ++i) acc = combine<K>(acc, reduce_row<K>(x + (i * kept + k) * b, b));

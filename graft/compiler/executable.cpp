@@ -54,9 +54,13 @@ class StepProfile {
   std::unordered_map<std::string, std::pair<int64_t, double>> rows_;
 };
 
-std::string step_label(const Primitive& p, const std::vector<Aval>& outs) {
-  std::string s = p.name;
-  for (auto& a : outs) s += " " + a.str();
+// "dot_general f32[128,784] f32[784,512] -> f32[128,512]": the operands tell apart steps that make
+// arrays of one type (the forward and backward products of a layer)
+std::string step_label(const Eqn& e) {
+  std::string s = e.prim->name;
+  for (auto& a : e.inputs) s += " " + a.aval().str();
+  s += " ->";
+  for (auto& v : e.outputs) s += " " + v->aval.str();
   return s;
 }
 
@@ -101,7 +105,8 @@ Executable::Executable(const ClosedJaxpr& original, const std::string& name, std
     return slot.at(a.var.get());
   };
   for (const Eqn& e : j.eqns) {
-    Step st{e.prim, {}, {}, {}, {}, e.params, nullptr};
+    Step st{e.prim, {}, {}, {}, {}, e.params, nullptr, {}};
+    if (StepProfile::get()) st.label = step_label(e);
     if (e.prim == &compiler::fusion_p) st.fused = &compiler::FusedKernel::of(compiler::fusion_body(e.params));
     for (auto& a : e.inputs) st.in.push_back(slot_of(a));
     for (auto& v : e.outputs) {
@@ -176,7 +181,7 @@ Arrays Executable::run(std::span<const Array> args) const {
     for (size_t k = 0; k < st.out.size(); ++k) slots[static_cast<size_t>(st.out[k])] = std::move(out[k]);
     for (auto s : st.release) slots[static_cast<size_t>(s)] = Array();
     if (prof)
-      prof->add(step_label(*st.prim, st.out_avals),
+      prof->add(st.label,
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   Arrays result;

@@ -56,6 +56,7 @@ class Executable {
     std::vector<Aval> out_avals;
     Params params;
     const compiler::FusedKernel* fused;  ///< a fused loop: run directly, reusing dead operands
+    std::string label;                   ///< its row in the GRAFT_PROFILE table (set when profiling)
   };
   ClosedJaxpr program_;
   Stats stats_;

@@ -228,6 +228,21 @@ TEST(Pipeline, dump_ir_writes_every_pass) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Pipeline, profile_table_names_each_step_by_operand_types) {
+  // GRAFT_PROFILE is read once per process and the table printed at exit: run in a child process
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  setenv("GRAFT_PROFILE", "1", 1);
+  auto run_and_exit = [] {
+    auto f = jit([](const Array& a, const Array& b) { return exp(matmul(a, b)); });
+    Array a = ones({2, 3}), b = ones({3, 4});
+    for (int i = 0; i < 3; ++i) f(a, b);
+    std::exit(0);
+  };
+  EXPECT_EXIT(run_and_exit(), ::testing::ExitedWithCode(0),
+      "graft profile: .* ms in jitted steps(.|\n)*3 .*dot_general f32\\[2,3\\] f32\\[3,4\\] -> f32\\[2,4\\]");
+  unsetenv("GRAFT_PROFILE");
+}
+
 TEST(Pipeline, unknown_pass_is_named) {
   try {
     compiler::run_pass("vectorize", make_jaxpr([](const Array& x) { return x; })(ones({1})));

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "graft/compiler/accumulate.h"
 #include "graft/compiler/fusion.h"
 #include "graft/compiler/memory_plan.h"
 #include "graft/compiler/pipeline.h"
@@ -157,9 +158,10 @@ Arrays Executable::run(std::span<const Array> args) const {
     auto t0 = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     in.clear();
     Arrays out;
-    if (st.fused) {
-      // operands whose last use is this step are moved out of their slots, so that a fused loop can
-      // write its output into one of them when nothing else holds it (liveness-based reuse)
+    if (st.fused || st.prim == &compiler::dot_general_add_p) {
+      // operands whose last use is this step are moved out of their slots, so that a fused loop (or a
+      // product accumulating into its addend) can write its output into one of them when nothing
+      // else holds it (liveness-based reuse)
       dead.assign(st.in.size(), Array());
       for (size_t i = 0; i < st.in.size(); ++i) {
         auto s = st.in[i];
@@ -172,7 +174,7 @@ Arrays Executable::run(std::span<const Array> args) const {
           in.push_back(slots[static_cast<size_t>(s)]);
         }
       }
-      out = st.fused->run(in, dead);
+      out = st.fused ? st.fused->run(in, dead) : Arrays{compiler::run_dot_general_add(in, dead, st.params)};
       dead.clear();
     } else {
       for (auto s : st.in) in.push_back(slots[static_cast<size_t>(s)]);

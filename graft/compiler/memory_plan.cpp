@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graft/compiler/accumulate.h"
 #include "graft/compiler/fusion.h"
 
 namespace graft::compiler {
@@ -58,6 +59,7 @@ MemoryPlan plan_memory(const ClosedJaxpr& cj, const std::vector<bool>& donated) 
           std::find(dying.begin(), dying.end(), a.var.get()) == dying.end())
         dying.push_back(a.var.get());
     const FusedKernel* fk = e.prim == &fusion_p ? &FusedKernel::of(fusion_body(e.params)) : nullptr;
+    static constexpr int32_t kAddend[1] = {2};  // dot_general_add accumulates into its addend
     std::unordered_set<const Var*> taken;
     p.in_place[i].assign(e.outputs.size(), -1);
     for (size_t o = 0; o < e.outputs.size(); ++o) {
@@ -67,19 +69,21 @@ MemoryPlan plan_memory(const ClosedJaxpr& cj, const std::vector<bool>& donated) 
       // order FusedKernel::run tries them in)
       int k = -1;
       const Var* src = nullptr;
-      if (fk)
-        for (int32_t c : fk->reusable_operands(o)) {
-          const Atom& a = e.inputs[static_cast<size_t>(c)];
-          if (a.is_literal() || taken.count(a.var.get()) || !buffer_of.count(a.var.get()) ||
-              std::find(dying.begin(), dying.end(), a.var.get()) == dying.end())
-            continue;
-          int uses = 0;
-          for (auto& b : e.inputs) uses += !b.is_literal() && b.var == a.var ? 1 : 0;
-          if (uses != 1) continue;
-          k = c;
-          src = a.var.get();
-          break;
-        }
+      std::span<const int32_t> candidates;
+      if (fk) candidates = fk->reusable_operands(o);
+      if (e.prim == &dot_general_add_p && e.params.get<double>("beta") != 0.0) candidates = kAddend;
+      for (int32_t c : candidates) {
+        const Atom& a = e.inputs[static_cast<size_t>(c)];
+        if (a.is_literal() || taken.count(a.var.get()) || !buffer_of.count(a.var.get()) ||
+            std::find(dying.begin(), dying.end(), a.var.get()) == dying.end())
+          continue;
+        int uses = 0;
+        for (auto& b : e.inputs) uses += !b.is_literal() && b.var == a.var ? 1 : 0;
+        if (uses != 1) continue;
+        k = c;
+        src = a.var.get();
+        break;
+      }
       if (src) {
         taken.insert(src);
         buffer_of[v] = buffer_of[src];

@@ -39,7 +39,8 @@ struct MemoryPlan {
 };
 
 /// Plans the intermediates of j. A fused loop's output reuses an operand dying at it when its kernel
-/// allows (FusedKernel); other outputs reuse a free buffer of their exact size, else get a new one.
+/// allows (FusedKernel), a dot_general_add's its addend (accumulate.h); other outputs reuse a free
+/// buffer of their exact size, else get a new one.
 /// Inputs marked in `donated` (jit's donate_argnums) are planned like intermediates: they die at
 /// their last use and their buffers serve later values, in place where a fused loop allows.
 MemoryPlan plan_memory(const ClosedJaxpr& j, const std::vector<bool>& donated = {});

@@ -1,5 +1,6 @@
 #include "graft/compiler/pipeline.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cctype>
@@ -20,6 +21,7 @@ const std::vector<Pass>& pipeline() {
       {"fold_constants", "evaluate what is known before the program runs", &passes::fold_constants},
       {"cse", "compute repeated subexpressions once", &passes::eliminate_common_subexpressions},
       {"dce", "drop results nothing reads", &passes::eliminate_dead_code},
+      {"accumulate_dots", "add scaled products into values of their type in one GEMM", &passes::accumulate_dots},
       {"fuse", "group elementwise chains and row reductions into fused loops", &passes::fuse},
       {"dce", "drop what fusion left unused", &passes::eliminate_dead_code},
   };
@@ -83,14 +85,34 @@ std::string dump_name(const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// GRAFT_SKIP_PASSES=accumulate_dots,cse: passes left out (to measure what one buys, or to work
+// around one); every name must be a pass's.
+std::vector<std::string> skipped_passes() {
+  std::vector<std::string> names;
+  const char* e = std::getenv("GRAFT_SKIP_PASSES");
+  std::stringstream ss(e ? e : "");
+  for (std::string name; std::getline(ss, name, ',');)
+    if (!name.empty()) names.push_back(pass_named(name).name);
+  return names;
+}
+
+}  // namespace
+
 ClosedJaxpr optimize(const ClosedJaxpr& j, const OptimizeOptions& opts) {
   bool verify_each = opts.verify || default_verify();
+  std::vector<std::string> skip = skipped_passes();
   const char* dir = std::getenv("GRAFT_DUMP_IR");
   std::string program = dir && *dir ? dump_name(opts.name) : "";
   if (!program.empty()) dump(dir, program, 0, "input", j);
   ClosedJaxpr cur = j;
   int index = 1;
   for (const Pass& p : pipeline()) {
+    if (std::find(skip.begin(), skip.end(), p.name) != skip.end()) {
+      ++index;
+      continue;
+    }
     cur = p.run(cur);
     if (verify_each) check(cur, p.name);
     if (!program.empty()) dump(dir, program, index, p.name, cur);

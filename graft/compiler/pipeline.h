@@ -3,9 +3,10 @@
 // A pass rewrites a closed jaxpr into an equivalent one. The pipeline is a flat list of named passes
 // (graft/compiler/passes/, one per file), run in order:
 //
-//   inline → simplify → fold_constants → cse → dce → fuse → dce
+//   inline → simplify → fold_constants → cse → dce → accumulate_dots → fuse → dce
 //
-// With GRAFT_DUMP_IR=dir every run writes the IR before and after each pass to
+// GRAFT_SKIP_PASSES=name,name leaves passes out (every name must be a pass's). With GRAFT_DUMP_IR=dir
+// every run writes the IR before and after each pass to
 // dir/<program>.<NN>.<pass>.txt; the verifier type-checks the IR after every pass in debug builds
 // (and always when GRAFT_VERIFY_IR=1), naming the pass that broke it.
 //

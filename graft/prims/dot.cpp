@@ -1,6 +1,8 @@
 // dot_general: tensor contraction with batch dimensions. All its rules. The CPU kernel lays the
 // operands out as [B, M, K] x [B, K, N] (transposing only when no GEMM transpose flag can avoid it)
 // and calls GEMM (OpenBLAS for f32/f64).
+#include "graft/prims/dot.h"
+
 #include <numeric>
 
 #include "graft/backend/cpu/gemm.h"
@@ -73,10 +75,13 @@ bool is_identity_after(const IntList& a, const IntList& b, const IntList& c) {
   return true;
 }
 
-Arrays dot_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
+}  // namespace
+
+void dot_general_into(const Array& lhs, const Array& rhs, const Params& params, const Array& out, double alpha,
+                      double beta) {
   const auto& d = ddims(params);
-  Array l = in[0], r = in[1];
-  DType cd = out[0].dtype;
+  Array l = lhs, r = rhs;
+  DType cd = out.dtype();
   if (l.dtype() != cd) {
     l = eval_primitive(convert_element_type_p, {&l, 1}, {{"new_dtype", cd}, {"weak_type", false}})[0];
     r = eval_primitive(convert_element_type_p, {&r, 1}, {{"new_dtype", cd}, {"weak_type", false}})[0];
@@ -110,14 +115,21 @@ Arrays dot_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
       r = permuted(r, perm);
     }
   }
-  Array o = Array::empty(out[0]);
   size_t isz = itemsize(cd);
   const char* lp = static_cast<const char*>(l.raw_data());
   const char* rp = static_cast<const char*>(r.raw_data());
-  char* op = static_cast<char*>(o.concrete()->data());
+  char* op = static_cast<char*>(out.concrete()->data());
   for (int64_t b = 0; b < B; ++b)
     cpu::gemm(cd, ta, tb, M, N, K, lp + b * M * K * static_cast<int64_t>(isz), ta ? M : K,
-              rp + b * K * N * static_cast<int64_t>(isz), tb ? K : N, op + b * M * N * static_cast<int64_t>(isz), N);
+              rp + b * K * N * static_cast<int64_t>(isz), tb ? K : N, op + b * M * N * static_cast<int64_t>(isz), N,
+              alpha, beta);
+}
+
+namespace {
+
+Arrays dot_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
+  Array o = Array::empty(out[0]);
+  dot_general_into(in[0], in[1], params, o, 1.0, 0.0);
   return {o};
 }
 

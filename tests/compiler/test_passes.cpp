@@ -204,6 +204,82 @@ TEST_F(Passes, fuse_copies_scalar_broadcasts_per_reader) {
   in (i,) })");
 }
 
+TEST_F(Passes, accumulate_dots_sgd_update) {
+  // w - (x^T dy) * 0.01: the product, its scaling and the subtraction become one GEMM into w
+  Array dy = ones({2, 4});
+  EXPECT_EQ(after("accumulate_dots", [](const Array& w, const Array& x, const Array& g) {
+    return w - matmul(transpose(x), g) * 0.01;
+  }, W, m, dy), R"({ lambda ; a:f32[3,4] b:f32[2,3] c:f32[2,4]. let
+    d:f32[3,2] = transpose[permutation=(1, 0)] b
+    e:f32[3,4] = dot_general_add[
+      alpha=-0.009999999776482582
+      beta=1.0
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] d c a
+  in (e,) })");
+  // the other forms: p - w (beta -1), w + -p, c * p + w
+  EXPECT_EQ(after("accumulate_dots", [](const Array& w, const Array& x, const Array& g) {
+    Array p = matmul(transpose(x), g);
+    Array q = matmul(transpose(x), g * 2.0);
+    Array r = matmul(transpose(x * 3.0), g);
+    return std::vector<Array>{p - w, w + -q, 0.5 * r + w};
+  }, W, m, dy), R"({ lambda ; a:f32[3,4] b:f32[2,3] c:f32[2,4]. let
+    d:f32[3,2] = transpose[permutation=(1, 0)] b
+    e:f32[2,4] = mul c 2.0:f32[]
+    f:f32[3,2] = transpose[permutation=(1, 0)] b
+    g:f32[2,3] = mul b 3.0:f32[]
+    h:f32[3,2] = transpose[permutation=(1, 0)] g
+    i:f32[3,4] = dot_general_add[
+      alpha=1.0
+      beta=-1.0
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] d c a
+    j:f32[3,4] = dot_general_add[
+      alpha=-1.0
+      beta=1.0
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] f e a
+    k:f32[3,4] = dot_general_add[
+      alpha=0.5
+      beta=1.0
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] h c a
+  in (i, j, k) })");
+}
+
+TEST_F(Passes, accumulate_dots_leaves_shared_products_and_biases) {
+  // a product read twice is written out anyway; a bias is cheaper to add in the fused loop after the
+  // GEMM than to broadcast for the GEMM to read; an addend of another shape would need a broadcast
+  Array b = ones({4});
+  EXPECT_EQ(after("accumulate_dots", [](const Array& w, const Array& x, const Array& bias) {
+    Array p = matmul(x, w);
+    return std::vector<Array>{p + 1.0, p * 2.0, matmul(x, w) + bias};
+  }, W, m, b), R"({ lambda ; a:f32[3,4] b:f32[2,3] c:f32[4]. let
+    d:f32[2,4] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] b a
+    e:f32[2,4] = add d 1.0:f32[]
+    f:f32[2,4] = mul d 2.0:f32[]
+    g:f32[2,4] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] b a
+    h:f32[2,4] = broadcast_in_dim[broadcast_dimensions=(1,) shape=(2, 4)] c
+    i:f32[2,4] = add g h
+  in (e, f, i) })");
+}
+
 TEST_F(Passes, memory_plan_reuses_buffers_in_place) {
   // each fused loop writes into the product it reads (which dies there): two buffers in all
   auto f = [](const Array& x, const Array& w) {

@@ -23,7 +23,7 @@ namespace graft::cpu {
 namespace {
 template <class T>
 void gemm_loop(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
-               T* C, int64_t ldc) {
+               T* C, int64_t ldc, double alpha, double beta) {
   using A_t = std::conditional_t<std::is_same_v<T, bool>, int32_t, compute_t<T>>;
   parallel_for(M, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, N * K)), [&](int64_t m0, int64_t m1) {
     std::vector<A_t> row(static_cast<size_t>(N));
@@ -37,6 +37,14 @@ void gemm_loop(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, in
           for (int64_t n = 0; n < N; ++n) row[n] += a * static_cast<A_t>(b[n]);
         } else {
           for (int64_t n = 0; n < N; ++n) row[n] += a * static_cast<A_t>(B[n * ldb + k]);
+        }
+      }
+      if constexpr (std::is_floating_point_v<A_t>) {
+        if (alpha != 1.0 || beta != 0.0) {
+          A_t a = static_cast<A_t>(alpha), b = static_cast<A_t>(beta);
+          for (int64_t n = 0; n < N; ++n)
+            C[m * ldc + n] = static_cast<T>(a * row[n] + (beta != 0.0 ? b * static_cast<A_t>(C[m * ldc + n]) : A_t(0)));
+          continue;
         }
       }
       for (int64_t n = 0; n < N; ++n) {
@@ -95,24 +103,27 @@ bool dnnl_matmul_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
 }  // namespace
 
 void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,
-          int64_t ldb, void* C, int64_t ldc) {
+          int64_t ldb, void* C, int64_t ldc, double alpha, double beta) {
   if (M <= 0 || N <= 0) return;
-  if (K == 0) {
+  if (K == 0 && beta == 0.0) {
     for (int64_t m = 0; m < M; ++m) std::memset(static_cast<char*>(C) + m * ldc * itemsize(dt), 0, N * itemsize(dt));
     return;
   }
   // library call overhead dominates tiny products: they use the loop below
   bool tiny = M * N * K <= 512;
+  [[maybe_unused]] bool plain = alpha == 1.0 && beta == 0.0;
 #ifdef GRAFT_HAVE_DNNL
   // f32 goes to oneDNN's sgemm (row-major, transposes as flags, no copies), which threads itself
   // on the OpenMP team that graft's kernels share
   if (dt == DType::f32 && !tiny) {
     (void)num_threads();  // the team size follows GRAFT_NUM_THREADS
-    if (tb && !ta && dnnl_matmul_f32(ta, tb, M, N, K, static_cast<const float*>(A), lda, static_cast<const float*>(B),
-                                     ldb, static_cast<float*>(C), ldc))
+    if (plain && tb && !ta &&
+        dnnl_matmul_f32(ta, tb, M, N, K, static_cast<const float*>(A), lda, static_cast<const float*>(B), ldb,
+                        static_cast<float*>(C), ldc))
       return;
-    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, static_cast<const float*>(A), lda,
-                                  static_cast<const float*>(B), ldb, 0.0f, static_cast<float*>(C), ldc);
+    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, static_cast<float>(alpha),
+                                  static_cast<const float*>(A), lda, static_cast<const float*>(B), ldb,
+                                  static_cast<float>(beta), static_cast<float*>(C), ldc);
     if (st == dnnl_success) return;
   }
 #endif
@@ -132,11 +143,12 @@ void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const voi
       char* c = static_cast<char*>(C) + (m0 * ldc + n0) * isz;
       int m = int(m1 - m0), n = int(n1 - n0);
       if (dt == DType::f32) {
-        cblas_sgemm(CblasRowMajor, tA, tB, m, n, int(K), 1.0f, reinterpret_cast<const float*>(a), int(lda),
-                    reinterpret_cast<const float*>(b), int(ldb), 0.0f, reinterpret_cast<float*>(c), int(ldc));
+        cblas_sgemm(CblasRowMajor, tA, tB, m, n, int(K), static_cast<float>(alpha), reinterpret_cast<const float*>(a),
+                    int(lda), reinterpret_cast<const float*>(b), int(ldb), static_cast<float>(beta),
+                    reinterpret_cast<float*>(c), int(ldc));
       } else {
-        cblas_dgemm(CblasRowMajor, tA, tB, m, n, int(K), 1.0, reinterpret_cast<const double*>(a), int(lda),
-                    reinterpret_cast<const double*>(b), int(ldb), 0.0, reinterpret_cast<double*>(c), int(ldc));
+        cblas_dgemm(CblasRowMajor, tA, tB, m, n, int(K), alpha, reinterpret_cast<const double*>(a), int(lda),
+                    reinterpret_cast<const double*>(b), int(ldb), beta, reinterpret_cast<double*>(c), int(ldc));
       }
     };
     int64_t work = M * N * K;
@@ -153,7 +165,7 @@ void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const voi
   visit_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     gemm_loop<T>(ta, tb, M, N, K, static_cast<const T*>(A), lda, static_cast<const T*>(B), ldb, static_cast<T*>(C),
-                 ldc);
+                 ldc, alpha, beta);
   });
 }
 

@@ -1,4 +1,4 @@
-// Dense matrix multiply on the CPU: C = op(A) * op(B), row-major, C overwritten.
+// Dense matrix multiply on the CPU: C = alpha op(A) op(B) + beta C, row-major (BLAS's gemm).
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,9 @@ namespace graft::cpu {
 
 /// `ta`/`tb` transpose A ([K,M] in memory) / B ([N,K] in memory). f32/f64 go to BLAS when graft was
 /// built with it; other dtypes (ints, f16, bf16) use a blocked loop that accumulates in the compute type.
-/// A, B, C all have dtype `dt`.
+/// A, B, C all have dtype `dt`. With beta 0 (the default) C's old contents are not read (NaNs there do
+/// not propagate); alpha and beta other than 1 and 0 are for floating dtypes.
 void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,
-          int64_t ldb, void* C, int64_t ldc);
+          int64_t ldb, void* C, int64_t ldc, double alpha = 1.0, double beta = 0.0);
 
 }  // namespace graft::cpu

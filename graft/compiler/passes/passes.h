@@ -20,6 +20,9 @@ ClosedJaxpr fold_constants(const ClosedJaxpr& j);
 /// simplify: algebraic identities (x*1, x+0, neg(neg x), transpose∘transpose, reshape chains,
 /// broadcast chains, identity conversions, stop_gradient at run time, transposed products).
 ClosedJaxpr simplify(const ClosedJaxpr& j);
+/// accumulate_dots: a product scaled and added to a value of its type (w - 0.01 * dot(x, dy)) becomes
+/// one dot_general_add, a GEMM that accumulates into that value (graft/compiler/accumulate.h).
+ClosedJaxpr accumulate_dots(const ClosedJaxpr& j);
 /// fuse: groups elementwise chains, their broadcasts and row reductions into `fusion` equations
 /// that run as one loop over tiles (graft/compiler/fusion.h).
 ClosedJaxpr fuse(const ClosedJaxpr& j);

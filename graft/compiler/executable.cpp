@@ -17,8 +17,10 @@ namespace graft {
 
 namespace {
 
-// GRAFT_PROFILE=1: time every step of every executable, by primitive and result type, and print the
-// table at exit (what a slow jitted program spends its time on).
+// GRAFT_PROFILE=1: time every step of every executable, by primitive and operand types, and print
+// the table at exit (what a slow jitted program spends its time on). A row's first call is listed
+// apart: it includes one-time work (oneDNN generates a GEMM's kernel on its first call, ~50 ms for a
+// training step), which would otherwise pass for a slow step.
 class StepProfile {
  public:
   static StepProfile* get() {
@@ -30,29 +32,41 @@ class StepProfile {
   }
   void add(const std::string& what, double ms) {
     std::lock_guard<std::mutex> lk(mu_);
-    auto& r = rows_[what];
-    r.first += 1;
-    r.second += ms;
+    Row& r = rows_[what];
+    if (r.calls++ == 0) {
+      r.first_ms = ms;
+    } else {
+      r.ms += ms;
+    }
   }
   ~StepProfile() = default;
 
  private:
+  struct Row {
+    int64_t calls = 0;
+    double ms = 0, first_ms = 0;  // ms: the calls after the first
+  };
   StepProfile() {
     std::atexit([] { get()->print(); });
   }
   void print() {
-    std::vector<std::pair<std::string, std::pair<int64_t, double>>> v(rows_.begin(), rows_.end());
-    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.second > b.second.second; });
-    double total = 0;
-    for (auto& r : v) total += r.second.second;
-    std::fprintf(stderr, "graft profile: %.1f ms in jitted steps\n%10s %8s %6s  %s\n", total, "ms", "calls", "%",
-                 "step");
-    for (auto& [what, r] : v)
-      std::fprintf(stderr, "%10.1f %8lld %5.1f%%  %s\n", r.second, static_cast<long long>(r.first),
-                   100 * r.second / std::max(total, 1e-9), what.c_str());
+    std::vector<std::pair<std::string, Row>> v(rows_.begin(), rows_.end());
+    std::sort(v.begin(), v.end(), [](auto& a, auto& b) { return a.second.ms > b.second.ms; });
+    double total = 0, first = 0;
+    for (auto& r : v) total += r.second.ms, first += r.second.first_ms;
+    std::fprintf(stderr,
+                 "graft profile: %.1f ms in jitted steps after each step's first call (first calls: %.1f ms)\n"
+                 "%10s %8s %6s %9s %9s  %s\n",
+                 total, first, "ms", "calls", "%", "us/call", "first ms", "step");
+    for (auto& [what, r] : v) {
+      int64_t n = r.calls - 1;
+      std::fprintf(stderr, "%10.1f %8lld %5.1f%% %9.1f %9.2f  %s\n", r.ms, static_cast<long long>(n),
+                   100 * r.ms / std::max(total, 1e-9), n ? 1e3 * r.ms / static_cast<double>(n) : 0.0, r.first_ms,
+                   what.c_str());
+    }
   }
   std::mutex mu_;
-  std::unordered_map<std::string, std::pair<int64_t, double>> rows_;
+  std::unordered_map<std::string, Row> rows_;
 };
 
 // "dot_general f32[128,784] f32[784,512] -> f32[128,512]": the operands tell apart steps that make

@@ -10,7 +10,9 @@ namespace graft::cpu {
 int num_threads();
 
 /// Runs f(begin, end) over [0, n) split into chunks of at least `grain` items. Runs inline when the
-/// work is small or when called from inside another parallel_for.
+/// work is small or when called from inside another parallel_for. Thread t starts on the t-th
+/// contiguous share of the range (the same at every call of the same size, so an op finds what the
+/// previous one wrote in its own core's caches) and, once done, takes pieces of the others' shares.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& f);
 
 }  // namespace graft::cpu

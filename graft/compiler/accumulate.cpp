@@ -25,12 +25,11 @@ Arrays dot_add_impl(const Primitive&, std::span<const Array> in, std::span<const
   return {run_dot_general_add(in, {}, params)};
 }
 
-// Whether `a`, moved out of every other hand, owns its whole buffer alone (fusion.cpp's test for
-// in-place outputs).
+// Whether `a` is the only handle to its node and its node the only holder of its buffer (the test
+// FusedKernel::run makes for in-place outputs).
 bool sole_owner(const Array& a, size_t nbytes) {
   ConcreteNode* c = a.valid() ? a.concrete() : nullptr;
-  return c && c->use_count() == 1 && c->buffer() && c->buffer()->use_count() == 1 &&
-         c->data() == c->buffer()->data() && c->buffer()->nbytes() >= nbytes;
+  return c && c->use_count() == 1 && c->owns_storage() && c->buffer()->nbytes() >= nbytes;
 }
 
 }  // namespace

@@ -945,8 +945,7 @@ Arrays FusedKernel::run(std::span<const Array> args, std::span<Array> dead) cons
           std::find(taken.begin(), taken.end(), k) != taken.end())
         continue;
       ConcreteNode* d = dead[static_cast<size_t>(k)].concrete();
-      if (d && d->use_count() == 1 && d->buffer() && d->buffer()->use_count() == 1 &&
-          d->data() == d->buffer()->data() && d->buffer()->nbytes() >= a.nbytes()) {
+      if (d && d->use_count() == 1 && d->owns_storage() && d->buffer()->nbytes() >= a.nbytes()) {
         c = d;
         taken.push_back(k);
         break;

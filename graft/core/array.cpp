@@ -26,7 +26,7 @@ ConcreteNode::ConcreteNode(Aval a, Ref<Buffer> buf, size_t offset)
     : ArrayNode(std::move(a), false), buffer_(std::move(buf)), data_(static_cast<char*>(buffer_->data()) + offset) {}
 
 Ref<ConcreteNode> ConcreteNode::take_storage() {
-  if (!buffer_ || buffer_->use_count() != 1 || data_ != buffer_->data()) return {};
+  if (!owns_storage()) return {};
   Ref<ConcreteNode> n(new ConcreteNode(aval_, std::move(buffer_), 0));
   data_ = nullptr;
   return n;

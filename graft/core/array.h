@@ -57,8 +57,10 @@ class ConcreteNode final : public ArrayNode {
   const Ref<Buffer>& buffer() const { return buffer_; }
   /// Whether this array gave its storage away (donated to a jitted function): using it is an error.
   bool deleted() const { return data_ == nullptr; }
-  /// Moves the storage into a new node and marks this one deleted, when the storage is this node's
-  /// alone (a buffer of its own, not shared with a view); otherwise returns null and changes nothing.
+  /// Whether the storage is this node's alone: a buffer of its own, not shared with a view.
+  bool owns_storage() const { return buffer_ && buffer_->use_count() == 1 && data_ == buffer_->data(); }
+  /// Moves the storage into a new node and marks this one deleted, when owns_storage(); otherwise
+  /// returns null and changes nothing.
   Ref<ConcreteNode> take_storage();
 
  private:

@@ -25,7 +25,8 @@ TEST(ParallelFor, covers_every_index_once_in_contiguous_pieces) {
         pieces++;
         for (int64_t i = b; i < e; ++i) seen[static_cast<size_t>(i)]++;
       });
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[static_cast<size_t>(i)].load(), 1) << "n=" << n << " grain=" << grain;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(seen[static_cast<size_t>(i)].load(), 1) << "n=" << n << " grain=" << grain;
       if (n <= grain) {
         EXPECT_EQ(pieces.load(), 1);
       }

@@ -68,7 +68,9 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   // cut into up to 8 pieces; a thread that finishes its own takes the others' from their far end, so
   // a core slowed down by the shared machine does not leave the other waiting at the barrier.
   int64_t parts = std::min<int64_t>(pieces, int64_t(team) * 8);
-  std::unique_ptr<Share[]> shares(new Share[static_cast<size_t>(team)]);
+  Share on_stack[8];  // no allocation for the usual team sizes
+  std::unique_ptr<Share[]> on_heap(team > 8 ? new Share[static_cast<size_t>(team)] : nullptr);
+  Share* shares = on_heap ? on_heap.get() : on_stack;
   for (int t = 0; t < team; ++t)
     shares[t].set(static_cast<uint32_t>(parts * t / team), static_cast<uint32_t>(parts * (t + 1) / team));
   auto run = [&](int64_t p) {

@@ -29,7 +29,8 @@ struct Product {
 
 class Matcher {
  public:
-  Matcher(const ClosedJaxpr& j) : j_(*j.jaxpr), known_(j), uses_(count_uses(j_)) {
+  explicit Matcher(const ClosedJaxpr& j)
+      : taken(j.jaxpr->eqns.size(), false), j_(*j.jaxpr), known_(j), uses_(count_uses(j_)) {
     for (size_t i = 0; i < j_.eqns.size(); ++i)
       for (auto& v : j_.eqns[i].outputs) producer_[v.get()] = i;
   }
@@ -66,7 +67,7 @@ class Matcher {
     return it != producer_.end() && j_.eqns[it->second].prim == &p;
   }
 
-  std::vector<bool> taken;
+  std::vector<bool> taken;  // per equation: replaced or dropped by a match
 
  private:
   std::optional<size_t> single_use_producer(const Atom& a) const {
@@ -97,7 +98,6 @@ bool accumulates(const Aval& a) { return a.dtype == DType::f32 || a.dtype == DTy
 ClosedJaxpr accumulate_dots(const ClosedJaxpr& j) {
   const Jaxpr& in = *j.jaxpr;
   Matcher m(j);
-  m.taken.assign(in.eqns.size(), false);
   std::vector<std::optional<Eqn>> replaced(in.eqns.size());
   bool changed = false;
   for (size_t i = 0; i < in.eqns.size(); ++i) {

@@ -45,6 +45,17 @@ class IOError : public Error {
   using Error::Error;
 };
 
+/// Tracing nested too deeply: a function that calls itself through cond, while_loop, scan or jit is
+/// traced forever (both branches of a cond are traced); write it as graft::Recursive instead.
+class RecursionError : public Error {
+  using Error::Error;
+};
+
+/// Memory could not be allocated (the request is named, with its size).
+class MemoryError : public Error {
+  using Error::Error;
+};
+
 /// A feature that exists in the design but is not available in this build or context.
 class NotImplementedError : public Error {
   using Error::Error;

@@ -1,9 +1,49 @@
 #include "graft/core/trace.h"
 
+#include <pthread.h>
+
 namespace graft {
 
+namespace {
+
+// Transformations nested this deep come from a function that calls itself while being traced (Python
+// stops at its recursion limit of 1000 in the same place).
+constexpr int kMaxTraceDepth = 1000;
+// Tracing stops with an error while this much of the thread's stack is left, whatever the depth, so
+// that a thread with a small stack also gets an error rather than a segmentation fault.
+constexpr size_t kStackReserve = size_t(256) << 10;
+
+// The lowest address of this thread's stack (it grows down), or null where it cannot be known.
+const char* stack_limit() {
+  thread_local const char* low = [] {
+    pthread_attr_t attr;
+    void* addr = nullptr;
+    size_t size = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return static_cast<const char*>(nullptr);
+    if (pthread_attr_getstack(&attr, &addr, &size) != 0) addr = nullptr;
+    pthread_attr_destroy(&attr);
+    return static_cast<const char*>(addr);
+  }();
+  return low;
+}
+
+[[noreturn]] void too_deep(const std::string& kind, int level, const char* why) {
+  fail<RecursionError>(kind, ": transformations are nested ", level, " deep (", why,
+                       "). A function that calls itself through cond, switch_, while_loop, scan or jit is traced "
+                       "without end, because tracing runs every branch: write it as graft::Recursive (see "
+                       "graft/transforms/control.h), whose calls refer to the function instead of tracing it again");
+}
+
+}  // namespace
+
 Trace::Trace(Ref<Trace> parent, std::string kind)
-    : parent_(std::move(parent)), kind_(std::move(kind)), level_(parent_ ? parent_->level() + 1 : 0) {}
+    : parent_(std::move(parent)), kind_(std::move(kind)), level_(parent_ ? parent_->level() + 1 : 0) {
+  if (level_ > kMaxTraceDepth) too_deep(kind_, level_, "the limit is 1000");
+  char here;
+  const char* low = stack_limit();
+  if (low && &here > low && static_cast<size_t>(&here - low) < kStackReserve)
+    too_deep(kind_, level_, "the thread's stack is nearly exhausted");
+}
 Trace::~Trace() = default;
 
 std::string Trace::describe() const { return kind_; }

@@ -15,11 +15,16 @@ std::atomic<bool> g_partitionable{true};
 
 Array u32v(uint64_t v) { return Array::scalar(static_cast<double>(v & 0xFFFFFFFFu), DType::u32); }
 
-void check_key(const Array& key, const char* op) {
+// One key (u32[2]), or with `batched` any array of keys (u32[..., 2], as random::split returns).
+void check_key(const Array& key, const char* op, bool batched = false) {
   if (!key.valid()) fail<ValueError>("random.", op, ": the key is a null array");
-  if (key.dtype() != DType::u32 || key.shape() != Shape{2})
-    fail<TypeError>("random.", op, ": a key is a u32[2] array (from random::key or random::split), got ",
-                    key.aval().str());
+  bool keys = key.dtype() == DType::u32 && key.ndim() >= 1 && key.shape().back() == 2;
+  if (keys && (batched || key.ndim() == 1)) return;
+  if (keys)
+    fail<TypeError>("random.", op, ": takes one key (u32[2]), got a batch of keys ", key.aval().str(),
+                    ": index one (keys[0]) or map over them with vmap");
+  fail<TypeError>("random.", op, ": a key is a u32[2] array (from random::key or random::split)",
+                  batched ? " or an array of keys u32[..., 2]" : "", ", got ", key.aval().str());
 }
 
 Array word(const Array& key, int64_t i) { return lax::reshape(lax::slice_in_dim(key, i, i + 1, 1, 0), {}); }
@@ -132,7 +137,7 @@ Array key(uint64_t seed) {
 }
 
 Array key_data(const Array& k) {
-  check_key(k, "key_data");
+  check_key(k, "key_data", /*batched=*/true);
   return k;
 }
 

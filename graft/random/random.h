@@ -25,7 +25,8 @@ bool threefry_partitionable();
 
 /// A key from a seed: [seed >> 32, seed & 0xFFFFFFFF] as u32[2].
 Array key(uint64_t seed);
-/// The raw u32[2] words of a key (keys already are that array; for parity with jax.random).
+/// The raw u32 words of a key or of an array of keys (u32[..., 2], e.g. what split returns; keys
+/// already are those arrays: for parity with jax.random).
 Array key_data(const Array& key);
 /// n new keys: u32[n, 2].
 Array split(const Array& key, int64_t n = 2);

@@ -52,7 +52,7 @@ void flatten_one(FlatArgs<Args...>& fa, const std::tuple<const Args&...>& args, 
   using T = D<std::tuple_element_t<I, std::tuple<Args...>>>;
   fa.offset[I] = fa.leaves.size();
   if constexpr (PyTree<T>::is_static) {
-    fa.key += static_key(std::get<I>(args));
+    append_static_key(fa.key, std::get<I>(args));
   } else {
     bool s = sel.empty() || sel[I];
     fa.selected[I] = s;
@@ -201,6 +201,7 @@ template <class F, class... Args>
 GradCore<F, Args...> grad_core(const F& f, const std::vector<int>& argnums, bool has_aux, const Args&... args) {
   std::tuple<const Args&...> targs(args...);
   std::vector<bool> sel(sizeof...(Args), false);
+  if (argnums.empty()) fail<ValueError>("grad: argnums is empty; name at least one argument to differentiate");
   for (int a : argnums) {
     if (a < 0 || a >= static_cast<int>(sizeof...(Args)))
       fail<ValueError>("grad: argnum ", a, " is out of range for a function of ", sizeof...(Args), " arguments");
@@ -319,6 +320,12 @@ template <class F>
 auto grad(F f, std::vector<int> argnums, GradOptions opts = {}) {
   return detail::gradient_only(GradFn<F, Argnums::multi>(std::move(f), std::move(argnums), opts));
 }
+/// grad(f, {0}) is a list of one gradient, as grad(f, {0, 1}) is a list of two (a braced list would
+/// otherwise pick the single-argnum overload).
+template <class F>
+auto grad(F f, std::initializer_list<int> argnums, GradOptions opts = {}) {
+  return grad(std::move(f), std::vector<int>(argnums), opts);
+}
 /// value_and_grad(f)(args...) -> (f(args...), grad): `auto [loss, g] = value_and_grad(f)(x);`
 template <class F>
 auto value_and_grad(F f, GradOptions opts = {}) {
@@ -331,6 +338,10 @@ auto value_and_grad(F f, int argnum, GradOptions opts = {}) {
 template <class F>
 auto value_and_grad(F f, std::vector<int> argnums, GradOptions opts = {}) {
   return GradFn<F, Argnums::multi>(std::move(f), std::move(argnums), opts);
+}
+template <class F>
+auto value_and_grad(F f, std::initializer_list<int> argnums, GradOptions opts = {}) {
+  return value_and_grad(std::move(f), std::vector<int>(argnums), opts);
 }
 
 // ---- jvp / vjp ----------------------------------------------------------------------------------------

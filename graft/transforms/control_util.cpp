@@ -103,7 +103,9 @@ Arrays transpose_call(std::span<const Array> cts, std::span<const TArg> args, co
 }
 
 std::string batch_key(const char* tag, const BatchInfo& axis, std::span<const int64_t> dims) {
-  std::string key = std::string(tag) + std::to_string(axis.size) + ":" + axis.name + ":";
+  // the name is length-prefixed: any character may appear in it
+  std::string key = std::string(tag) + std::to_string(axis.size) + ":" + std::to_string(axis.name.size()) + ":" +
+                    axis.name + ":";
   for (auto d : dims) key += std::to_string(d) + ",";
   return key;
 }

@@ -63,5 +63,8 @@ class Graph {
 /// The gradient graph of f (whose first output must be a floating scalar) with respect to the
 /// inputs at `argnums`: a Function with the same inputs returning one gradient per argnum.
 Function grad(const Function& f, const std::vector<int>& argnums = {0});
+inline Function grad(const Function& f, std::initializer_list<int> argnums) {
+  return grad(f, std::vector<int>(argnums));
+}
 
 }  // namespace graft

@@ -11,6 +11,7 @@
 #include "graft/interp/transpose.h"
 #include "graft/prims/primitives.h"
 #include "graft/prims/rules.h"
+#include "graft/transforms/control_util.h"
 
 namespace graft {
 
@@ -123,8 +124,7 @@ Arrays jit_transpose(const Primitive&, std::span<const Array> cts, std::span<con
 BatchResult jit_batch(const Primitive&, std::span<const Array> vals, std::span<const int64_t> dims,
                              const BatchInfo& axis, const Params& params) {
   const ClosedJaxpr& c = call_of(params);
-  std::string key = "vmap" + std::to_string(axis.size) + ":" + axis.name + ":";
-  for (auto d : dims) key += std::to_string(d) + ",";
+  std::string key = control::batch_key("vmap", axis, dims);
   std::vector<int64_t> dv(dims.begin(), dims.end());
   auto bj = c.derived<ClosedJaxpr>(key, [&] { return *hoisted(batch_jaxpr(c, dv, axis.size, axis.name)); });
   Arrays outs = jit_call(bj, vals, name_of(params));

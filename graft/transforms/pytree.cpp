@@ -101,7 +101,12 @@ std::string Tree::structure() const {
   s = "{";
   bool first = true;
   for (auto& [k, c] : dict()) {
-    s += (first ? "'" : ", '") + k + "': " + c.structure();
+    s += first ? "'" : ", '";
+    for (char ch : k) {  // escaped as Python's repr does: structures (and jit's keys) are unambiguous
+      if (ch == '\\' || ch == '\'') s += '\\';
+      s += ch;
+    }
+    s += "': " + c.structure();
     first = false;
   }
   return s + "}";

@@ -16,7 +16,9 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <tuple>
+#include <typeinfo>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -181,7 +183,7 @@ struct PyTree<std::map<std::string, T>, std::enable_if_t<!PyTree<T>::is_static>>
     std::vector<std::string> keys;
     for (auto& [k, x] : m) {
       keys.push_back(k);
-      d.repr += k + ':';
+      d.repr += std::to_string(k.size()) + '#' + k + ':';  // length-prefixed: a key may hold any character
       PyTree<T>::flatten(x, leaves, d);
       d.repr += ',';
     }
@@ -259,18 +261,59 @@ Tree to_tree(const T& x) {
   }
 }
 
-/// The value of a static argument as a string (part of jit's cache key).
+namespace detail {
+template <class T>
+void append_bytes(std::string& key, const T& v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <class T>
+struct is_static_range : std::false_type {};
+template <class T, class A>
+struct is_static_range<std::vector<T, A>> : std::true_type {};
+template <class T, size_t N>
+struct is_static_range<std::array<T, N>> : std::true_type {};
+}  // namespace detail
+
+/// Appends the exact value of a static argument to jit's cache key: the type (so that `f(x, 1)` and
+/// `f(x, 1.0)` are told apart), then the value's bits for numbers (0.1234561 and 0.1234564 differ;
+/// so do 0.0 and -0.0), a length-prefixed copy for strings, and element by element for vectors,
+/// arrays, pairs and tuples of static values. Other types are keyed by what `operator<<` prints,
+/// length-prefixed: such a type must print every bit of its value.
+template <class T>
+void append_static_key(std::string& key, const T& x) {
+  const char* tname = typeid(T).name();
+  key.append(tname);
+  key.push_back('=');
+  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+    std::string_view v(x);
+    detail::append_bytes(key, v.size());
+    key.append(v.data(), v.size());
+  } else if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_pointer_v<T>) {
+    detail::append_bytes(key, x);
+  } else if constexpr (detail::is_static_range<T>::value) {
+    detail::append_bytes(key, x.size());
+    for (const auto& e : x) append_static_key(key, e);
+  } else if constexpr (requires { std::tuple_size<T>::value; }) {
+    std::apply([&](const auto&... e) { (append_static_key(key, e), ...); }, x);
+  } else if constexpr (requires(std::ostream& o, const T& v) { o << v; }) {
+    std::ostringstream os;
+    os.precision(17);
+    os << x;
+    std::string s = os.str();
+    detail::append_bytes(key, s.size());
+    key += s;
+  } else {
+    static_assert(sizeof(T) == 0, "a static argument of jit must be a number, enum, string, a container of those, "
+                                  "or printable (operator<<) to key the cache");
+  }
+}
+
+/// The value of a static argument as jit's cache key spells it (see append_static_key).
 template <class T>
 std::string static_key(const T& x) {
-  std::ostringstream os;
-  if constexpr (std::is_enum_v<T>) {
-    os << static_cast<int64_t>(x);
-  } else if constexpr (requires(std::ostream& o, const T& v) { o << v; }) {
-    os << x;
-  } else {
-    static_assert(sizeof(T) == 0, "a static argument of jit must be printable (operator<<) to key the cache");
-  }
-  return os.str();
+  std::string key;
+  append_static_key(key, x);
+  return key;
 }
 
 }  // namespace graft

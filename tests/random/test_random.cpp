@@ -162,5 +162,16 @@ TEST(Random, WorksUnderJitAndVmap) {
   EXPECT_EQ(jf.num_traces(), 1u);
 }
 
+TEST(Random, KeyDataTakesTheBatchesOfKeysThatSplitReturns) {
+  Array ks = random::split(random::key(3), 4);
+  EXPECT_TRUE(array_equal(random::key_data(ks), ks));
+  Array nested = random::split(ks[0], 6).reshape({2, 3, 2});
+  EXPECT_EQ(random::key_data(nested).shape(), (Shape{2, 3, 2}));
+  expect_throws<TypeError>([] { random::key_data(zeros({3}, DType::u32)); }, "u32[..., 2]");
+  // the sampling functions take one key and say what to do with a batch
+  expect_throws<TypeError>([&] { random::uniform(ks, {2}); }, "index one (keys[0]) or map over them with vmap");
+  expect_throws<TypeError>([&] { random::split(ks); }, "got a batch of keys u32[4,2]");
+}
+
 }  // namespace
 }  // namespace graft

@@ -227,6 +227,22 @@ TEST(Composition, MaxAtTiesSplitsTheDerivative) {
   EXPECT_TRUE(close(grad(h)(array({1.0, 3.0, 3.0})), array({0.0, 0.5, 0.5})));
 }
 
+TEST(Composition, AListOfOneArgnumGivesAListOfOneGradient) {
+  // grad(f, {0}) used to mean grad(f, 0): a braced list picked the single-argnum overload
+  auto f = [](const Array& x, const Array& y) { return sum(x * y); };
+  std::vector<Array> g = grad(f, {0})(array({1.0, 2.0}), array({3.0, 4.0}));
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_TRUE(close(g[0], array({3.0, 4.0})));
+  std::vector<Array> g1 = grad(f, {1})(array({1.0, 2.0}), array({3.0, 4.0}));
+  EXPECT_TRUE(close(g1[0], array({1.0, 2.0})));
+  auto [v, gv] = value_and_grad(f, {1})(array({1.0, 2.0}), array({3.0, 4.0}));
+  static_assert(std::is_same_v<decltype(gv), std::vector<Array>>);
+  EXPECT_EQ(gv.size(), 1u);
+  Array single = grad(f, 1)(array({1.0, 2.0}), array({3.0, 4.0}));  // an int still means one gradient
+  EXPECT_TRUE(close(single, array({1.0, 2.0})));
+  expect_throws<ValueError>([&] { grad(f, std::vector<int>{})(array({1.0}), array({1.0})); }, "argnums is empty");
+}
+
 TEST(Composition, IntegerInputsHaveNoGradient) {
   auto f = [](const Array& x) { return sum(x.astype(f32)); };
   EXPECT_THROW(grad(f)(array({1, 2})), TypeError);

@@ -1,6 +1,9 @@
 // Structured control flow: cond / switch_, while_loop, fori_loop, scan — against plain C++ loops,
 // finite differences (f64), vmap against a loop of calls, jit against eager, golden jaxprs, errors.
 #include <cmath>
+#include <pthread.h>
+
+#include <thread>
 
 #include "testing.h"
 
@@ -449,6 +452,63 @@ TEST(Recursion, GradOfARecursionWithWorkAfterTheCall) {
   // computing their primal results forward (the rule that says which results are primal)
   EXPECT_NEAR(jit(grad(g))(array(0.7)).item<double>(), d, 1e-12);
   EXPECT_NEAR(grad(jit(g))(array(0.7)).item<double>(), d, 1e-12);
+}
+
+}  // namespace
+}  // namespace graft
+
+namespace graft {
+namespace {
+using namespace graft::testing;
+
+// The seeds' recursion written naively, as JAX users write it: the function calls itself through cond,
+// whose branches are both traced, so tracing never ends. It used to overflow the stack.
+Array naive_factorial(const Array& x) {
+  return cond(x <= 1.0, [](const Array& x) { return ones_like(x); }, [](const Array& x) { return x * naive_factorial(x - 1.0); },
+              x);
+}
+
+TEST(Recursion, ANaiveRecursionThroughCondIsAnErrorNotACrash) {
+  expect_throws<RecursionError>([] { naive_factorial(array(5.0)); }, "graft::Recursive");
+  expect_throws<RecursionError>([] { jit(naive_factorial)(array(5.0)); }, "nested");
+  expect_throws<RecursionError>([] { grad(naive_factorial)(array(5.0)); }, "cond");
+  // the thread is usable afterwards: its trace stack unwound
+  EXPECT_DOUBLE_EQ((array(2.0) * 3.0).item<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(jit([](const Array& x) { return x + 1.0; })(array(1.0)).item<double>(), 2.0);
+}
+
+TEST(Recursion, ANaiveRecursionOnASmallStackIsAnErrorToo) {
+  // 1000 levels need more than a 1 MiB stack: the stack check stops it first
+  std::string what;
+  std::thread t([&] {
+    try {
+      naive_factorial(array(5.0));
+    } catch (const RecursionError& e) {
+      what = e.what();
+    }
+  });
+  // std::thread cannot set a stack size: run the same on a pthread with 1 MiB
+  t.join();
+  EXPECT_NE(what.find("Recursive"), std::string::npos) << what;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t(1) << 20);
+  pthread_t th;
+  static std::string small_what;
+  ASSERT_EQ(pthread_create(&th, &attr,
+                           [](void*) -> void* {
+                             try {
+                               naive_factorial(array(5.0));
+                             } catch (const RecursionError& e) {
+                               small_what = e.what();
+                             }
+                             return nullptr;
+                           },
+                           nullptr),
+            0);
+  pthread_join(th, nullptr);
+  pthread_attr_destroy(&attr);
+  EXPECT_NE(small_what.find("stack is nearly exhausted"), std::string::npos) << small_what;
 }
 
 }  // namespace

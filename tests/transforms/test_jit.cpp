@@ -56,6 +56,70 @@ TEST(Jit, StaticArgumentsKeyTheCache) {
   EXPECT_EQ(traces, 3);
 }
 
+// Regression: static doubles were keyed by their 6-digit printing, so the second call below returned
+// the first call's result.
+TEST(Jit, StaticFloatsKeyTheCacheByTheirExactValue) {
+  auto f = jit([](const Array& x, double s) { return x * s; });
+  Array x = array({1.0});
+  EXPECT_EQ(f(x, 0.1234561).item<double>(), 0.1234561);
+  EXPECT_EQ(f(x, 0.1234564).item<double>(), 0.1234564);
+  EXPECT_EQ(f(x, 1e-300).item<double>(), 1e-300);
+  EXPECT_EQ(f(x, 1.0000000000000002).item<double>(), 1.0000000000000002);
+  EXPECT_EQ(f.num_traces(), 4u);
+  EXPECT_EQ(f(x, 0.1234561).item<double>(), 0.1234561);
+  EXPECT_EQ(f.num_traces(), 4u);
+  // 0.0 and -0.0 compare equal but are different values
+  EXPECT_TRUE(std::signbit(f(array({1.0}), -0.0).item<double>()));
+  EXPECT_FALSE(std::signbit(f(array({1.0}), 0.0).item<double>()));
+}
+
+TEST(Jit, StaticArgumentsOfDifferentTypesAreDifferentKeys) {
+  // a generic function called with 1 and 1.0: int and double arguments must not share a trace
+  int traces = 0;
+  auto f = jit([&traces](const Array& x, auto s) {
+    ++traces;
+    return std::is_integral_v<decltype(s)> ? x + 100.0 : x * static_cast<double>(s);
+  });
+  Array x = array({2.0});
+  EXPECT_EQ(f(x, 1).item<double>(), 102.0);
+  EXPECT_EQ(f(x, 1.0).item<double>(), 2.0);
+  EXPECT_EQ(traces, 2);
+}
+
+TEST(Jit, StaticStringsAndContainersAreKeyedUnambiguously) {
+  // strings are length-prefixed: ("a|", "b") and ("a", "|b") used to spell the same key
+  auto f = jit([](const Array& x, const std::string& a, const std::string& b) {
+    return x + static_cast<double>(a.size() * 10 + b.size());
+  });
+  Array x = array({0.0});
+  EXPECT_EQ(f(x, std::string("a|"), std::string("b")).item<double>(), 21.0);
+  EXPECT_EQ(f(x, std::string("a"), std::string("|b")).item<double>(), 12.0);
+  auto g = jit([](const Array& x, const std::vector<double>& w) {
+    Array y = x;
+    for (double v : w) y = y * v;
+    return y;
+  });
+  EXPECT_EQ(g(array({1.0}), std::vector<double>{0.1234561}).item<double>(), 0.1234561);
+  EXPECT_EQ(g(array({1.0}), std::vector<double>{0.1234564}).item<double>(), 0.1234564);
+  EXPECT_EQ(g(array({1.0}), std::vector<double>{2.0, 3.0}).item<double>(), 6.0);
+}
+
+TEST(Jit, DictKeysWithSeparatorsKeyTheCacheUnambiguously) {
+  // {"a:*,b": x} and {"a": x, "b": y} spelled the same structure string
+  auto f = jit([](const std::map<std::string, Array>& m) {
+    Array s = zeros({}, DType::f64);
+    for (auto& [k, v] : m) s = s + sum(v) * static_cast<double>(k.size());
+    return s;
+  });
+  std::map<std::string, Array> one{{"a:*,b", array({1.0, 1.0})}};
+  std::map<std::string, Array> two{{"a", array({1.0})}, {"b", array({1.0})}};
+  EXPECT_EQ(f(one).item<double>(), 10.0);
+  EXPECT_EQ(f(two).item<double>(), 2.0);
+  Tree t1 = Tree::dict({{"x', 'y", Tree(array({1.0}))}});
+  Tree t2 = Tree::dict({{"x", Tree(array({1.0}))}, {"y", Tree()}});
+  EXPECT_NE(t1.structure(), t2.structure());
+}
+
 TEST(Jit, LogCompilesSaysWhy) {
   setenv("GRAFT_LOG_COMPILES", "1", 1);
   auto f = jit([](const Array& x) { return x + 1.0; }, {.name = "adder"});

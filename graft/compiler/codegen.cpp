@@ -1,5 +1,6 @@
 // The elemental emitter: LLVM IR for each primitive a generated loop supports, and the loop itself.
 #include "graft/compiler/codegen.h"
+#include "graft/core/env.h"
 
 #include <atomic>
 #include <cmath>
@@ -50,8 +51,7 @@ std::atomic<int> g_codegen{-1};  // -1: not decided yet
 bool codegen_enabled() {
   int v = g_codegen.load();
   if (v < 0) {
-    const char* e = std::getenv("GRAFT_CODEGEN");
-    v = cpu::have_llvm_jit() && !(e && std::string(e) == "0") ? 1 : 0;
+    v = cpu::have_llvm_jit() && env::flag("GRAFT_CODEGEN", true) ? 1 : 0;
     g_codegen.store(v);
   }
   return v == 1;

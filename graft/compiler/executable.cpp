@@ -1,4 +1,5 @@
 #include "graft/compiler/executable.h"
+#include "graft/core/env.h"
 
 #include <algorithm>
 #include <chrono>
@@ -25,8 +26,7 @@ class StepProfile {
  public:
   static StepProfile* get() {
     static StepProfile* p = [] {
-      const char* e = std::getenv("GRAFT_PROFILE");
-      return e && *e && std::string(e) != "0" ? new StepProfile() : nullptr;
+      return env::flag("GRAFT_PROFILE") ? new StepProfile() : nullptr;
     }();
     return p;
   }

@@ -1,5 +1,6 @@
 // The fusion primitive and its tiled executor (see fusion.h for the model).
 #include "graft/compiler/fusion.h"
+#include "graft/core/env.h"
 
 #include "graft/compiler/codegen.h"
 
@@ -149,10 +150,8 @@ char* thread_scratch(size_t bytes) {
 // GRAFT_STREAMING_STORES: "on" (non-temporal stores wherever outputs exceed the caches), "off"
 // (ordinary stores), anything else or unset: chosen per call by the kernel's VariantTuner
 int forced_store_variant() {
-  const char* e = std::getenv("GRAFT_STREAMING_STORES");
-  if (e && std::string(e) == "on") return 0;
-  if (e && std::string(e) == "off") return 1;
-  return -1;
+  std::string v = env::choice("GRAFT_STREAMING_STORES", {"on", "off", "auto"}, "auto");
+  return v == "on" ? 0 : v == "off" ? 1 : -1;
 }
 
 int store_variant(VariantTuner& t) {

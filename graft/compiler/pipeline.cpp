@@ -1,4 +1,5 @@
 #include "graft/compiler/pipeline.h"
+#include "graft/core/env.h"
 
 #include <algorithm>
 #include <atomic>
@@ -39,14 +40,9 @@ const Pass& pass_named(const std::string& name) {
 
 namespace {
 
-bool env_flag(const char* name) {
-  const char* e = std::getenv(name);
-  return e && *e && std::string(e) != "0";
-}
-
 bool default_verify() {
 #ifdef NDEBUG
-  return env_flag("GRAFT_VERIFY_IR");
+  return env::flag("GRAFT_VERIFY_IR");
 #else
   return true;
 #endif

@@ -1,4 +1,5 @@
 #include "graft/core/buffer.h"
+#include "graft/core/env.h"
 
 #include <cstdlib>
 #include <mutex>
@@ -30,8 +31,7 @@ size_t rounded_size(size_t nbytes) {
 class HostCache {
  public:
   HostCache() {
-    const char* e = std::getenv("GRAFT_CPU_CACHE_BYTES");
-    limit_ = e ? std::strtoull(e, nullptr, 10) : (size_t(1) << 30);
+    limit_ = static_cast<size_t>(env::integer("GRAFT_CPU_CACHE_BYTES", int64_t(1) << 30, 0, int64_t(1) << 50));
   }
   void* take(size_t n) {
     std::lock_guard<std::mutex> lk(mu_);

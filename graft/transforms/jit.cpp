@@ -1,5 +1,6 @@
 // The jit call primitive (all its rules) and jit's trace cache.
 #include "graft/transforms/jit.h"
+#include "graft/core/env.h"
 
 #include <algorithm>
 #include <chrono>
@@ -154,8 +155,7 @@ namespace detail {
 
 bool log_compiles() {
   // read on every cache miss (rare), so that it can be switched on while a program runs
-  const char* e = std::getenv("GRAFT_LOG_COMPILES");
-  return e && *e && std::string(e) != "0";
+  return env::flag("GRAFT_LOG_COMPILES");
 }
 
 void append_aval_key(std::string& key, const std::vector<Array>& leaves) {

@@ -9,8 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include <oneapi/dnnl/dnnl.hpp>
-
+#include "graft/backend/cpu/dnnl_util.h"
 #include "graft/backend/cpu/parallel.h"
 #include "graft/core/buffer.h"
 #endif
@@ -28,17 +27,15 @@ struct Entry {
   struct Operand {
     int arg = 0;
     bool output = false;
-    dnnl::memory::desc user, inner;
+    dnnl::memory::desc user, inner, scratch;
     std::unique_ptr<dnnl::reorder> r;
   };
   dnnl::primitive prim;
+  dnnl::memory::desc scratch;  ///< the primitive's scratchpad, supplied at each execution (dnnl_util.h)
   Operand ops[3];  ///< two inputs, then the output
 };
 
-dnnl::engine& engine() {
-  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *e;
-}
+dnnl::engine& engine() { return dnnl_engine(); }
 
 void set_operand(Entry::Operand& o, int arg, bool output, const dnnl::memory::desc& user,
                  const dnnl::memory::desc& inner) {
@@ -46,9 +43,12 @@ void set_operand(Entry::Operand& o, int arg, bool output, const dnnl::memory::de
   o.output = output;
   o.user = user;
   o.inner = inner;
-  if (inner != user)
-    o.r = std::make_unique<dnnl::reorder>(output ? dnnl::reorder::primitive_desc(engine(), inner, engine(), user)
-                                                 : dnnl::reorder::primitive_desc(engine(), user, engine(), inner));
+  if (inner != user) {
+    auto pd = output ? dnnl::reorder::primitive_desc(engine(), inner, engine(), user, dnnl_attr())
+                     : dnnl::reorder::primitive_desc(engine(), user, engine(), inner, dnnl_attr());
+    o.r = std::make_unique<dnnl::reorder>(pd);
+    o.scratch = pd.scratchpad_desc();
+  }
 }
 
 std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
@@ -80,7 +80,7 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
     try {
       convolution_forward::desc cd(prop_kind::forward_inference, algorithm::convolution_direct, src, any_wei, dst, st,
                                    dil, pl, pr);
-      convolution_forward::primitive_desc pd(cd, engine());
+      convolution_forward::primitive_desc pd(cd, dnnl_attr(), engine());
       std::string impl = pd.impl_info_str();
       if (impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos) return std::nullopt;
       return pd;
@@ -96,8 +96,9 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
            : convolution_forward::primitive_desc(convolution_forward::desc(prop_kind::forward_inference,
                                                                            algorithm::convolution_direct, any_src,
                                                                            any_wei, any_dst, st, dil, pl, pr),
-                                                 engine());
+                                                 dnnl_attr(), engine());
   e->prim = convolution_forward(pd);
+  e->scratch = pd.scratchpad_desc();
   set_operand(e->ops[0], DNNL_ARG_SRC, false, user_src, pd.src_desc());
   set_operand(e->ops[1], DNNL_ARG_WEIGHTS, false, user_wei, pd.weights_desc());
   set_operand(e->ops[2], DNNL_ARG_DST, true, user_dst, pd.dst_desc());
@@ -157,8 +158,9 @@ std::shared_ptr<Entry> make_bwd_entry(const Conv2dDesc& d) {
   convolution_backward_weights::primitive_desc pd(
       convolution_backward_weights::desc(algorithm::convolution_direct, any(d.src_dims), any(d.wei_dims),
                                          any(d.dst_dims), st, dil, pl, pr),
-      engine(), hint);
+      dnnl_attr(), engine(), hint);
   e->prim = convolution_backward_weights(pd);
+  e->scratch = pd.scratchpad_desc();
   auto user = [&](const int64_t* v, const int64_t* st) { return memory::desc(dims(v, 4), dt::f32, dims(st, 4)); };
   set_operand(e->ops[0], DNNL_ARG_SRC, false, user(d.src_dims, d.src_strides), pd.src_desc());
   set_operand(e->ops[1], DNNL_ARG_DIFF_DST, false, user(d.dst_dims, d.dst_strides), pd.diff_dst_desc());
@@ -180,12 +182,11 @@ bool run_entry(const Entry& e, const float* in0, const float* in1, float* out) {
       const Entry::Operand& o = e.ops[k];
       user[k] = dnnl::memory(o.user, engine(), ptrs[k]);
       inner[k] = o.r ? staging.make(o.inner) : user[k];
-      if (o.r && !o.output) o.r->execute(s, user[k], inner[k]);
+      if (o.r && !o.output) dnnl_execute(*o.r, o.scratch, s, {{DNNL_ARG_FROM, user[k]}, {DNNL_ARG_TO, inner[k]}});
       args[o.arg] = inner[k];
     }
-    e.prim.execute(s, args);
-    if (e.ops[2].r) e.ops[2].r->execute(s, inner[2], user[2]);
-    s.wait();
+    dnnl_execute(e.prim, e.scratch, s, args);
+    if (e.ops[2].r) dnnl_execute(*e.ops[2].r, e.ops[2].scratch, s, {{DNNL_ARG_FROM, inner[2]}, {DNNL_ARG_TO, user[2]}});
     return true;
   } catch (const dnnl::error&) {
     return false;

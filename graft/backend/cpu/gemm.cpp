@@ -1,7 +1,6 @@
 #include "graft/backend/cpu/gemm.h"
 
 #include <cstring>
-#include <cstring>
 #include <vector>
 
 #include "graft/backend/cpu/parallel.h"
@@ -15,7 +14,7 @@ extern "C" void openblas_set_num_threads(int);
 #include <mutex>
 #include <tuple>
 
-#include <oneapi/dnnl/dnnl.hpp>
+#include "graft/backend/cpu/dnnl_util.h"
 #endif
 
 namespace graft::cpu {
@@ -67,11 +66,11 @@ bool dnnl_matmul_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
   struct Entry {
     matmul prim;
-    memory::desc a, b, c;
+    memory::desc a, b, c, scratch;
   };
   static std::mutex mu;
   static std::map<Key, std::shared_ptr<Entry>>* cache = new std::map<Key, std::shared_ptr<Entry>>();
-  static engine* eng = new engine(engine::kind::cpu, 0);
+  engine& eng = dnnl_engine();
   std::shared_ptr<Entry> e;
   Key key{ta, tb, M, N, K, lda, ldb, ldc};
   try {
@@ -84,15 +83,14 @@ bool dnnl_matmul_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
       memory::desc a({M, K}, memory::data_type::f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
       memory::desc b({K, N}, memory::data_type::f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
       memory::desc c({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
-      matmul::primitive_desc pd(matmul::desc(a, b, c), *eng);
-      e = std::make_shared<Entry>(Entry{matmul(pd), a, b, c});
+      matmul::primitive_desc pd(matmul::desc(a, b, c), dnnl_attr(), eng);
+      e = std::make_shared<Entry>(Entry{matmul(pd), a, b, c, pd.scratchpad_desc()});
       std::lock_guard<std::mutex> lk(mu);
       cache->emplace(key, e);
     }
-    stream s(*eng);
-    memory ma(e->a, *eng, const_cast<float*>(A)), mb(e->b, *eng, const_cast<float*>(B)), mc(e->c, *eng, C);
-    e->prim.execute(s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
-    s.wait();
+    stream s(eng);
+    memory ma(e->a, eng, const_cast<float*>(A)), mb(e->b, eng, const_cast<float*>(B)), mc(e->c, eng, C);
+    dnnl_execute(e->prim, e->scratch, s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
     return true;
   } catch (const dnnl::error&) {
     return false;  // the caller falls back to sgemm

@@ -1,4 +1,5 @@
 #include "graft/backend/cpu/llvm_jit.h"
+#include "graft/core/env.h"
 
 #include <algorithm>
 #include <atomic>
@@ -65,8 +66,7 @@ std::string cache_dir() {
 // GRAFT_CACHE_MAX_BYTES (default 256 MiB): the disk cache's size, beyond which the objects used
 // least recently are deleted.
 uint64_t cache_limit() {
-  const char* e = std::getenv("GRAFT_CACHE_MAX_BYTES");
-  return e && *e ? std::strtoull(e, nullptr, 10) : uint64_t(256) << 20;
+  return static_cast<uint64_t>(env::integer("GRAFT_CACHE_MAX_BYTES", int64_t(256) << 20, 0, int64_t(1) << 50));
 }
 
 // Keeps the directory under the limit: deletes the least recently used objects (a hit sets its

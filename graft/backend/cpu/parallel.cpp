@@ -1,4 +1,5 @@
 #include "graft/backend/cpu/parallel.h"
+#include "graft/core/env.h"
 
 #include <algorithm>
 #include <atomic>
@@ -15,20 +16,17 @@ namespace graft::cpu {
 // a parallel region starts on threads that are still spinning from the previous one.
 namespace {
 int configured_threads() {
-  if (const char* e = std::getenv("GRAFT_NUM_THREADS")) {
-    int n = std::atoi(e);
-    if (n > 0) return n;
-  }
+  if (int64_t n = env::integer("GRAFT_NUM_THREADS", 0, 1, 4096)) return static_cast<int>(n);
   return std::max(1, omp_get_max_threads());
 }
 }  // namespace
 
 int num_threads() {
-  static const int n = [] {
-    int t = configured_threads();
-    omp_set_num_threads(t);
-    return t;
-  }();
+  static const int n = configured_threads();
+  // OpenMP's thread count is a per-thread setting: every thread that runs kernels (oneDNN reads it
+  // for its GEMMs) sets it once, so that a user's thread gets the same team size as the main one
+  thread_local const bool set = (omp_set_num_threads(n), true);
+  (void)set;
   return n;
 }
 

@@ -24,18 +24,33 @@ void cum_kernel(const T* x, T* o, int64_t outer, int64_t n, int64_t inner, bool 
                     [&](int64_t b, int64_t e) {
                       for (int64_t oi = b; oi < e; ++oi) {
                         int64_t base = (oi / inner) * n * inner + oi % inner;
-                        C acc{};
+                        C acc{}, comp{};  // comp: an f64 sum's compensation (Neumaier)
+                        double wide = 0;  // an f32 sum
                         for (int64_t r = 0; r < n; ++r) {
                           int64_t k = reverse ? n - 1 - r : r;
                           C v = static_cast<C>(x[base + k * inner]);
                           if (r == 0) {
                             acc = v;
+                            if constexpr (K == CKind::sum && std::is_same_v<C, float>) wide = static_cast<double>(v);
                           } else if constexpr (K == CKind::sum) {
                             if constexpr (std::is_same_v<C, bool>) {
                               acc = acc || v;
                             } else if constexpr (std::is_integral_v<C> && std::is_signed_v<C>) {
                               using U = std::make_unsigned_t<C>;
                               acc = static_cast<C>(static_cast<U>(acc) + static_cast<U>(v));
+                            } else if constexpr (std::is_same_v<C, float>) {
+                              // f32 (and f16, bf16) running sums are kept in f64: plain f32 was 15% off
+                              // after 2^24 terms, and an f32 compensation term drifts as much itself
+                              wide += static_cast<double>(v);
+                              o[base + k * inner] = static_cast<T>(wide);
+                              continue;
+                            } else if constexpr (std::is_floating_point_v<C>) {
+                              // f64: compensated (Neumaier), within a few ulp of the exact running sum
+                              C t = acc + v;
+                              comp += std::fabs(acc) >= std::fabs(v) ? (acc - t) + v : (v - t) + acc;
+                              acc = t;
+                              o[base + k * inner] = static_cast<T>(acc + comp);
+                              continue;
                             } else {
                               acc = static_cast<C>(acc + v);
                             }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "graft/backend/cpu/pairwise.h"
 #include "graft/prims/elementwise.h"
 
 namespace graft::prims {
@@ -155,25 +156,95 @@ T minmax_row(const T* row, int64_t n) {
   return total;
 }
 
+// The type a reduction accumulates in: the compute type, except for products of f32 (and f16, bf16),
+// which accumulate in f64: every multiplication's rounding adds to the product's relative error
+// whatever the order (2^20 factors near 1 were 2.5e-4 off in f32), so only a wider type helps.
 template <RKind K, class T>
-compute_t<T> reduce_row(const T* row, int64_t n) {
-  using A = compute_t<T>;
-  if constexpr ((K == RKind::max || K == RKind::min) && (std::is_same_v<T, float> || std::is_same_v<T, double>))
-    return minmax_row<K>(row, n);
-  A total = identity<K, A>();
-  if constexpr (std::is_floating_point_v<A>) {
-    constexpr int W = 8;
-    A acc[W];
-    for (int j = 0; j < W; ++j) acc[j] = identity<K, A>();
-    int64_t r = 0;
-    for (; r + W <= n; r += W)
-      for (int j = 0; j < W; ++j) acc[j] = combine<K>(acc[j], static_cast<A>(row[r + j]));
-    for (; r < n; ++r) total = combine<K>(total, static_cast<A>(row[r]));
-    for (int j = 0; j < W; ++j) total = combine<K>(total, acc[j]);
-  } else {
-    for (int64_t r = 0; r < n; ++r) total = combine<K>(total, static_cast<A>(row[r]));
+using acc_t = std::conditional_t<K == RKind::prod && std::is_same_v<compute_t<T>, float>, double, compute_t<T>>;
+
+// Float sums fold pairwise (graft/backend/cpu/pairwise.h): blocks of kPairBlock elements with eight
+// accumulators each (32 values per accumulator), the blocks' results in a balanced tree, so that the
+// error grows with log2(n) as NumPy's does (one accumulator per lane over the whole row made an f32 sum
+// of 2^24 values 1.7% low). Rows longer than kPiece elements are folded as pieces of that
+// length, the pieces' results again pairwise: the pieces of a few long rows run on all threads, and
+// a row's result is the same whichever thread folded which piece.
+template <RKind K, class A>
+constexpr bool kPairwise = K == RKind::sum && std::is_floating_point_v<A>;
+constexpr int64_t kPairBlock = 256;
+constexpr int64_t kPiece = int64_t(1) << 16;
+
+template <RKind K, class A>
+struct Combiner {
+  A operator()(A a, A b) const { return combine<K>(a, b); }
+};
+
+// Folds a list of partial results in order: pairwise for float sums, left to right for the others (exact: max, min, integer arithmetic modulo 2^n, and, or).
+template <RKind K, class A>
+class Folder {
+ public:
+  void add(A v) {
+    if constexpr (kPairwise<K, A>) {
+      tree_.add(v);
+    } else {
+      acc_ = combine<K>(acc_, v);
+    }
   }
-  return total;
+  A total() const {
+    if constexpr (kPairwise<K, A>) {
+      return tree_.total(identity<K, A>());
+    } else {
+      return acc_;
+    }
+  }
+
+ private:
+  std::conditional_t<kPairwise<K, A>, cpu::PairwiseFold<A, Combiner<K, A>>, char> tree_{};
+  A acc_ = identity<K, A>();
+};
+
+// One block of a row: eight independent accumulators for floats.
+template <RKind K, class T>
+acc_t<K, T> fold_block(const T* row, int64_t n) {
+  using A = acc_t<K, T>;
+  constexpr int W = 8;
+  A acc[W];
+  for (int j = 0; j < W; ++j) acc[j] = identity<K, A>();
+  int64_t r = 0;
+  for (; r + W <= n; r += W)
+    for (int j = 0; j < W; ++j) acc[j] = combine<K>(acc[j], static_cast<A>(row[r + j]));
+  A total = identity<K, A>();
+  for (; r < n; ++r) total = combine<K>(total, static_cast<A>(row[r]));
+  A a01 = combine<K>(acc[0], acc[1]), a23 = combine<K>(acc[2], acc[3]), a45 = combine<K>(acc[4], acc[5]),
+    a67 = combine<K>(acc[6], acc[7]);
+  return combine<K>(combine<K>(combine<K>(a01, a23), combine<K>(a45, a67)), total);
+}
+
+// A row of at most kPiece elements.
+template <RKind K, class T>
+acc_t<K, T> reduce_piece(const T* row, int64_t n) {
+  using A = acc_t<K, T>;
+  if constexpr ((K == RKind::max || K == RKind::min) && (std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    return minmax_row<K>(row, n);
+  } else if constexpr (kPairwise<K, A>) {
+    if (n <= kPairBlock) return fold_block<K>(row, n);
+    Folder<K, A> f;
+    for (int64_t b = 0; b < n; b += kPairBlock) f.add(fold_block<K>(row + b, std::min(kPairBlock, n - b)));
+    return f.total();
+  } else if constexpr (std::is_floating_point_v<A>) {
+    return fold_block<K>(row, n);
+  } else {
+    A total = identity<K, A>();
+    for (int64_t r = 0; r < n; ++r) total = combine<K>(total, static_cast<A>(row[r]));
+    return total;
+  }
+}
+
+template <RKind K, class T>
+acc_t<K, T> reduce_row(const T* row, int64_t n) {
+  if (n <= kPiece) return reduce_piece<K>(row, n);
+  Folder<K, acc_t<K, T>> f;
+  for (int64_t b = 0; b < n; b += kPiece) f.add(reduce_piece<K>(row + b, std::min(kPiece, n - b)));
+  return f.total();
 }
 
 // Input elements a thread's piece of a reduction folds at least. A fold is one instruction an element
@@ -187,26 +258,98 @@ constexpr int64_t kReduceGrain = int64_t(1) << 17;
 // copied the whole operand (a 128x32x26x26 sum: 556 us).
 template <RKind K, class T>
 void reduce_ends_kernel(const T* x, T* out, int64_t a, int64_t kept, int64_t b) {
-  using A = compute_t<T>;
+  using A = acc_t<K, T>;
   int64_t grain = std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(1, a * b));
   cpu::parallel_for(kept, grain, [&](int64_t k0, int64_t k1) {
     for (int64_t k = k0; k < k1; ++k) {
-      A acc = identity<K, A>();
-      for (int64_t i = 0; i < a; ++i) acc = combine<K>(acc, reduce_row<K>(x + (i * kept + k) * b, b));
-      out[k] = static_cast<T>(acc);
+      Folder<K, A> f;
+      for (int64_t i = 0; i < a; ++i) f.add(reduce_row<K>(x + (i * kept + k) * b, b));
+      out[k] = static_cast<T>(f.total());
     }
   });
 }
 
+// Fewer rows than threads, each longer than a piece (a full sum of a large array): the rows' pieces are
+// folded on all threads, then each row's pieces in order (the same result as reduce_row).
+template <RKind K, class T>
+void reduce_long_rows(const T* x, T* out, int64_t rows, int64_t n) {
+  using A = acc_t<K, T>;
+  using Store = std::conditional_t<std::is_same_v<A, bool>, uint8_t, A>;
+  int64_t pieces = (n + kPiece - 1) / kPiece;
+  std::vector<Store> part(static_cast<size_t>(rows * pieces));
+  cpu::parallel_for(rows * pieces, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      int64_t r = i / pieces, p = i % pieces;
+      part[static_cast<size_t>(i)] = static_cast<Store>(reduce_piece<K>(x + r * n + p * kPiece, std::min(kPiece, n - p * kPiece)));
+    }
+  });
+  for (int64_t r = 0; r < rows; ++r) {
+    Folder<K, A> f;
+    for (int64_t p = 0; p < pieces; ++p) f.add(static_cast<A>(part[static_cast<size_t>(r * pieces + p)]));
+    out[r] = static_cast<T>(f.total());
+  }
+}
+
+// Columns [outer, red, inner] with pairwise sums: the rows of a strip of columns are added in blocks
+// of kColBlock rows, the blocks' results pairwise (one partial per tree level and column).
+constexpr int64_t kColBlock = 32;
+
+template <RKind K, class T>
+void fold_columns_pairwise(const T* x, T* out, int64_t red, int64_t inner, int64_t i0, int64_t i1) {
+  using A = acc_t<K, T>;
+  size_t w = static_cast<size_t>(i1 - i0);
+  std::vector<A> blk(w), carry(w);
+  std::vector<std::vector<A>> level;
+  uint64_t full = 0;
+  for (int64_t r0 = 0; r0 < red; r0 += kColBlock) {
+    std::fill(blk.begin(), blk.end(), identity<K, A>());
+    for (int64_t r = r0; r < std::min(red, r0 + kColBlock); ++r) {
+      const T* row = x + r * inner + i0;
+      for (size_t i = 0; i < w; ++i) blk[i] = combine<K>(blk[i], static_cast<A>(row[i]));
+    }
+    size_t l = 0;
+    for (; full >> l & 1; ++l) {
+      for (size_t i = 0; i < w; ++i) blk[i] = combine<K>(level[l][i], blk[i]);
+      full &= ~(uint64_t(1) << l);
+    }
+    if (level.size() <= l) level.resize(l + 1);
+    level[l] = blk;
+    full |= uint64_t(1) << l;
+  }
+  bool first = true;
+  for (size_t l = level.size(); l-- > 0;)
+    if (full >> l & 1) {
+      for (size_t i = 0; i < w; ++i) carry[i] = first ? level[l][i] : combine<K>(carry[i], level[l][i]);
+      first = false;
+    }
+  for (size_t i = 0; i < w; ++i) out[i0 + static_cast<int64_t>(i)] = static_cast<T>(first ? identity<K, A>() : carry[i]);
+}
+
 template <RKind K, class T>
 void reduce_kernel(const T* x, T* out, Layout L) {
-  using A = compute_t<T>;
+  using A = acc_t<K, T>;
   if (L.inner == 1) {
+    if (L.red > kPiece && L.outer < 2 * cpu::num_threads()) return reduce_long_rows<K>(x, out, L.outer, L.red);
     cpu::parallel_for(L.outer, std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(1, L.red)),
                       [&](int64_t o0, int64_t o1) {
                         for (int64_t o = o0; o < o1; ++o) out[o] = static_cast<T>(reduce_row<K>(x + o * L.red, L.red));
                       });
     return;
+  }
+  if constexpr (kPairwise<K, A>) {
+    if (L.red > kColBlock) {
+      // strips of columns of each outer index; a strip of at least 64 columns keeps the loop vectorized
+      int64_t strip = std::max<int64_t>(64, kReduceGrain / std::max<int64_t>(1, L.red));
+      int64_t strips = (L.inner + strip - 1) / strip;
+      cpu::parallel_for(L.outer * strips, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          int64_t o = i / strips, s0 = (i % strips) * strip;
+          fold_columns_pairwise<K>(x + o * L.red * L.inner, out + o * L.inner, L.red, L.inner, s0,
+                                   std::min(L.inner, s0 + strip));
+        }
+      });
+      return;
+    }
   }
   // [outer, red, inner]: accumulate whole inner rows (vectorizable along inner)
   cpu::parallel_for(L.outer * L.inner, std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(1, L.red)),
@@ -322,7 +465,7 @@ Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<cons
 // The tile form (fused loops): folds n contiguous elements into *acc.
 template <RKind K, class T>
 void reduce_tile(void* acc, const void* in, int64_t n, bool init) {
-  using A = compute_t<T>;
+  using A = acc_t<K, T>;
   T* a = static_cast<T*>(acc);
   A r = reduce_row<K>(static_cast<const T*>(in), n);
   *a = static_cast<T>(init ? r : combine<K>(static_cast<A>(*a), r));

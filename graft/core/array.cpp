@@ -13,6 +13,7 @@
 namespace graft {
 
 ConcreteNode::ConcreteNode(Aval a) : ArrayNode(std::move(a), false) {
+  checked_numel(aval_.shape, "array");  // the byte count below cannot wrap
   size_t nb = aval_.nbytes();
   if (nb <= kInlineBytes) {
     data_ = inline_;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graft/core/device.h"
+#include "graft/core/error.h"
 
 namespace graft {
 
@@ -42,6 +43,14 @@ class HostCache {
     cached_ -= n;
     return p;
   }
+  // Returns every cached block to the system (before giving up on an allocation).
+  void release_all() {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& [n, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_ = 0;
+  }
   bool give(void* p, size_t n) {
     std::lock_guard<std::mutex> lk(mu_);
     if (cached_ + n > limit_) return false;
@@ -74,7 +83,13 @@ Ref<Buffer> Buffer::allocate_cpu(size_t nbytes) {
   size_t r = rounded_size(nbytes);
   void* p = r >= kCacheMin ? cache().take(r) : nullptr;
   if (!p) p = std::aligned_alloc(kBufferAlign, r);
-  if (!p) throw std::bad_alloc();
+  if (!p) {
+    cache().release_all();  // memory held for reuse may be what is missing
+    p = std::aligned_alloc(kBufferAlign, r);
+  }
+  if (!p)
+    fail<MemoryError>("out of memory: cannot allocate ", nbytes, " bytes (", static_cast<double>(nbytes) / (1 << 30),
+                      " GiB) of host memory for an array");
   return make_ref<Buffer>(p, nbytes, Device::cpu(), &free_cpu);
 }
 

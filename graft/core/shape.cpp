@@ -12,6 +12,22 @@ int64_t numel(const Shape& s) {
   return n;
 }
 
+int64_t checked_numel(const Shape& s, const char* op) {
+  int64_t n = 1;
+  bool big = false;
+  for (auto d : s) {
+    if (d < 0) fail<ValueError>(op, ": negative dimension ", d, " in shape (", shape_str(s), ")");
+    // keep checking every dimension for a negative one even once the product is too large
+    if (!big && (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)) big = true;
+  }
+  for (auto d : s)
+    if (d == 0) return 0;
+  if (big)
+    fail<ValueError>(op, ": shape (", shape_str(s), ") has more than 2^48 elements (", kMaxElements,
+                     "), more than graft can address");
+  return n;
+}
+
 Shape strides_of(const Shape& s) {
   Shape st(s.size());
   int64_t acc = 1;

@@ -18,6 +18,11 @@ using Shape = SmallVector<int64_t, 6>;
 using Axes = SmallVector<int64_t, 6>;
 
 int64_t numel(const Shape& s);
+/// The most elements an array may have (2^48): its byte size then fits in any size arithmetic.
+inline constexpr int64_t kMaxElements = int64_t(1) << 48;
+/// numel after checking that every dimension is non-negative and the product neither overflows nor
+/// exceeds kMaxElements; throws ValueError naming `op` and the shape otherwise.
+int64_t checked_numel(const Shape& s, const char* op);
 /// Row-major strides in elements.
 Shape strides_of(const Shape& s);
 /// "3,4" (no brackets).

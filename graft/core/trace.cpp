@@ -81,6 +81,7 @@ Arrays eval_primitive(const Primitive& p, std::span<const Array> in, const Param
     ptrs[i] = &in[i].aval();
   }
   Avals outs = p.shape(p, AvalPtrs(ptrs, in.size()), params);
+  for (const Aval& a : outs) checked_numel(a.shape, p.name);  // before anything is allocated
   return p.impl(p, in, outs, params);
 }
 

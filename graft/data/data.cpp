@@ -11,56 +11,103 @@
 namespace graft::data {
 
 namespace {
-std::vector<uint8_t> read_all(const std::string& path) {
-  // gzopen reads plain files too (transparently), so one path covers .gz and raw IDX files
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) fail<IOError>("cannot open '", path, "': ", std::strerror(errno));
-  std::vector<uint8_t> raw;
-  std::vector<uint8_t> buf(1 << 20);
-  int n;
-  while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) raw.insert(raw.end(), buf.begin(), buf.begin() + n);
-  int err = 0;
-  const char* msg = gzerror(f, &err);
-  bool bad = n < 0 || (err != Z_OK && err != Z_STREAM_END);
-  std::string why = bad ? msg : "";
-  gzclose(f);
-  if (bad) fail<IOError>("'", path, "' is corrupt or truncated (", why, ")");
-  return raw;
-}
 
-uint32_t be32(const std::vector<uint8_t>& b, size_t off) {
-  return (uint32_t(b[off]) << 24) | (uint32_t(b[off + 1]) << 16) | (uint32_t(b[off + 2]) << 8) | b[off + 3];
-}
+// An IDX stream, gzip or plain (gzread reads plain files transparently), read in order with every
+// failure an IOError naming the file. Reading is driven by the header: its size claim is checked
+// against the actual data as the data arrives, so a small file that claims (or decompresses to) a huge
+// size never makes graft allocate more than the data it holds.
+class IdxStream {
+ public:
+  explicit IdxStream(const std::string& path) : path_(path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) fail<IOError>("cannot read '", path, "': it is a directory");
+    f_ = gzopen(path.c_str(), "rb");
+    if (!f_) fail<IOError>("cannot open '", path, "': ", std::strerror(errno ? errno : ENOENT));
+  }
+  ~IdxStream() { gzclose(f_); }
+  IdxStream(const IdxStream&) = delete;
+  IdxStream& operator=(const IdxStream&) = delete;
+
+  // Reads up to n bytes into dst; returns how many arrived (fewer only at the end of the data).
+  size_t read(void* dst, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+      unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, size_t(1) << 30));
+      int got = gzread(f_, static_cast<char*>(dst) + done, chunk);
+      if (got < 0) corrupt();
+      if (got == 0) break;
+      done += static_cast<size_t>(got);
+    }
+    int err = 0;
+    gzerror(f_, &err);
+    if (err != Z_OK && err != Z_STREAM_END) corrupt();
+    return done;
+  }
+  void read_exact(void* dst, size_t n, const char* what) {
+    if (read(dst, n) != n) fail<IOError>("'", path_, "' is truncated: it ends inside the ", what);
+  }
+  bool at_end() {
+    char c;
+    return read(&c, 1) == 0;
+  }
+
+ private:
+  [[noreturn]] void corrupt() {
+    int err = 0;
+    const char* msg = gzerror(f_, &err);
+    fail<IOError>("'", path_, "' is corrupt or truncated (", msg ? msg : "gzip error", ")");
+  }
+  std::string path_;
+  gzFile f_;
+};
+
 }  // namespace
 
 Array read_idx(const std::string& path) {
-  std::vector<uint8_t> raw = read_all(path);
-  if (raw.size() < 4) fail<IOError>("'", path, "' is too short for an IDX header");
-  if (raw[0] != 0 || raw[1] != 0) fail<IOError>("'", path, "' is not an IDX file (bad magic number)");
+  IdxStream in(path);
+  uint8_t magic[4];
+  in.read_exact(magic, 4, "IDX header");
+  if (magic[0] != 0 || magic[1] != 0) fail<IOError>("'", path, "' is not an IDX file (bad magic number)");
   DType d;
-  switch (raw[2]) {
+  switch (magic[2]) {
     case 0x08: d = DType::u8; break;
     case 0x09: d = DType::i8; break;
     case 0x0B: d = DType::i16; break;
     case 0x0C: d = DType::i32; break;
     case 0x0D: d = DType::f32; break;
     case 0x0E: d = DType::f64; break;
-    default: fail<IOError>("'", path, "': unknown IDX element type 0x", std::hex, int(raw[2]));
+    default: fail<IOError>("'", path, "': unknown IDX element type 0x", std::hex, int(magic[2]));
   }
-  size_t nd = raw[3], off = 4 + 4 * nd;
-  if (raw.size() < off) fail<IOError>("'", path, "': truncated IDX header");
+  size_t nd = magic[3];
+  std::vector<uint8_t> dims(4 * nd);
+  in.read_exact(dims.data(), dims.size(), "IDX header");
   Shape shape;
-  for (size_t i = 0; i < nd; ++i) shape.push_back(be32(raw, 4 + 4 * i));
-  size_t need = static_cast<size_t>(numel(shape)) * itemsize(d);
-  if (raw.size() - off < need)
-    fail<IOError>("'", path, "' is truncated: the header promises ", need, " bytes of data, the file has ",
-                  raw.size() - off);
+  for (size_t i = 0; i < nd; ++i)
+    shape.push_back((int64_t(dims[4 * i]) << 24) | (int64_t(dims[4 * i + 1]) << 16) | (int64_t(dims[4 * i + 2]) << 8) |
+                    dims[4 * i + 3]);
+  int64_t count = 0;
+  try {
+    count = checked_numel(shape, "read_idx");
+  } catch (const ValueError&) {
+    fail<IOError>("'", path, "': the IDX header's shape (", shape_str(shape), ") is too large to be real");
+  }
+  size_t isz = itemsize(d), need = static_cast<size_t>(count) * isz;
+  // the data arrives in pieces into a buffer that grows with it: a header's claim alone allocates nothing
+  std::vector<uint8_t> raw;
+  constexpr size_t kPiece = size_t(16) << 20;
+  while (raw.size() < need) {
+    size_t at = raw.size(), want = std::min(kPiece, need - at);
+    raw.resize(at + want);
+    size_t got = in.read(raw.data() + at, want);
+    if (got < want)
+      fail<IOError>("'", path, "' is truncated: the header promises ", need, " bytes of data, the file has ", at + got);
+  }
+  if (!in.at_end()) fail<IOError>("'", path, "' has data after the ", need, " bytes its header (", shape_str(shape), ") promises");
   Array out = Array::empty(Aval(shape, d));
   uint8_t* dst = static_cast<uint8_t*>(out.concrete()->data());
-  size_t isz = itemsize(d);
   // IDX stores big-endian values
   for (size_t i = 0; i < need; i += isz)
-    for (size_t k = 0; k < isz; ++k) dst[i + k] = raw[off + i + isz - 1 - k];
+    for (size_t k = 0; k < isz; ++k) dst[i + k] = raw[i + isz - 1 - k];
   return out;
 }
 

@@ -46,7 +46,9 @@ std::shared_ptr<const void> ClosedJaxpr::derived_any(const std::string& key,
 Avals infer_avals(const Primitive& prim, std::span<const Aval> in, const Params& params) {
   SmallVector<const Aval*, 8> ptrs;
   for (auto& a : in) ptrs.push_back(&a);
-  return prim.shape(prim, AvalPtrs(ptrs.data(), ptrs.size()), params);
+  Avals outs = prim.shape(prim, AvalPtrs(ptrs.data(), ptrs.size()), params);
+  for (const Aval& a : outs) checked_numel(a.shape, prim.name);  // traced programs too
+  return outs;
 }
 
 // ---- evaluation -----------------------------------------------------------------------------------

@@ -31,9 +31,14 @@ Array arange(double stop, std::optional<DType> d) { return arange(0, stop, 1, d)
 
 Array arange(double start, double stop, double step, std::optional<DType> d) {
   if (step == 0) fail<ValueError>("arange: step must not be zero");
+  if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+    fail<ValueError>("arange: start, stop and step must be finite, got (", start, ", ", stop, ", ", step, ")");
   bool ints = start == std::floor(start) && stop == std::floor(stop) && step == std::floor(step);
   DType dt = d.value_or(ints ? default_int : default_float);
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
+  double count = std::ceil((stop - start) / step);  // may be huge: checked before the cast
+  if (!(count <= static_cast<double>(kMaxElements)))
+    fail<ValueError>("arange: (", start, ", ", stop, ", ", step, ") has ", count, " elements, more than 2^48");
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
   Array i = lax::iota(is_floating(dt) ? dt : DType::i64, {n}, 0);
   if (start == 0 && step == 1) return convert(i, dt);
   Array v = lax::add(lax::mul(i, Array::scalar(step, i.dtype())), Array::scalar(start, i.dtype()));
@@ -58,6 +63,7 @@ Array linspace(double start, double stop, int64_t num, DType d, bool endpoint) {
 
 Array eye(int64_t n, std::optional<int64_t> m, int64_t k, DType d) {
   int64_t cols = m.value_or(n);
+  if (n < 0 || cols < 0) fail<ValueError>("eye: the number of rows and columns must be non-negative, got ", n, " and ", cols);
   Array r = lax::iota(DType::i64, {n, cols}, 0);
   Array c = lax::iota(DType::i64, {n, cols}, 1);
   return convert(lax::eq(lax::add(r, Array::scalar(static_cast<double>(k), DType::i64)), c), d);

@@ -1,6 +1,8 @@
 // graft::io: safetensors round trips, the byte layout, atomic writes, corrupt files.
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "testing.h"
 
@@ -124,6 +126,132 @@ TEST(Safetensors, CorruptFilesRaiseIOError) {
   expect_io(with_header(h3), "bytes for shape");
   expect_io(good + "trailing", "unindexed trailing bytes");
   EXPECT_THROW(io::load_tensors(tmp("does_not_exist")), IOError);
+}
+
+// Hostile and malformed files, each rejected with an IOError that names the problem (never a crash,
+// an out-of-bounds read, a huge allocation or a silently wrong tensor). docs/bad_inputs.md lists them.
+struct BadFile {
+  const char* what;
+  std::string bytes;
+  const char* words;
+};
+
+std::string with_header_size(uint64_t n, const std::string& rest) {
+  std::string b(8, '\0');
+  for (int i = 0; i < 8; ++i) b[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xff);
+  return b + rest;
+}
+std::string file_with(const std::string& header, const std::string& data) {
+  return with_header_size(header.size(), header) + data;
+}
+
+std::vector<BadFile> bad_safetensors() {
+  std::string d8(8, '\1');
+  return {
+      {"empty file", "", "8-byte"},
+      {"five bytes", "12345", "8-byte"},
+      {"header size past the end", with_header_size(1000, "{}"), "runs past the end"},
+      {"header size 2^63", with_header_size(uint64_t(1) << 63, "{}"), "100 MB limit"},
+      {"header of 200 MB claimed", with_header_size(uint64_t(200) << 20, "{}"), "100 MB limit"},
+      {"header size 2^64 - 1", with_header_size(~uint64_t(0), "{}"), "100 MB limit"},
+      {"header not JSON", file_with("{not json", ""), "not valid JSON"},
+      {"header a JSON list", file_with("[1,2]", ""), "not a JSON object"},
+      {"header a JSON string", file_with("\"x\"", ""), "not a JSON object"},
+      {"duplicate tensor names",
+       file_with(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", "\1\2"),
+       "names 'a' twice"},
+      {"duplicate field", file_with(R"({"a":{"dtype":"U8","dtype":"F32","shape":[1],"data_offsets":[0,1]}})", "\1"), "twice"},
+      {"unknown dtype", file_with(R"({"a":{"dtype":"F99","shape":[1],"data_offsets":[0,1]}})", "\1"), "unknown dtype"},
+      {"dtype not a string", file_with(R"({"a":{"dtype":7,"shape":[1],"data_offsets":[0,1]}})", "\1"), "dtype string"},
+      {"missing shape", file_with(R"({"a":{"dtype":"U8","data_offsets":[0,1]}})", "\1"), "shape list"},
+      {"fractional dimension", file_with(R"({"a":{"dtype":"U8","shape":[1.5],"data_offsets":[0,1]}})", "\1"),
+       "not a non-negative integer"},
+      {"null dimension", file_with(R"({"a":{"dtype":"U8","shape":[null],"data_offsets":[0,1]}})", "\1"),
+       "not a non-negative integer"},
+      {"negative dimension", file_with(R"({"a":{"dtype":"U8","shape":[-1],"data_offsets":[0,1]}})", "\1"),
+       "not a non-negative integer"},
+      {"string dimension", file_with(R"({"a":{"dtype":"U8","shape":["1"],"data_offsets":[0,1]}})", "\1"),
+       "not a non-negative integer"},
+      {"shape [2^61, 2] with 0 data bytes (wraps to 0 bytes)",
+       file_with(R"({"a":{"dtype":"F32","shape":[2305843009213693952,2],"data_offsets":[0,0]}})", ""), "over 2^48"},
+      {"shape [2^32, 2^32, 2^32]",
+       file_with(R"({"a":{"dtype":"U8","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,0]}})", ""),
+       "over 2^48"},
+      {"fractional offset", file_with(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1.0]}})", "\1"),
+       "not a non-negative integer"},
+      {"null offset", file_with(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[null,1]}})", "\1"),
+       "not a non-negative integer"},
+      {"three offsets", file_with(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1,2]}})", "\1"), "[begin, end]"},
+      {"offsets reversed", file_with(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[1,0]}})", "\1"), "outside the data"},
+      {"offset 2^64 - 1", file_with(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,18446744073709551615]}})", "\1"),
+       "outside the data"},
+      {"size mismatch", file_with(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", d8), "bytes for shape"},
+      {"overlapping tensors",
+       file_with(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})", d8),
+       "holes or overlaps"},
+      {"hole in the data",
+       file_with(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[4,6]}})", "\1\1\1\1\1\1"),
+       "holes or overlaps"},
+      {"trailing bytes", file_with(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})", "\1\1\1"), "trailing bytes"},
+      {"bool byte 2", file_with(R"({"a":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", std::string("\1\2", 2)),
+       "not 0 or 1"},
+      {"metadata not an object", file_with(R"({"__metadata__":[1]})", ""), "object of strings"},
+      {"metadata value a number", file_with(R"({"__metadata__":{"epoch":3}})", ""), "not a string"},
+      {"tensor entry a number", file_with(R"({"a":3})", ""), "not an object"},
+      {"unknown field", file_with(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"extra":1}})", "\1"),
+       "unknown field"},
+      {"65 dimensions", file_with(R"({"a":{"dtype":"U8","shape":[)" + [] {
+         std::string d;
+         for (int i = 0; i < 65; ++i) d += i ? ",1" : "1";
+         return d;
+       }() + R"(],"data_offsets":[0,1]}})", "\1"),
+       "more than 64 dimensions"},
+  };
+}
+
+TEST(Safetensors, HostileFilesAreRejectedWithAClearError) {
+  auto cases = bad_safetensors();
+  EXPECT_GE(cases.size(), 20u);
+  for (auto& c : cases) {
+    std::string q = tmp("hostile.safetensors");
+    write(q, c.bytes);
+    try {
+      io::load_tensors(q);
+      ADD_FAILURE() << c.what << ": loaded";
+    } catch (const IOError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.words), std::string::npos) << c.what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(q), std::string::npos) << c.what << ": the message names the file";
+    }
+  }
+}
+
+TEST(Safetensors, ADirectoryIsAnIOErrorForReadingAndWriting) {
+  std::string d = tmp("a_directory");
+  fs::create_directories(d);
+  expect_throws<IOError>([&] { io::load_tensors(d); }, "is a directory");
+  expect_throws<IOError>([&] { io::save_tensors(d, {{"a", ones({1})}}); }, "is a directory");
+}
+
+TEST(Safetensors, ConcurrentSavesOfOnePathNeverCollide) {
+  // temporary files were named by pid only: two threads saving one path wrote into the same file
+  std::string p = tmp("shared.safetensors");
+  std::vector<std::thread> ts;
+  std::atomic<int> errors{0};
+  for (int t = 0; t < 8; ++t)
+    ts.emplace_back([&, t] {
+      try {
+        for (int r = 0; r < 20; ++r) io::save_tensors(p, {{"a", full({1000}, float(t))}});
+      } catch (const Error&) {
+        errors++;
+      }
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  Array a = io::load_tensors(p).at("a");  // one thread's whole file, never a mix
+  float v = a[0].item<float>();
+  EXPECT_TRUE(array_equal(a, full({1000}, v)));
+  for (auto& e : fs::directory_iterator(fs::path(p).parent_path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
 
 }  // namespace

@@ -69,3 +69,50 @@ TEST(Regression, AtMulMinMaxApplyEveryDuplicate) {
 
 }  // namespace
 }  // namespace graft
+
+namespace graft {
+namespace {
+using namespace graft::testing;
+
+// Size arithmetic: huge, negative and non-finite sizes raise errors before anything is allocated.
+TEST(Regression, HugeShapesAreErrorsNotWrappedSizes) {
+  // 2^61 * 2 elements * 4 bytes wrapped to 0 bytes, and the first write went out of bounds
+  expect_throws<ValueError>([] { zeros({int64_t(1) << 61, 2}); }, "more than 2^48 elements");
+  expect_throws<ValueError>([] { ones({int64_t(1) << 40, int64_t(1) << 40}); }, "more than 2^48");
+  expect_throws<ValueError>([] { Array::empty(Aval({int64_t(1) << 62, 4}, DType::f32)); }, "more than 2^48");
+  // a product that overflows int64 is caught too, and any negative dimension anywhere
+  expect_throws<ValueError>([] { zeros({int64_t(1) << 32, int64_t(1) << 32, int64_t(1) << 32}); }, "2^48");
+  expect_throws<ValueError>([] { Array::empty(Aval({int64_t(1) << 62, 0, -1}, DType::f32)); }, "negative dimension");
+  // under jit the traced program's types are checked the same way
+  expect_throws<ValueError>([] { jit([](const Array& x) { return x + zeros({int64_t(1) << 50}); })(array(1.0f)); }, "2^48");
+  EXPECT_EQ(zeros({int64_t(1) << 61, 0}).size(), 0);  // empty arrays of any extent are fine
+}
+
+TEST(Regression, NegativeAndNonFiniteSizes) {
+  // eye(-3) made an f32[-3,-3]; arange(inf) cast infinity to an integer (undefined behaviour)
+  expect_throws<ValueError>([] { eye(-3); }, "non-negative");
+  expect_throws<ValueError>([] { eye(3, -1); }, "non-negative");
+  expect_throws<ValueError>([] { arange(INFINITY); }, "finite");
+  expect_throws<ValueError>([] { arange(0, NAN, 1); }, "finite");
+  expect_throws<ValueError>([] { arange(0, 1, INFINITY); }, "finite");
+  expect_throws<ValueError>([] { arange(0, 1e300, 1); }, "more than 2^48");
+  expect_throws<ValueError>([] { iota(DType::i32, {-2}); }, "negative dimension");
+  expect_throws<ValueError>([] { ones({3}).reshape({-3, -1}); }, "");
+  expect_throws<ValueError>([] { full({2, -1}, 1.0); }, "negative");
+  EXPECT_EQ(arange(0, -5, 1).size(), 0);
+  EXPECT_EQ(eye(0).shape(), (Shape{0, 0}));
+}
+
+TEST(Regression, RunningOutOfMemoryIsAnError) {
+  // 2^45 bytes (32 TiB) is within graft's limits but beyond the machine: a MemoryError, not an abort
+  try {
+    zeros({int64_t(1) << 43});
+    ADD_FAILURE() << "allocated 32 TiB";
+  } catch (const MemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of memory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sum(ones({10})).item<float>(), 10.0f);  // and graft goes on working
+}
+
+}  // namespace
+}  // namespace graft

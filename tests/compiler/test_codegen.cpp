@@ -345,7 +345,7 @@ TEST_F(Codegen, disk_cache_keeps_the_recently_used_objects_under_its_limit) {
   auto objects = [&] {
     std::vector<fs::path> v;
     for (auto& e : fs::directory_iterator(dir))
-      if (e.path().extension() == ".o") v.push_back(e.path());
+      if (e.path().extension() == ".gko") v.push_back(e.path());
     return v;
   };
   auto now = fs::file_time_type::clock::now();
@@ -357,29 +357,37 @@ TEST_F(Codegen, disk_cache_keeps_the_recently_used_objects_under_its_limit) {
   jit(fa)(x);  // read from disk: marked as used now
   EXPECT_EQ(cpu::jit_stats().cache_hits, hits + 1);
   EXPECT_GT(fs::last_write_time(a_obj), now - std::chrono::minutes(1));
-  // three older objects of 1 MB, files that are not the cache's, temporary files of a crashed writer
-  auto make = [&](const std::string& name, size_t bytes, std::chrono::hours age) {
-    std::ofstream(dir / name, std::ios::binary) << std::string(bytes, 'x');
+  // three older objects of 1 MB (graft's header: its magic), files that are not the cache's, and
+  // temporary files of a crashed writer
+  auto make = [&](const std::string& name, size_t bytes, std::chrono::hours age, bool ours = true) {
+    std::ofstream(dir / name, std::ios::binary) << (ours ? std::string("GRAFTKO1") : std::string()) << std::string(bytes, 'x');
     fs::last_write_time(dir / name, now - age);
   };
-  make("k0000000000000001.o", 1000000, std::chrono::hours(3));
-  make("k0000000000000002.o", 1000000, std::chrono::hours(2));
-  make("k0000000000000003.o", 1000000, std::chrono::hours(1));
-  make("notes.txt", 5000000, std::chrono::hours(9));
-  make("k0000000000000004.o.tmp17", 100, std::chrono::hours(2));
-  make("k0000000000000005.o.tmp18", 100, std::chrono::hours(0));
+  make("k0000000000000001.gko", 1000000, std::chrono::hours(3));
+  make("k0000000000000002.gko", 1000000, std::chrono::hours(2));
+  make("k0000000000000003.gko", 1000000, std::chrono::hours(1));
+  make("notes.txt", 5000000, std::chrono::hours(9), false);
+  make("k0000000000000009.o", 5000000, std::chrono::hours(9), false);     // somebody else's file
+  make("k00000000000000aa.gko", 3000000, std::chrono::hours(9), false);   // our name, not our contents
+  make("k0000000000000007.gko.bak", 100, std::chrono::hours(9));          // not exactly our name
+  make(".k0000000000000004.gko.tmp.17.0", 100, std::chrono::hours(2));
+  make(".k0000000000000005.gko.tmp.18.0", 100, std::chrono::hours(0));
+  make("k0000000000000006.o.tmp17", 100, std::chrono::hours(2), false);   // not ours (the old rule took it)
   setenv("GRAFT_CACHE_MAX_BYTES", "2500000", 1);
   jit(fb)(x);  // a new object: the directory is over its limit, pruned to three quarters of it
   unsetenv("GRAFT_CACHE_MAX_BYTES");
   unsetenv("GRAFT_CACHE_DIR");
-  EXPECT_FALSE(fs::exists(dir / "k0000000000000001.o"));
-  EXPECT_FALSE(fs::exists(dir / "k0000000000000002.o"));
-  EXPECT_TRUE(fs::exists(dir / "k0000000000000003.o"));
+  EXPECT_FALSE(fs::exists(dir / "k0000000000000001.gko"));
+  EXPECT_FALSE(fs::exists(dir / "k0000000000000002.gko"));
+  EXPECT_TRUE(fs::exists(dir / "k0000000000000003.gko"));
   EXPECT_TRUE(fs::exists(a_obj));  // older than the others on disk, but used last
-  EXPECT_EQ(objects().size(), 3u);  // k...3, fa's and fb's
   EXPECT_TRUE(fs::exists(dir / "notes.txt"));
-  EXPECT_FALSE(fs::exists(dir / "k0000000000000004.o.tmp17"));
-  EXPECT_TRUE(fs::exists(dir / "k0000000000000005.o.tmp18"));
+  EXPECT_TRUE(fs::exists(dir / "k0000000000000009.o"));
+  EXPECT_TRUE(fs::exists(dir / "k00000000000000aa.gko"));
+  EXPECT_TRUE(fs::exists(dir / "k0000000000000007.gko.bak"));
+  EXPECT_FALSE(fs::exists(dir / ".k0000000000000004.gko.tmp.17.0"));
+  EXPECT_TRUE(fs::exists(dir / ".k0000000000000005.gko.tmp.18.0"));
+  EXPECT_TRUE(fs::exists(dir / "k0000000000000006.o.tmp17"));
   fs::remove_all(dir);
 }
 
@@ -401,18 +409,41 @@ TEST_F(Codegen, disk_cache_serves_a_second_compile) {
   EXPECT_EQ(after.cache_hits - mid.cache_hits, 1);
   EXPECT_EQ(after.compiled, mid.compiled);
   EXPECT_TRUE(bit_equal(a, b));
-  int objects = 0;
-  for (auto& e : std::filesystem::directory_iterator(dir)) objects += e.path().extension() == ".o" ? 1 : 0;
-  EXPECT_EQ(objects, 1);
-  // a damaged object (truncated, overwritten) is not trusted: the loop is compiled again
-  for (auto& e : std::filesystem::directory_iterator(dir)) std::filesystem::resize_file(e.path(), 100);
-  setenv("GRAFT_CACHE_DIR", dir.c_str(), 1);
-  auto before_damaged = cpu::jit_stats();
-  Array c = jit(f)(x);
-  auto after_damaged = cpu::jit_stats();
-  unsetenv("GRAFT_CACHE_DIR");
-  EXPECT_EQ(after_damaged.compiled - before_damaged.compiled, 1);
-  EXPECT_TRUE(bit_equal(a, c));
+  std::vector<std::filesystem::path> files;
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    if (e.path().extension() == ".gko") files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  std::string good;
+  {
+    std::ifstream in(files[0], std::ios::binary);
+    good.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  // a damaged object is not trusted: the loop is compiled again. Truncated; code bytes overwritten at
+  // the same size (the old cache loaded and ran those); a header for another key; another magic.
+  auto damaged = [&](std::string bytes) {
+    std::ofstream(files[0], std::ios::binary | std::ios::trunc) << bytes;
+    setenv("GRAFT_CACHE_DIR", dir.c_str(), 1);
+    auto before = cpu::jit_stats();
+    Array c = jit(f)(x);
+    auto after = cpu::jit_stats();
+    unsetenv("GRAFT_CACHE_DIR");
+    EXPECT_EQ(after.compiled - before.compiled, 1);
+    EXPECT_EQ(after.cache_hits, before.cache_hits);
+    EXPECT_TRUE(bit_equal(a, c));
+  };
+  damaged(good.substr(0, 100));
+  std::string overwritten = good;
+  for (size_t i = overwritten.size() - 600; i < overwritten.size() - 300; ++i) overwritten[i] = '\xcc';  // int3
+  damaged(overwritten);
+  std::string flipped = good;
+  flipped[flipped.size() / 2] ^= 1;
+  damaged(flipped);
+  std::string other_key = good;
+  other_key[45] ^= 1;  // inside the key stored in the header
+  damaged(other_key);
+  std::string magic = good;
+  magic[0] = 'X';
+  damaged(magic);
   std::filesystem::remove_all(dir);
 }
 

@@ -1,13 +1,21 @@
 #include "graft/backend/cpu/llvm_jit.h"
 #include "graft/core/env.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "graft/core/error.h"
@@ -69,6 +77,30 @@ uint64_t cache_limit() {
   return static_cast<uint64_t>(env::integer("GRAFT_CACHE_MAX_BYTES", int64_t(256) << 20, 0, int64_t(1) << 50));
 }
 
+// Cache files: "k<16 hex digits>.gko", each a header (kMagic, the payload's size and 128-bit hash, the
+// full key) followed by the object code; temporary files ".k<16 hex>.gko.tmp.<pid>.<n>". Nothing else in
+// the directory is graft's: pruning touches only files named so whose first bytes are kMagic.
+constexpr char kMagic[8] = {'G', 'R', 'A', 'F', 'T', 'K', 'O', '1'};
+
+bool is_hex16(const std::string& s, size_t at) {
+  if (s.size() < at + 16) return false;
+  for (size_t i = at; i < at + 16; ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(s[i])) || std::isupper(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+bool is_object_name(const std::string& n) { return n.size() == 21 && n[0] == 'k' && is_hex16(n, 1) && n.substr(17) == ".gko"; }
+bool is_temp_name(const std::string& n) {
+  if (n.size() < 28 || n[0] != '.' || n[1] != 'k' || !is_hex16(n, 2) || n.compare(18, 9, ".gko.tmp.") != 0) return false;
+  for (size_t i = 27; i < n.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(n[i])) && n[i] != '.') return false;
+  return true;
+}
+bool has_magic(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  char m[8] = {};
+  return f.read(m, 8) && std::memcmp(m, kMagic, 8) == 0;
+}
+
 // Keeps the directory under the limit: deletes the least recently used objects (a hit sets its
 // file's time) until a quarter of the limit is free, so that pruning is rare; `keep` (the object
 // just written) stays. Temporary files older than an hour are left by crashed writers: deleted.
@@ -87,16 +119,19 @@ void prune(const std::string& dir, const std::string& keep) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code e2;
-    if (!it->is_regular_file(e2)) continue;
+    if (it->is_symlink(e2) || !it->is_regular_file(e2)) continue;
     std::string name = it->path().filename().string();
+    bool object = is_object_name(name), temp = is_temp_name(name);
+    if (!object && !temp) continue;  // not ours
     auto time = it->last_write_time(e2);
     uint64_t size = it->file_size(e2);
     if (e2) continue;
-    if (name.find(".tmp") != std::string::npos) {
-      if (now - time > std::chrono::hours(1)) fs::remove(it->path(), e2);
+    if (temp) {
+      // a writer that crashed before its first bytes leaves an empty file: old enough, it goes too
+      if (now - time > std::chrono::hours(1) && (size == 0 || has_magic(it->path()))) fs::remove(it->path(), e2);
       continue;
     }
-    if (name.size() < 3 || name[0] != 'k' || name.substr(name.size() - 2) != ".o") continue;  // not ours
+    if (!has_magic(it->path())) continue;  // named like ours, but not written by graft
     total += size;
     if (it->path().string() != keep) objects.push_back({time, size, it->path()});
   }
@@ -108,6 +143,65 @@ void prune(const std::string& dir, const std::string& keep) {
     std::error_code e2;
     if (fs::remove(o.path, e2)) total -= o.size;
   }
+}
+
+// A 128-bit hash of the object code, stored beside it: a file whose bytes changed is never loaded.
+// (Not cryptographic: the cache directory is the user's own; this catches truncation, corruption and
+// overwrites, not someone who can also recompute the hash.)
+struct Hash128 {
+  uint64_t a, b;
+  bool operator==(const Hash128& o) const { return a == o.a && b == o.b; }
+};
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+Hash128 hash128(const char* p, size_t n) {
+  uint64_t a = 0x243f6a8885a308d3ULL ^ n, b = 0x13198a2e03707344ULL + n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    a = mix64(a ^ w) + 0x9e3779b97f4a7c15ULL;
+    b = (b ^ mix64(w + i)) * 0xff51afd7ed558ccdULL;
+  }
+  uint64_t tail = 0;
+  if (n > i) std::memcpy(&tail, p + i, n - i);
+  a = mix64(a ^ tail ^ (uint64_t(n - i) << 56));
+  b = mix64(b ^ mix64(tail + 0x632be59bd9b4e019ULL));
+  return {a ^ mix64(b), b};
+}
+
+// The bytes of a cache file: header then object.
+std::string cache_file(const std::string& key, const char* obj, size_t n) {
+  std::string f(kMagic, 8);
+  auto put = [&](uint64_t v) { f.append(reinterpret_cast<const char*>(&v), 8); };
+  Hash128 h = hash128(obj, n);
+  put(n);
+  put(h.a);
+  put(h.b);
+  put(key.size());
+  f += key;
+  f.append(obj, n);
+  return f;
+}
+
+// Where the object lies inside a cache file's bytes (offset, size), if the file is whole and was
+// written for `key`.
+std::optional<std::pair<size_t, size_t>> check_cache_file(const std::string& f, const std::string& key) {
+  auto get = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, f.data() + at, 8);
+    return v;
+  };
+  if (f.size() < 40 || std::memcmp(f.data(), kMagic, 8) != 0) return std::nullopt;
+  uint64_t n = get(8), klen = get(32);
+  if (klen != key.size() || f.size() - 40 < klen || f.size() - 40 - klen != n) return std::nullopt;
+  if (f.compare(40, klen, key) != 0) return std::nullopt;  // another key whose name hashed the same
+  size_t at = 40 + klen;
+  if (!(hash128(f.data() + at, n) == Hash128{get(16), get(24)})) return std::nullopt;
+  return std::make_pair(at, static_cast<size_t>(n));
 }
 
 uint64_t fnv1a(const std::string& s) {
@@ -127,25 +221,38 @@ class DiskCache : public llvm::ObjectCache {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return;  // a cache that cannot be written is only slower
-    std::string path = dir + "/" + m->getModuleIdentifier() + ".o";
-    std::string tmp = path + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&obj)) + std::to_string(serial_++);
-    {
-      std::ofstream f(tmp, std::ios::binary);
-      f.write(obj.getBufferStart(), static_cast<std::streamsize>(obj.getBufferSize()));
-      if (!f) return;
+    const std::string& id = m->getModuleIdentifier();
+    auto key = keys_.find(id);
+    if (key == keys_.end()) return;
+    std::string bytes = cache_file(key->second, obj.getBufferStart(), obj.getBufferSize());
+    std::string path = dir + "/" + id + ".gko";
+    std::string tmp = dir + "/." + id + ".gko.tmp." + std::to_string(::getpid()) + "." + std::to_string(serial_++);
+    // a new file of our own (never through a link, never one that exists), renamed into place whole
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    bool ok = true;
+    for (size_t done = 0; ok && done < bytes.size();) {
+      ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      ok = w > 0;
+      if (ok) done += static_cast<size_t>(w);
     }
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
+    ok = ::close(fd) == 0 && ok;
+    if (ok) std::filesystem::rename(tmp, path, ec);
+    if (!ok || ec) {
       std::filesystem::remove(tmp, ec);
       return;
     }
     prune(dir, path);
   }
+  // The full key of a module about to be compiled (by its identifier), for its file's header.
+  void expect(const std::string& id, const std::string& key) { keys_[id] = key; }
   // Lookups go through jit_load_cached, which validates the file first; LLVM itself never reads it.
   std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module*) override { return nullptr; }
 
  private:
   std::atomic<uint64_t> serial_{0};
+  std::map<std::string, std::string> keys_;  // written under the Jit's mutex
 };
 
 struct Jit {
@@ -263,16 +370,23 @@ llvm::orc::JITDylib& new_library(Jit& j) {
 std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std::string>& symbols) {
   std::string dir = cache_dir();
   if (dir.empty()) return {};
-  std::string path = dir + "/" + module_id(key) + ".o";
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buf) return {};
-  // a damaged file (truncated, overwritten) is compiled again rather than trusted
-  auto obj = llvm::object::ObjectFile::createObjectFile((*buf)->getMemBufferRef());
+  std::string path = dir + "/" + module_id(key) + ".gko";
+  std::string bytes;
+  {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return {};
+    bytes.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  // a damaged file (truncated, overwritten, written for another key) is compiled again, never trusted
+  auto where = check_cache_file(bytes, key + "|" + host_target());
+  if (!where) return {};
+  auto buf = llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(bytes.data() + where->first, where->second), "", false);
+  auto obj = llvm::object::ObjectFile::createObjectFile(buf->getMemBufferRef());
   if (!obj) {
     llvm::consumeError(obj.takeError());
     return {};
   }
-  std::vector<void*> out = link_object(**obj, symbols);
+  std::vector<void*> out = link_object(**obj, symbols);  // copies the sections: `bytes` may go
   if (out.empty()) return {};  // an unlinkable object is compiled again
   ++g_hits;
   // recently used: pruning deletes the objects used least recently
@@ -289,8 +403,10 @@ std::vector<void*> jit_compile(std::unique_ptr<llvm::LLVMContext> context, std::
   llvm::raw_string_ostream es(err);
   if (llvm::verifyModule(*module, &es)) fail<ValueError>("code generation: invalid module: ", es.str());
 #endif
-  module->setModuleIdentifier(module_id(key));  // names the object in the disk cache
+  std::string id = module_id(key);
+  module->setModuleIdentifier(id);  // names the object in the disk cache
   std::lock_guard<std::mutex> lk(j.mu);
+  j.cache->expect(id, key + "|" + host_target());
   auto& lib = new_library(j);
   if (auto e = j.lljit->addIRModule(lib, llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     llvm_fail("adding a module", std::move(e));

@@ -7,7 +7,10 @@
 // $XDG_CACHE_HOME/graft or ~/.cache/graft), keyed by the caller's key and the host CPU;
 // GRAFT_CACHE_DIR=off disables the disk cache. The directory is kept under GRAFT_CACHE_MAX_BYTES
 // (default 256 MiB) by deleting the objects used least recently after each new one is written.
-// Files are written to a temporary name and renamed;
+// Each file ("k<hash>.gko") holds a header (a magic number, the object's size and 128-bit hash, and
+// the full key it was compiled for) before the object: a truncated, overwritten or foreign file is
+// compiled again, never loaded; pruning touches only files named and headed so. Files are written to
+// a fresh temporary name (O_EXCL | O_NOFOLLOW) and renamed;
 // jit_load_cached() links a cached object with RuntimeDyld alone, without starting the ORC JIT.
 // The caller names each module by a key that identifies its code (graft/compiler/codegen.cpp hashes
 // the loops' descriptions, the code generator's build and the host CPU).

@@ -430,9 +430,13 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
   for (size_t i = 0; i < spec.operands.size(); ++i) {
     const auto& o = spec.operands[i];
     if (o.literal.valid()) {
-      double v = o.literal.item<double>();
-      uniform[i] = is_floating(o.dtype) ? llvm::ConstantFP::get(scalar_em.scalar(o.dtype), v)
-                                        : llvm::ConstantInt::get(scalar_em.scalar(o.dtype), static_cast<uint64_t>(static_cast<int64_t>(v)), true);
+      // integers by their own value: through a double, 64-bit ones beyond 2^53 changed
+      uniform[i] = is_floating(o.dtype)
+                       ? llvm::ConstantFP::get(scalar_em.scalar(o.dtype), o.literal.item<double>())
+                       : llvm::ConstantInt::get(scalar_em.scalar(o.dtype),
+                                                is_unsigned(o.dtype) ? o.literal.item<uint64_t>()
+                                                                     : static_cast<uint64_t>(o.literal.item<int64_t>()),
+                                                !is_unsigned(o.dtype));
       continue;
     }
     base[i] = load_ptr(o.dtype);
@@ -612,7 +616,15 @@ std::string cache_key(std::span<const LoopSpec* const> specs) {
     k << "loop";
     for (auto& o : sp->operands) {
       k << " o" << static_cast<int>(o.dtype) << (o.uniform ? "u" : "") << (o.prefetch_next ? "p" : "") << (o.prefetch_ahead ? "a" : "");
-      if (o.literal.valid()) k << "=" << std::hexfloat << o.literal.item<double>() << std::defaultfloat;
+      if (o.literal.valid()) {  // the exact value: hex for floats, the integer itself for integers
+        if (is_floating(o.literal.dtype())) {
+          k << "=" << std::hexfloat << o.literal.item<double>() << std::defaultfloat;
+        } else if (is_unsigned(o.literal.dtype())) {
+          k << "=u" << o.literal.item<uint64_t>();
+        } else {
+          k << "=i" << o.literal.item<int64_t>();
+        }
+      }
     }
     for (auto& op : sp->ops) {
       k << " " << op.prim->name << ":" << static_cast<int>(op.dtype) << "(";

@@ -1,6 +1,7 @@
 #include "graft/core/params.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <functional>
 
@@ -58,6 +59,8 @@ size_t hash_value(const ParamValue& v) {
           return x ? x->hash() : 0;
         } else if constexpr (std::is_same_v<T, DType>) {
           return static_cast<size_t>(x);
+        } else if constexpr (std::is_same_v<T, double>) {
+          return std::hash<uint64_t>()(std::bit_cast<uint64_t>(x));  // as equal_value compares
         } else {
           return std::hash<T>()(x);
         }
@@ -70,6 +73,9 @@ bool equal_value(const ParamValue& a, const ParamValue& b) {
     auto& y = std::get<Ref<const ParamObject>>(b);
     return x->get() == y.get() || (*x && y && (*x)->equals(*y));
   }
+  // doubles by their bits: 0.0 and -0.0 are different parameters (CSE must not merge them), and a NaN
+  // parameter equals itself
+  if (auto* x = std::get_if<double>(&a)) return std::bit_cast<uint64_t>(*x) == std::bit_cast<uint64_t>(std::get<double>(b));
   return a == b;
 }
 }  // namespace

@@ -120,6 +120,24 @@ TEST(Jit, DictKeysWithSeparatorsKeyTheCacheUnambiguously) {
   EXPECT_NE(t1.structure(), t2.structure());
 }
 
+TEST(Jit, LargeIntegerConstantsKeepTheirExactValue) {
+  // 2^60 and 2^60 + 1 were equal through a conversion to double: CSE merged them and generated loops
+  // baked in 2^60 for both
+  int64_t a = int64_t(1) << 60, b = a + 1;
+  uint64_t c = 0x9E3779B97F4A7C15ULL;
+  Array A = Array::from_data(&a, {}, DType::i64), B = Array::from_data(&b, {}, DType::i64);
+  Array C = Array::from_data(&c, {}, DType::u64);
+  auto f = jit([&](const Array& x) { return std::vector<Array>{x + A, x + B, x * 3 + B}; });
+  auto r = f(zeros({5}, DType::i64));
+  EXPECT_EQ(r[0][4].item<int64_t>(), a);
+  EXPECT_EQ(r[1][4].item<int64_t>(), b);
+  EXPECT_EQ(r[2][4].item<int64_t>(), b);
+  auto g = jit([&](const Array& x) { return (x ^ C) + C; });
+  uint64_t one = 1;
+  Array u = g(full({3}, 0, DType::u64) + Array::from_data(&one, {}, DType::u64));
+  EXPECT_EQ(u[2].item<uint64_t>(), (1 ^ c) + c);
+}
+
 TEST(Jit, LogCompilesSaysWhy) {
   setenv("GRAFT_LOG_COMPILES", "1", 1);
   auto f = jit([](const Array& x) { return x + 1.0; }, {.name = "adder"});

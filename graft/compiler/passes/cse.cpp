@@ -1,5 +1,6 @@
 // cse: common-subexpression elimination.
-#include <bit>
+#include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 #include "graft/compiler/passes/passes.h"
@@ -9,18 +10,24 @@ namespace graft::compiler::passes {
 
 namespace {
 
-// Literals are equal when they have the same type and the same bits.
+// The bits of a scalar literal, whatever its dtype (an i64 or u64 beyond 2^53 is not a double).
+uint64_t literal_bits(const Array& l) {
+  uint64_t bits = 0;
+  std::memcpy(&bits, l.raw_data(), std::min<size_t>(8, itemsize(l.dtype())));
+  return bits;
+}
+
+// Literals are equal when they have the same type and the same bits (2^60 and 2^60 + 1 as i64 were
+// equal through a conversion to double).
 bool same_atom(const Atom& a, const Atom& b) {
   if (a.is_literal() != b.is_literal()) return false;
   if (!a.is_literal()) return a.var.get() == b.var.get();
-  return a.literal.aval() == b.literal.aval() &&
-         std::bit_cast<uint64_t>(a.literal.item<double>()) == std::bit_cast<uint64_t>(b.literal.item<double>());
+  return a.literal.aval() == b.literal.aval() && literal_bits(a.literal) == literal_bits(b.literal);
 }
 
 size_t atom_hash(const Atom& a) {
   if (!a.is_literal()) return std::hash<const void*>()(a.var.get());
-  return std::hash<uint64_t>()(std::bit_cast<uint64_t>(a.literal.item<double>())) ^
-         (static_cast<size_t>(a.literal.dtype()) << 3);
+  return std::hash<uint64_t>()(literal_bits(a.literal)) ^ (static_cast<size_t>(a.literal.dtype()) << 3);
 }
 
 size_t eqn_hash(const Eqn& e) {

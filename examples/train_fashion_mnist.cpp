@@ -1,20 +1,24 @@
 // The main job: train a classifier on Fashion-MNIST with graft.
 //
 //   train_fashion_mnist --model mlp|cnn --epochs 5 --batch-size 128 --lr 1e-3 --optimizer adam --seed 0
-//                       [--schedule cosine|constant] [--dropout 0.3] [--flip]
+//                       [--schedule cosine|constant] [--dropout 0.3] [--flip] [--limit N] [--out dir]
+//                       [--resume dir]
 //
 // One training step (forward, value_and_grad, optimizer update) is a single jitted function of
 // (params, optimizer state, batch, key) that updates the donated parameters and state in place. The
 // learning rate follows a cosine decay to 0 over the run by default. Each epoch prints a progress bar, then the epoch time,
-// examples/s, mean train loss and test accuracy. At the end the parameters are saved as a
-// safetensors checkpoint and the training curve (loss and accuracy per epoch) as an SVG plot.
+// examples/s, mean train loss and test accuracy, and ends with a checkpoint (parameters, optimizer
+// state, epoch, PRNG key; --resume continues from it bit for bit). At the end the parameters are saved
+// as a safetensors file and the training curve (loss and accuracy per epoch) as an SVG plot.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <iomanip>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iomanip>
+#include <map>
 #include <sstream>
 
 #include <graft/graft.h>
@@ -124,38 +128,158 @@ std::string svg_curves(const std::vector<double>& loss, const std::vector<double
   return s.str();
 }
 
+// ---- checkpoints ----------------------------------------------------------------------------------
+// Every epoch ends with <out>/checkpoint.safetensors: the parameters, the optimizer state, the epoch
+// and the PRNG key, the settings and the history of the curves, written atomically (a run killed
+// while saving keeps the previous checkpoint). --resume <dir> continues from it to the same bits as an
+// uninterrupted run with the same settings.
+constexpr const char* kCheckpointFormat = "graft-train-1";
+
+struct Settings {
+  std::string model, optimizer, schedule;
+  int epochs = 0;
+  int64_t batch = 0, limit = 0;
+  double lr = 0, dropout = 0;
+  bool flip = false;
+  uint64_t seed = 0;
+  // the settings a checkpoint must share with the run that resumes it (all that decide the bits)
+  std::map<std::string, std::string> fields() const {
+    auto num = [](double v) {
+      char b[40];
+      std::snprintf(b, sizeof b, "%.17g", v);
+      return std::string(b);
+    };
+    return {{"model", model}, {"optimizer", optimizer}, {"schedule", schedule}, {"epochs", std::to_string(epochs)},
+            {"batch_size", std::to_string(batch)}, {"limit", std::to_string(limit)}, {"lr", num(lr)},
+            {"dropout", num(dropout)}, {"flip", flip ? "1" : "0"}, {"seed", std::to_string(seed)}};
+  }
+};
+
+std::string join(const std::vector<double>& v) {
+  std::string s;
+  for (double x : v) {
+    char b[40];
+    std::snprintf(b, sizeof b, "%.17g", x);
+    s += (s.empty() ? "" : ",") + std::string(b);
+  }
+  return s;
+}
+std::vector<double> split_numbers(const std::string& s) {
+  std::vector<double> v;
+  std::stringstream ss(s);
+  for (std::string t; std::getline(ss, t, ',');) v.push_back(std::stod(t));
+  return v;
+}
+
+struct Progress {
+  int epoch = 0;  ///< epochs done
+  std::vector<double> losses, accs;
+};
+
+void save_checkpoint(const std::string& path, const Settings& st, const Progress& pr, const Tree& params,
+                     const Tree& opt_state, const Array& root) {
+  g::io::Metadata meta = st.fields();
+  auto words = root.to_vector<uint32_t>();
+  meta["format"] = kCheckpointFormat;
+  meta["epoch"] = std::to_string(pr.epoch);
+  meta["key"] = std::to_string(words[0]) + "," + std::to_string(words[1]);
+  meta["losses"] = join(pr.losses);
+  meta["accuracies"] = join(pr.accs);
+  g::io::save(path, Tree::dict({{"params", params}, {"opt_state", opt_state}}), meta);
+}
+
+// Loads a checkpoint into params/opt_state (whose structure it must have), checking that it was made
+// with the same settings; returns the progress it records and the PRNG key.
+Progress load_checkpoint(const std::string& path, const Settings& st, Tree& params, Tree& opt_state, Array& root) {
+  g::io::Metadata meta;
+  Tree both = g::io::load(path, Tree::dict({{"params", params}, {"opt_state", opt_state}}), &meta);
+  auto field = [&](const std::string& k) {
+    auto it = meta.find(k);
+    if (it == meta.end()) throw g::IOError("'" + path + "' is not a training checkpoint (no '" + k + "')");
+    return it->second;
+  };
+  if (field("format") != kCheckpointFormat)
+    throw g::IOError("'" + path + "' has checkpoint format '" + field("format") + "', this program reads '" +
+                     kCheckpointFormat + "'");
+  for (auto& [k, v] : st.fields())
+    if (field(k) != v)
+      throw g::ValueError("--resume: the checkpoint was made with " + k + " = " + field(k) + ", this run has " + v +
+                          " (resume with the same settings)");
+  Progress pr;
+  try {
+    pr.epoch = std::stoi(field("epoch"));
+    pr.losses = split_numbers(field("losses"));
+    pr.accs = split_numbers(field("accuracies"));
+    auto key = split_numbers(field("key"));
+    if (key.size() != 2) throw std::invalid_argument("key");
+    uint32_t w[2] = {static_cast<uint32_t>(key[0]), static_cast<uint32_t>(key[1])};
+    root = Array::from_data(w, {2}, g::DType::u32);
+  } catch (const std::logic_error&) {
+    throw g::IOError("'" + path + "' has malformed progress fields");
+  }
+  if (pr.epoch < 0 || pr.epoch > st.epochs || pr.losses.size() != static_cast<size_t>(pr.epoch) ||
+      pr.accs.size() != static_cast<size_t>(pr.epoch))
+    throw g::IOError("'" + path + "' records an inconsistent epoch count");
+  params = both["params"];
+  opt_state = both["opt_state"];
+  return pr;
+}
+
+// The output directory, made (or checked) before any training: a path that names a file, or one that
+// cannot be created, is an error now rather than after the whole run.
+void prepare_out_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw g::IOError("--out '" + dir + "' exists and is not a directory");
+  fs::create_directories(dir, ec);
+  if (ec) throw g::IOError("cannot create the output directory '" + dir + "': " + ec.message());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Train a classifier on Fashion-MNIST with graft"};
-  std::string model_name = "mlp", optimizer = "adam", schedule = "cosine", data_dir = g::data::kFashionMnistDir, out_dir;
-  int epochs = 5;
-  int64_t batch = 0;  // by model: 128 for the MLP, 32 for the CNN
-  double lr = 1e-3, dropout = 0.0;
-  bool flip = false;
-  uint64_t seed = 0;
-  app.add_option("--model", model_name, "mlp (784-512-512-10) or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
-  app.add_option("--epochs", epochs, "passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", batch, "examples per step (default 128 for mlp, 32 for cnn)")->check(CLI::PositiveNumber);
-  app.add_option("--lr", lr, "learning rate")->check(CLI::PositiveNumber);
-  app.add_option("--optimizer", optimizer, "adam, adamw, sgd, momentum or nesterov")
+  Settings st;
+  st.model = "mlp";
+  st.optimizer = "adam";
+  st.schedule = "cosine";
+  st.epochs = 5;
+  st.lr = 1e-3;
+  std::string data_dir = g::data::kFashionMnistDir, out_dir, resume;
+  app.add_option("--model", st.model, "mlp (784-512-512-10) or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--epochs", st.epochs, "passes over the training set")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", st.batch, "examples per step (default 128 for mlp, 32 for cnn)")->check(CLI::PositiveNumber);
+  app.add_option("--lr", st.lr, "learning rate");
+  app.add_option("--optimizer", st.optimizer, "adam, adamw, sgd, momentum or nesterov")
       ->check(CLI::IsMember({"adam", "adamw", "sgd", "momentum", "nesterov"}));
-  app.add_option("--schedule", schedule, "learning rate over the run: cosine (decays to 0 by the last step) or constant")
+  app.add_option("--schedule", st.schedule, "learning rate over the run: cosine (decays to 0 by the last step) or constant")
       ->check(CLI::IsMember({"cosine", "constant"}));
-  app.add_option("--dropout", dropout, "dropout rate after the CNN's first dense layer")->check(CLI::Range(0.0, 0.95));
-  app.add_flag("--flip", flip, "augment: flip half of each batch's images left-right");
-  app.add_option("--seed", seed, "random seed (initialization and shuffling)");
+  app.add_option("--dropout", st.dropout, "dropout rate after the CNN's first dense layer, in [0, 0.95]");
+  app.add_flag("--flip", st.flip, "augment: flip half of each batch's images left-right");
+  app.add_option("--seed", st.seed, "random seed (initialization and shuffling)");
+  app.add_option("--limit", st.limit, "train on the first N training images only (quick runs)")->check(CLI::PositiveNumber);
   app.add_option("--data", data_dir, "directory with the Fashion-MNIST .gz files");
-  app.add_option("--out", out_dir, "where to write the checkpoint and the plot (default: runs/<model>)");
+  app.add_option("--out", out_dir, "where to write checkpoints and the plot (default: runs/<model>, or the --resume directory)");
+  app.add_option("--resume", resume, "continue the run whose checkpoint is in this directory (same settings)");
   CLI11_PARSE(app, argc, argv);
-  if (out_dir.empty()) out_dir = "runs/" + model_name;
+  if (out_dir.empty()) out_dir = resume.empty() ? "runs/" + st.model : resume;
   // the CNN generalizes better with more, smaller steps: 91.5% / 91.2% test accuracy after 5 epochs at
   // batch 32 (seeds 0 / 1) against 90.5% at batch 128 (BENCHMARKS.md)
-  if (batch == 0) batch = model_name == "cnn" ? 32 : 128;
+  if (st.batch == 0) st.batch = st.model == "cnn" ? 32 : 128;
   try {
-    if (model_name == "mlp" && dropout > 0) throw g::ValueError("--dropout applies to --model cnn");
-    Model model = model_name == "mlp" ? mlp() : cnn(dropout);
+    // NaN passes CLI11's range checks (every comparison with it is false): finite values are asked here
+    if (!std::isfinite(st.lr) || st.lr <= 0) throw g::ValueError("--lr must be a finite positive number, got " + std::to_string(st.lr));
+    if (!std::isfinite(st.dropout) || st.dropout < 0 || st.dropout > 0.95)
+      throw g::ValueError("--dropout must be in [0, 0.95], got " + std::to_string(st.dropout));
+    if (st.model == "mlp" && st.dropout > 0) throw g::ValueError("--dropout applies to --model cnn");
+    prepare_out_dir(out_dir);
+    Model model = st.model == "mlp" ? mlp() : cnn(st.dropout);
     auto ds = g::data::load_fashion_mnist(data_dir);
+    if (st.limit > 0 && st.limit < ds.train_images.shape(0)) {
+      ds.train_images = ds.train_images[{g::slice(0, st.limit)}];
+      ds.train_labels = ds.train_labels[{g::slice(0, st.limit)}];
+    }
     // pixels scaled to [0, 1], then standardized with the training set's mean and deviation
     Array train01 = ds.train_images.astype(g::f32) / 255.0;
     Array mean = g::mean(train01), stdev = g::sqrt(g::mean(g::square(train01 - mean)));
@@ -166,21 +290,30 @@ int main(int argc, char** argv) {
     };
     Array x_train = prep(ds.train_images), x_test = prep(ds.test_images);
     int64_t n = x_train.shape(0);
+    if (st.batch > n)
+      throw g::ValueError("--batch-size " + std::to_string(st.batch) + " is larger than the training set (" +
+                          std::to_string(n) + " images): no full batch to train on");
     std::printf("Fashion-MNIST: %lld training / %lld test images; model %s (%lld parameters), %s lr=%g (%s), batch %lld, seed %llu\n",
-                (long long)n, (long long)x_test.shape(0), model_name.c_str(),
-                (long long)g::nn::num_params(model.init(g::random::key(seed))), optimizer.c_str(), lr, schedule.c_str(),
-                (long long)batch, (unsigned long long)seed);
-    Array root = g::random::key(seed);
+                (long long)n, (long long)x_test.shape(0), st.model.c_str(),
+                (long long)g::nn::num_params(model.init(g::random::key(st.seed))), st.optimizer.c_str(), st.lr,
+                st.schedule.c_str(), (long long)st.batch, (unsigned long long)st.seed);
+    Array root = g::random::key(st.seed);
     Tree params = model.init(g::random::fold_in(root, 0u));
-    int64_t steps_per_epoch = std::max<int64_t>(1, n / batch);  // full batches (the last partial one is dropped)
-    auto opt = make_optimizer(optimizer, schedule == "cosine" ? g::optim::cosine_decay(lr, epochs * steps_per_epoch)
-                                                              : g::optim::Schedule(lr));
+    int64_t steps_per_epoch = n / st.batch;  // full batches (the last partial one is dropped)
+    auto opt = make_optimizer(st.optimizer, st.schedule == "cosine" ? g::optim::cosine_decay(st.lr, st.epochs * steps_per_epoch)
+                                                                    : g::optim::Schedule(st.lr));
     Tree opt_state = opt.init(params);
+    std::string ckpt_path = out_dir + "/checkpoint.safetensors";
+    Progress pr;
+    if (!resume.empty()) {
+      pr = load_checkpoint(resume + "/checkpoint.safetensors", st, params, opt_state, root);
+      std::printf("resuming from %s/checkpoint.safetensors after epoch %d of %d\n", resume.c_str(), pr.epoch, st.epochs);
+    }
     auto loss_fn = [&model](const Tree& p, const Array& x, const Array& y, const Array& key) {
       return g::nn::cross_entropy(model.apply(p, x, key), y);
     };
     // random horizontal flips of half the images (Fashion-MNIST's classes are left-right symmetric)
-    auto augment = [flip](const Array& x, const Array& key) {
+    auto augment = [flip = st.flip](const Array& x, const Array& key) {
       if (!flip) return x;
       Array images = g::reshape(x, {x.shape(0), 28, 28});
       Array pick = g::reshape(g::random::bernoulli(key, Array(0.5), g::Shape{x.shape(0)}), {x.shape(0), 1, 1});
@@ -200,9 +333,8 @@ int main(int argc, char** argv) {
           return g::sum(g::argmax(model.apply(p, x, std::nullopt), 1) == y);
         },
         {.name = "eval"});
-    std::vector<double> losses, accs;
-    for (int epoch = 1; epoch <= epochs; ++epoch) {
-      auto batches = g::data::batches(x_train, ds.train_labels, batch,
+    for (int epoch = pr.epoch + 1; epoch <= st.epochs; ++epoch) {
+      auto batches = g::data::batches(x_train, ds.train_labels, st.batch,
                                       g::random::fold_in(root, static_cast<uint32_t>(epoch)));
       auto t0 = std::chrono::steady_clock::now();
       double total = 0;
@@ -212,7 +344,12 @@ int main(int argc, char** argv) {
         Array loss;
         Array key = g::random::fold_in(epoch_key, static_cast<uint32_t>(i));
         std::tie(params, opt_state, loss) = step(params, opt_state, xb, yb, key);
-        total += loss.item<double>();
+        double l = loss.item<double>();
+        // a diverged run stops here: the last checkpoint stays the last good state
+        if (!std::isfinite(l))
+          throw g::ValueError("the training loss became " + std::to_string(l) + " at epoch " + std::to_string(epoch) +
+                              ", step " + std::to_string(i + 1) + ": training diverged (try a lower --lr)");
+        total += l;
         ++i;
         if (i % 20 == 0 || i == batches.size()) progress(epoch, i, batches.size(), total / double(i));
       }
@@ -221,20 +358,27 @@ int main(int argc, char** argv) {
       for (auto [xb, yb] : g::data::batches(x_test, ds.test_labels, 1000, std::nullopt, false))
         right += correct(params, xb, yb).item<int64_t>();
       double acc = double(right) / double(x_test.shape(0));
-      losses.push_back(total / double(batches.size()));
-      accs.push_back(acc);
+      pr.losses.push_back(total / double(batches.size()));
+      pr.accs.push_back(acc);
+      pr.epoch = epoch;
       std::printf("\repoch %d: %.2f s, %.0f examples/s, train loss %.4f, test accuracy %.4f%20s\n", epoch, secs,
-                  double(batches.size() * batch) / secs, losses.back(), acc, "");
+                  double(batches.size() * st.batch) / secs, pr.losses.back(), acc, "");
+      save_checkpoint(ckpt_path, st, pr, params, opt_state, root);
+      std::printf("checkpoint: epoch %d saved\n", epoch);
+      std::fflush(stdout);
     }
-    std::filesystem::create_directories(out_dir);
-    std::string ckpt = out_dir + "/model.safetensors", plot = out_dir + "/training.svg";
-    g::io::save(ckpt, params,
-                {{"model", model_name}, {"epochs", std::to_string(epochs)}, {"test_accuracy", std::to_string(accs.back())}});
-    g::io::write_file_atomic(plot, svg_curves(losses, accs, "Fashion-MNIST " + model_name + ", " + optimizer));
-    std::printf("saved %s and %s\n", ckpt.c_str(), plot.c_str());
+    std::string final_path = out_dir + "/model.safetensors", plot = out_dir + "/training.svg";
+    g::io::save(final_path, params,
+                {{"model", st.model}, {"epochs", std::to_string(st.epochs)},
+                 {"test_accuracy", std::to_string(pr.accs.back())}});
+    g::io::write_file_atomic(plot, svg_curves(pr.losses, pr.accs, "Fashion-MNIST " + st.model + ", " + st.optimizer));
+    std::printf("saved %s, %s and %s\n", final_path.c_str(), ckpt_path.c_str(), plot.c_str());
     return 0;
   } catch (const g::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "\nerror: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {  // a filesystem or library failure: a message and a status, never an abort
+    std::fprintf(stderr, "\nerror: %s\n", e.what());
     return 1;
   }
 }

@@ -119,11 +119,28 @@ FashionMnist load_fashion_mnist(const std::string& dir) {
                     "(apt-get install dataset-fashion-mnist) or pass the directory that holds the files");
     return read_idx(p);
   };
+  // the files must be what Fashion-MNIST is: u8 images of 28x28, u8 labels in [0, 10) (a label outside
+  // it would train to loss 0 through an all-zero one-hot row)
+  auto images = [&](const char* name) {
+    Array a = file(name);
+    if (a.dtype() != DType::u8 || a.ndim() != 3 || a.shape(1) != 28 || a.shape(2) != 28)
+      fail<IOError>("Fashion-MNIST file '", dir, "/", name, "' holds ", a.aval().str(), ", not u8[n,28,28] images");
+    return a;
+  };
+  auto labels = [&](const char* name) {
+    Array a = file(name);
+    if (a.dtype() != DType::u8 || a.ndim() != 1)
+      fail<IOError>("Fashion-MNIST file '", dir, "/", name, "' holds ", a.aval().str(), ", not u8[n] labels");
+    if (a.size() > 0 && max(a).item<int64_t>() >= 10)
+      fail<IOError>("Fashion-MNIST file '", dir, "/", name, "' has a label ", max(a).item<int64_t>(),
+                    " outside the 10 classes [0, 10)");
+    return a.astype(DType::i32);
+  };
   FashionMnist ds;
-  ds.train_images = file("train-images-idx3-ubyte.gz");
-  ds.train_labels = file("train-labels-idx1-ubyte.gz").astype(DType::i32);
-  ds.test_images = file("t10k-images-idx3-ubyte.gz");
-  ds.test_labels = file("t10k-labels-idx1-ubyte.gz").astype(DType::i32);
+  ds.train_images = images("train-images-idx3-ubyte.gz");
+  ds.train_labels = labels("train-labels-idx1-ubyte.gz");
+  ds.test_images = images("t10k-images-idx3-ubyte.gz");
+  ds.test_labels = labels("t10k-labels-idx1-ubyte.gz");
   if (ds.train_images.shape(0) != ds.train_labels.shape(0) || ds.test_images.shape(0) != ds.test_labels.shape(0))
     fail<IOError>("Fashion-MNIST in '", dir, "': image and label counts differ");
   return ds;

@@ -12,6 +12,8 @@
 #include "graft/backend/cpu/dnnl_util.h"
 #include "graft/backend/cpu/parallel.h"
 #include "graft/core/buffer.h"
+
+#include <omp.h>
 #endif
 
 namespace graft::cpu {
@@ -112,6 +114,7 @@ std::shared_ptr<Entry> cached(const Conv2dDesc& d, std::shared_ptr<Entry> (*make
   std::vector<int64_t> key(reinterpret_cast<const int64_t*>(&d),
                            reinterpret_cast<const int64_t*>(&d) + sizeof(Conv2dDesc) / sizeof(int64_t));
   key.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(make)));
+  key.push_back(omp_get_max_threads());  // a primitive made for a team of two runs two (parallel.h)
   static std::mutex mu;
   static auto* cache = new std::map<std::vector<int64_t>, std::shared_ptr<Entry>>();
   {
@@ -172,7 +175,6 @@ std::shared_ptr<Entry> make_bwd_entry(const Conv2dDesc& d) {
 // oneDNN refuses.
 bool run_entry(const Entry& e, const float* in0, const float* in1, float* out) {
   try {
-    (void)num_threads();  // the OpenMP team follows GRAFT_NUM_THREADS
     dnnl::stream s(engine());
     Staging staging;
     void* ptrs[3] = {const_cast<float*>(in0), const_cast<float*>(in1), out};
@@ -197,6 +199,7 @@ bool run_entry(const Entry& e, const float* in0, const float* in1, float* out) {
 bool conv2d_backward_weights_f32(const Conv2dDesc& d, const float* src, const float* diff_dst, float* diff_wei) {
   if (!valid_window(d) || d.groups != 1) return false;
   try {
+    use_kernel_threads();  // the OpenMP team follows GRAFT_NUM_THREADS and contention (parallel.h)
     return run_entry(*cached(d, &make_bwd_entry), src, diff_dst, diff_wei);
   } catch (const dnnl::error&) {
     return false;  // oneDNN has no implementation for the problem
@@ -206,6 +209,7 @@ bool conv2d_backward_weights_f32(const Conv2dDesc& d, const float* src, const fl
 bool conv2d_f32(const Conv2dDesc& d, const float* src, const float* wei, float* dst) {
   if (!valid_window(d)) return false;
   try {
+    use_kernel_threads();  // the OpenMP team follows GRAFT_NUM_THREADS and contention (parallel.h)
     return run_entry(*cached(d, &make_entry), src, wei, dst);
   } catch (const dnnl::error&) {
     return false;

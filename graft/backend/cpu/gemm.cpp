@@ -5,6 +5,8 @@
 
 #include "graft/backend/cpu/parallel.h"
 
+#include <omp.h>
+
 #ifdef GRAFT_HAVE_BLAS
 #include <cblas.h>
 extern "C" void openblas_set_num_threads(int);
@@ -63,7 +65,9 @@ void gemm_loop(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, in
 bool dnnl_matmul_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                      int64_t ldb, float* C, int64_t ldc) {
   using namespace dnnl;
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+  // the team size is part of the key: a primitive made for two threads runs two (parallel.h may ask
+  // for one while the cores are contended)
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>;
   struct Entry {
     matmul prim;
     memory::desc a, b, c, scratch;
@@ -72,7 +76,7 @@ bool dnnl_matmul_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
   static std::map<Key, std::shared_ptr<Entry>>* cache = new std::map<Key, std::shared_ptr<Entry>>();
   engine& eng = dnnl_engine();
   std::shared_ptr<Entry> e;
-  Key key{ta, tb, M, N, K, lda, ldb, ldc};
+  Key key{ta, tb, M, N, K, lda, ldb, ldc, omp_get_max_threads()};
   try {
     {
       std::lock_guard<std::mutex> lk(mu);
@@ -114,7 +118,7 @@ void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const voi
   // f32 goes to oneDNN's sgemm (row-major, transposes as flags, no copies), which threads itself
   // on the OpenMP team that graft's kernels share
   if (dt == DType::f32 && !tiny) {
-    (void)num_threads();  // the team size follows GRAFT_NUM_THREADS
+    use_kernel_threads();  // the team size follows GRAFT_NUM_THREADS and contention (parallel.h)
     if (plain && tb && !ta &&
         dnnl_matmul_f32(ta, tb, M, N, K, static_cast<const float*>(A), lda, static_cast<const float*>(B), ldb,
                         static_cast<float*>(C), ldc))

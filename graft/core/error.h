@@ -51,6 +51,12 @@ class RecursionError : public Error {
   using Error::Error;
 };
 
+/// A NaN or infinity where GRAFT_DEBUG_NANS / GRAFT_DEBUG_INFS asked that there be none (names the
+/// primitive that produced it).
+class FloatingPointError : public Error {
+  using Error::Error;
+};
+
 /// Memory could not be allocated (the request is named, with its size).
 class MemoryError : public Error {
   using Error::Error;

@@ -2,6 +2,12 @@
 
 #include <pthread.h>
 
+#include <cmath>
+#include <sstream>
+#include <vector>
+
+#include "graft/core/config.h"
+
 namespace graft {
 
 namespace {
@@ -93,7 +99,86 @@ Arrays EvalTrace::process(const Primitive& p, std::span<const Array> in, const P
     } else if (auto* c = x.concrete(); c && c->deleted()) {
       check_not_deleted(x, p.name);
     }
-  return eval_primitive(p, in, params);
+  Arrays out = eval_primitive(p, in, params);
+  if (config::debug_numerics()) check_numerics(p, in, params, out);
+  return out;
+}
+
+// ---- GRAFT_DEBUG_NANS ---------------------------------------------------------------------------------
+namespace {
+
+thread_local std::vector<std::string> tl_debug_scopes;
+
+struct BadCount {
+  int64_t nan = 0, inf = 0;
+};
+
+BadCount count_bad(const Array& a) {
+  BadCount c;
+  if (!is_floating(a.dtype()) || !a.is_concrete()) return c;
+  int64_t n = a.size();
+  visit_dtype(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<compute_t<T>>) {
+      const T* d = static_cast<const T*>(a.raw_data());
+      for (int64_t i = 0; i < n; ++i) {
+        auto v = static_cast<compute_t<T>>(d[i]);
+        c.nan += v != v;
+        c.inf += std::isinf(v);
+      }
+    }
+  });
+  return c;
+}
+
+}  // namespace
+
+DebugScope::DebugScope(std::string where) { tl_debug_scopes.push_back(std::move(where)); }
+DebugScope::~DebugScope() { tl_debug_scopes.pop_back(); }
+
+void check_numerics(const Primitive& p, std::span<const Array> in, const Params& params, std::span<const Array> out) {
+  bool nans = config::debug_nans(), infs = config::debug_infs();
+  for (size_t k = 0; k < out.size(); ++k) {
+    BadCount b = count_bad(out[k]);
+    bool nan = nans && b.nan > 0, inf = infs && b.inf > 0;
+    if (!nan && !inf) continue;
+    const char* what = nan ? "NaN" : "infinity";
+    std::ostringstream m;
+    m << p.name;
+    if (params.size()) {
+      m << "[";
+      bool first = true;
+      for (auto& [key, v] : params) {
+        if (std::holds_alternative<JaxprPtr>(v) || std::holds_alternative<JaxprList>(v)) continue;
+        m << (first ? "" : " ") << key << "=";
+        print_param_value(m, v);
+        first = false;
+      }
+      m << "]";
+    }
+    m << " produced " << (nan ? b.nan : b.inf) << " " << what << (nan ? "" : " values") << " in its "
+      << (out.size() > 1 ? "output " + std::to_string(k) + " " : "output ") << out[k].aval().str() << " from (";
+    bool inputs_bad = false, inputs_inf = false;
+    for (size_t i = 0; i < in.size(); ++i) {
+      BadCount bi = count_bad(in[i]);
+      bool had = nan ? bi.nan > 0 : bi.inf > 0;
+      inputs_bad = inputs_bad || had;
+      inputs_inf = inputs_inf || bi.inf > 0;
+      m << (i ? ", " : "") << in[i].aval().str() << (had ? std::string(" holding ") + what : "")
+        << (nan && bi.nan == 0 && bi.inf > 0 ? " holding infinities" : "");
+    }
+    m << ")"
+      << (inputs_bad ? ": it came in with an operand"
+                     : nan && inputs_inf ? ": this operation made it from infinities (inf - inf, 0 * inf)"
+                                         : ": this operation made it");
+    if (!tl_debug_scopes.empty()) {
+      m << " [in ";
+      for (size_t i = 0; i < tl_debug_scopes.size(); ++i) m << (i ? " > " : "") << tl_debug_scopes[i];
+      m << "]";
+    }
+    m << " (GRAFT_DEBUG_" << (nan ? "NANS" : "INFS") << ")";
+    throw FloatingPointError(m.str());
+  }
 }
 
 // ---- current trace ------------------------------------------------------------------------------

@@ -88,4 +88,17 @@ inline Array bind1(const Primitive& p, std::initializer_list<Array> in, const Pa
 /// Evaluates `p` on concrete inputs: shape rule, then the kernel (what EvalTrace does).
 Arrays eval_primitive(const Primitive& p, std::span<const Array> in, const Params& params);
 
+/// With config::debug_nans / debug_infs on: throws FloatingPointError if an output of `p` holds a NaN
+/// (an infinity), naming the primitive, its operands and the DebugScopes it ran in.
+void check_numerics(const Primitive& p, std::span<const Array> in, const Params& params, std::span<const Array> out);
+
+/// Names where primitives run (e.g. "jit(train_step)") in check_numerics's messages, for the scope.
+class DebugScope {
+ public:
+  explicit DebugScope(std::string where);
+  ~DebugScope();
+  DebugScope(const DebugScope&) = delete;
+  DebugScope& operator=(const DebugScope&) = delete;
+};
+
 }  // namespace graft

@@ -1,9 +1,11 @@
 #include "graft/interp/transpose.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graft/core/config.h"
 #include "graft/core/trace.h"
 #include "graft/prims/lax.h"
 
@@ -50,6 +52,8 @@ std::vector<bool> linear_outputs(const Jaxpr& j, const std::vector<bool>& linear
 }
 
 Arrays backward_pass(const Jaxpr& lin, std::span<const Array> consts, std::span<const Array> cts_out) {
+  std::optional<DebugScope> scope;  // GRAFT_DEBUG_NANS says when a NaN comes from a backward pass
+  if (config::debug_numerics()) scope.emplace("the backward pass (transpose rules)");
   // forward: values of the non-linear part (constvars and equations of constvars only)
   std::unordered_map<const Var*, Array> known;
   for (size_t i = 0; i < lin.constvars.size(); ++i) known[lin.constvars[i].get()] = consts[i];

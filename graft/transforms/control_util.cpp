@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "graft/compiler/executable.h"
+#include "graft/core/config.h"
 #include "graft/core/trace.h"
 #include "graft/interp/jvp.h"
 #include "graft/prims/lax.h"
@@ -18,6 +19,7 @@ struct RunCount {
 
 Arrays run_body(const ClosedJaxpr& j, std::span<const Array> args) {
   TraceScope eager(eval_trace());
+  if (config::debug_numerics()) return eval_jaxpr(j, args);  // op by op: each primitive is checked
   if (!j.compiled) {  // (once compiled, a loop body skips the count: it runs every iteration)
     auto runs = j.derived<RunCount>("control.runs", [] { return RunCount{}; });
     if (runs->n->fetch_add(1) == 0) return eval_jaxpr(j, args);

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "graft/core/config.h"
 #include "graft/core/trace.h"
 #include "graft/interp/transpose.h"
 #include "graft/prims/primitives.h"
@@ -42,8 +43,21 @@ Avals jit_shape(const Primitive& p, AvalPtrs in, const Params& params) {
   return out;
 }
 
-Arrays jit_impl(const Primitive&, std::span<const Array> in, std::span<const Aval>, const Params& params) {
-  return Executable::of(call_of(params)).run(in);
+Arrays jit_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval>, const Params& params) {
+  const ClosedJaxpr& body = call_of(params);
+  if (!config::debug_numerics()) return Executable::of(body).run(in);
+  DebugScope scope("jit(" + name_of(params) + ")");
+  Arrays out = Executable::of(body).run(in);
+  try {
+    check_numerics(p, in, params, out);
+  } catch (const FloatingPointError& whole) {
+    // JAX's way: run the program again op by op, where each primitive's outputs are checked
+    TraceScope eager(eval_trace());
+    eval_jaxpr(body, in);
+    throw FloatingPointError(std::string(whole.what()) +
+                             "; run op by op, the program makes none (the compiled program computes differently)");
+  }
+  return out;
 }
 
 JvpResult jit_jvp(const Primitive&, std::span<const Array> primals, std::span<const Array> tangents,
@@ -259,7 +273,9 @@ std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std:
 std::vector<Array> JitState::run(const JitEntry& e, const std::vector<Array>& leaves) const {
   std::vector<Array> args = e.consts;
   args.insert(args.end(), leaves.begin(), leaves.end());
-  bool eager = current_trace() == eval_trace() && e.exe;
+  // with GRAFT_DEBUG_NANS the call goes through the jit primitive, which checks (and keeps donated
+  // arguments alive, so that it can run the program again op by op)
+  bool eager = current_trace() == eval_trace() && e.exe && !config::debug_numerics();
   for (auto& a : args) eager = eager && a.is_concrete();
   Arrays out = eager ? e.exe->run(args) : jit_call(e.call, args, opts.name);
   return std::vector<Array>(out.begin(), out.end());

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "graft/core/array.h"
+#include "graft/core/config.h"
 #include "graft/core/dtype.h"
 #include "graft/core/error.h"
 #include "graft/core/shape.h"

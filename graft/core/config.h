@@ -1,0 +1,25 @@
+// Process-wide switches, as JAX's `jax.config`: each starts from its environment variable and can be
+// changed while the program runs.
+//
+//   graft::config::set_debug_nans(true);   // or GRAFT_DEBUG_NANS=1
+//   f(x);   // throws FloatingPointError naming the first primitive whose output holds a NaN
+#pragma once
+
+namespace graft::config {
+
+/// GRAFT_DEBUG_NANS=1: every primitive run eagerly has its floating-point outputs checked for NaN,
+/// and a jitted program whose outputs hold one is run again op by op to name the primitive that made
+/// it (FloatingPointError, with the primitive, its operand types and where it ran). JAX's
+/// jax_debug_nans. Costs a pass over every output, and jitted programs run without donation.
+bool debug_nans();
+void set_debug_nans(bool on);
+
+/// GRAFT_DEBUG_INFS=1: the same for infinities (apart from NaNs: -inf is a legitimate mask value in
+/// many programs).
+bool debug_infs();
+void set_debug_infs(bool on);
+
+/// Whether either check is on.
+inline bool debug_numerics() { return debug_nans() || debug_infs(); }
+
+}  // namespace graft::config

@@ -65,9 +65,14 @@ class Params {
   const IntList& get_ints(std::string_view key) const { return get<IntList>(key); }
   const ClosedJaxpr& get_jaxpr(std::string_view key) const { return *get<JaxprPtr>(key); }
   const JaxprList& get_jaxprs(std::string_view key) const { return get<JaxprList>(key); }
+  /// The structured parameter `key`, which must be a T (a TypeError names it otherwise: a jaxpr built
+  /// by hand or read from a file may hold any object there).
   template <class T>
   const T& get_object(std::string_view key) const {
-    return static_cast<const T&>(*get<Ref<const ParamObject>>(key));
+    const auto& o = get<Ref<const ParamObject>>(key);
+    const T* t = o ? dynamic_cast<const T*>(o.get()) : nullptr;
+    if (!t) wrong_type(key);
+    return *t;
   }
 
   bool empty() const { return items_.empty(); }

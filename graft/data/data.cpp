@@ -2,8 +2,10 @@
 
 #include <zlib.h>
 
+#include <climits>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "graft/ops/ops.h"
 #include "graft/random/random.h"
@@ -12,39 +14,73 @@ namespace graft::data {
 
 namespace {
 
-// An IDX stream, gzip or plain (gzread reads plain files transparently), read in order with every
+// The bytes of a file (an IOError naming it if it cannot be read).
+std::string read_file_bytes(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail<IOError>("cannot read '", path, "': it is a directory");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) fail<IOError>("cannot open '", path, "': ", std::strerror(errno ? errno : ENOENT));
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) fail<IOError>("cannot read '", path, "'");
+  return bytes;
+}
+
+// An IDX stream over a file's bytes, gzip (one or more members) or plain, read in order with every
 // failure an IOError naming the file. Reading is driven by the header: its size claim is checked
 // against the actual data as the data arrives, so a small file that claims (or decompresses to) a huge
 // size never makes graft allocate more than the data it holds.
 class IdxStream {
  public:
-  explicit IdxStream(const std::string& path) : path_(path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) fail<IOError>("cannot read '", path, "': it is a directory");
-    f_ = gzopen(path.c_str(), "rb");
-    if (!f_) fail<IOError>("cannot open '", path, "': ", std::strerror(errno ? errno : ENOENT));
+  IdxStream(const std::string& bytes, const std::string& name) : in_(bytes), name_(name) {
+    gzip_ = bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == 0x1f && static_cast<uint8_t>(bytes[1]) == 0x8b;
+    if (gzip_) {
+      std::memset(&z_, 0, sizeof z_);
+      if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) fail<IOError>("'", name_, "': cannot start zlib");
+      z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in_.data()));
+      z_.avail_in = static_cast<uInt>(std::min<size_t>(in_.size(), UINT32_MAX));
+      fed_ = z_.avail_in;
+    }
   }
-  ~IdxStream() { gzclose(f_); }
+  ~IdxStream() {
+    if (gzip_) inflateEnd(&z_);
+  }
   IdxStream(const IdxStream&) = delete;
   IdxStream& operator=(const IdxStream&) = delete;
 
   // Reads up to n bytes into dst; returns how many arrived (fewer only at the end of the data).
   size_t read(void* dst, size_t n) {
-    size_t done = 0;
-    while (done < n) {
-      unsigned chunk = static_cast<unsigned>(std::min<size_t>(n - done, size_t(1) << 30));
-      int got = gzread(f_, static_cast<char*>(dst) + done, chunk);
-      if (got < 0) corrupt();
-      if (got == 0) break;
-      done += static_cast<size_t>(got);
+    if (!gzip_) {
+      size_t k = std::min(n, in_.size() - pos_);
+      std::memcpy(dst, in_.data() + pos_, k);
+      pos_ += k;
+      return k;
     }
-    int err = 0;
-    gzerror(f_, &err);
-    if (err != Z_OK && err != Z_STREAM_END) corrupt();
+    z_.next_out = static_cast<Bytef*>(dst);
+    size_t done = 0;
+    while (done < n && !ended_) {
+      z_.avail_out = static_cast<uInt>(std::min<size_t>(n - done, UINT32_MAX));
+      uInt before = z_.avail_out;
+      int r = inflate(&z_, Z_NO_FLUSH);
+      done += before - z_.avail_out;
+      if (z_.avail_in == 0 && fed_ < in_.size()) feed();
+      if (r == Z_STREAM_END) {
+        // another gzip member may follow (as gzip -c a b > c makes); trailing zero padding ends it
+        skip_zeros();
+        if (z_.avail_in == 0) {
+          ended_ = true;
+        } else if (inflateReset(&z_) != Z_OK) {
+          corrupt("cannot restart zlib");
+        }
+      } else if (r == Z_BUF_ERROR && z_.avail_in == 0) {
+        corrupt("the gzip stream is truncated");
+      } else if (r != Z_OK && r != Z_BUF_ERROR) {
+        corrupt(z_.msg ? z_.msg : "invalid gzip data");
+      }
+    }
     return done;
   }
   void read_exact(void* dst, size_t n, const char* what) {
-    if (read(dst, n) != n) fail<IOError>("'", path_, "' is truncated: it ends inside the ", what);
+    if (read(dst, n) != n) fail<IOError>("'", name_, "' is truncated: it ends inside the ", what);
   }
   bool at_end() {
     char c;
@@ -52,19 +88,30 @@ class IdxStream {
   }
 
  private:
-  [[noreturn]] void corrupt() {
-    int err = 0;
-    const char* msg = gzerror(f_, &err);
-    fail<IOError>("'", path_, "' is corrupt or truncated (", msg ? msg : "gzip error", ")");
+  [[noreturn]] void corrupt(const char* why) { fail<IOError>("'", name_, "' is corrupt or truncated (", why, ")"); }
+  void feed() {  // inputs beyond 4 GiB are fed to zlib in pieces
+    z_.avail_in = static_cast<uInt>(std::min<size_t>(in_.size() - fed_, UINT32_MAX));
+    fed_ += z_.avail_in;
   }
-  std::string path_;
-  gzFile f_;
+  void skip_zeros() {
+    while (z_.avail_in > 0 && *z_.next_in == 0) {
+      ++z_.next_in;
+      --z_.avail_in;
+    }
+  }
+  const std::string& in_;
+  std::string name_;
+  bool gzip_ = false, ended_ = false;
+  size_t pos_ = 0, fed_ = 0;
+  z_stream z_;
 };
 
 }  // namespace
 
-Array read_idx(const std::string& path) {
-  IdxStream in(path);
+Array read_idx(const std::string& path) { return read_idx_bytes(read_file_bytes(path), path); }
+
+Array read_idx_bytes(const std::string& bytes, const std::string& path) {
+  IdxStream in(bytes, path);
   uint8_t magic[4];
   in.read_exact(magic, 4, "IDX header");
   if (magic[0] != 0 || magic[1] != 0) fail<IOError>("'", path, "' is not an IDX file (bad magic number)");

@@ -18,6 +18,8 @@ namespace graft::data {
 /// Reads an IDX file (the MNIST format; .gz files are decompressed). Returns an array of the file's
 /// dtype and dimensions. Throws IOError naming the file on missing, truncated or malformed input.
 Array read_idx(const std::string& path);
+/// The same for a file's bytes already in memory (`path` names it in errors).
+Array read_idx_bytes(const std::string& bytes, const std::string& path = "<memory>");
 
 struct FashionMnist {
   Array train_images, train_labels;  ///< u8 [60000, 28, 28], i32 [60000]

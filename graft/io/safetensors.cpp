@@ -204,7 +204,10 @@ uint64_t json_size(const std::string& path, const std::string& name, const char*
 }  // namespace
 
 TensorMap load_tensors(const std::string& path, Metadata* metadata) {
-  std::string bytes = read_file(path);
+  return load_tensors_from_bytes(read_file(path), metadata, path);
+}
+
+TensorMap load_tensors_from_bytes(const std::string& bytes, Metadata* metadata, const std::string& path) {
   if (bytes.size() < 8) corrupt(path, "shorter than the 8-byte header size");
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);

@@ -26,6 +26,9 @@ using Metadata = std::map<std::string, std::string>;
 void save_tensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata = {});
 /// Reads every tensor of a file; metadata (if any) into *metadata.
 TensorMap load_tensors(const std::string& path, Metadata* metadata = nullptr);
+/// The same for a file's bytes already in memory (`path` names it in errors).
+TensorMap load_tensors_from_bytes(const std::string& bytes, Metadata* metadata = nullptr,
+                                  const std::string& path = "<memory>");
 
 /// Leaf names of a tree ("a.0.w" style) in leaf order.
 std::vector<std::string> leaf_names(const Tree& t);

@@ -98,7 +98,7 @@ BatchResult custom_jvp_batch(const Primitive& p, std::span<const Array> vals, st
   auto [bj, arg_axes, n_out] = batched_call(dims, axis, params);
   const auto& old = params.get_object<JvpRuleParam>("jvp_jaxpr_fun");
   CustomJvpRule inner = old.rule;
-  CustomJvpRule batched = [inner, arg_axes, axis, n_out](const std::vector<Array>& ps, const std::vector<Array>& ts) {
+  CustomJvpRule batched = [inner, arg_axes = arg_axes, axis, n_out = n_out](const std::vector<Array>& ps, const std::vector<Array>& ts) {
     std::vector<Array> both = ps;
     both.insert(both.end(), ts.begin(), ts.end());
     std::vector<std::optional<int64_t>> ax = arg_axes;
@@ -152,7 +152,7 @@ BatchResult custom_vjp_batch(const Primitive& p, std::span<const Array> vals, st
                              const BatchInfo& axis, const Params& params) {
   auto [bj, arg_axes, n_out] = batched_call(dims, axis, params);
   const auto& old = params.get_object<VjpRuleParam>("rule");
-  CustomFwd fwd = [f = old.fwd, arg_axes, axis, n_out](const std::vector<Array>& ps) {
+  CustomFwd fwd = [f = old.fwd, arg_axes = arg_axes, axis, n_out = n_out](const std::vector<Array>& ps) {
     auto n_res = std::make_shared<size_t>(0);
     FlatFn g = [&](const std::vector<Array>& xs) {
       auto [o, r] = f(xs);
@@ -164,7 +164,7 @@ BatchResult custom_vjp_batch(const Primitive& p, std::span<const Array> vals, st
     return std::make_pair(std::vector<Array>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n_out)),
                           std::vector<Array>(all.begin() + static_cast<std::ptrdiff_t>(n_out), all.end()));
   };
-  CustomBwd bwd = [b = old.bwd, arg_axes, axis](const std::vector<Array>& res, const std::vector<Array>& cts) {
+  CustomBwd bwd = [b = old.bwd, arg_axes = arg_axes, axis](const std::vector<Array>& res, const std::vector<Array>& cts) {
     std::vector<Array> both = res;
     both.insert(both.end(), cts.begin(), cts.end());
     size_t nr = res.size();

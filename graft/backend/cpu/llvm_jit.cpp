@@ -47,6 +47,68 @@ std::atomic<int64_t> g_compiled{0}, g_hits{0};
 
 JitStats jit_stats() { return {g_compiled.load(), g_hits.load()}; }
 
+// ---- the cache files' format (no LLVM needed: also what the fuzz target checks) ----------------------
+namespace {
+constexpr char kMagic[8] = {'G', 'R', 'A', 'F', 'T', 'K', 'O', '1'};
+
+// A 128-bit hash of the object code, stored beside it: a file whose bytes changed is never loaded.
+// (Not cryptographic: the cache directory is the user's own; this catches truncation, corruption and
+// overwrites, not someone who can also recompute the hash.)
+struct Hash128 {
+  uint64_t a, b;
+  bool operator==(const Hash128& o) const { return a == o.a && b == o.b; }
+};
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+Hash128 hash128(const char* p, size_t n) {
+  uint64_t a = 0x243f6a8885a308d3ULL ^ n, b = 0x13198a2e03707344ULL + n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    a = mix64(a ^ w) + 0x9e3779b97f4a7c15ULL;
+    b = (b ^ mix64(w + i)) * 0xff51afd7ed558ccdULL;
+  }
+  uint64_t tail = 0;
+  if (n > i) std::memcpy(&tail, p + i, n - i);
+  a = mix64(a ^ tail ^ (uint64_t(n - i) << 56));
+  b = mix64(b ^ mix64(tail + 0x632be59bd9b4e019ULL));
+  return {a ^ mix64(b), b};
+}
+
+}  // namespace
+
+std::string make_cache_file(const std::string& key, const char* obj, size_t n) {
+  std::string f(kMagic, 8);
+  auto put = [&](uint64_t v) { f.append(reinterpret_cast<const char*>(&v), 8); };
+  Hash128 h = hash128(obj, n);
+  put(n);
+  put(h.a);
+  put(h.b);
+  put(key.size());
+  f += key;
+  f.append(obj, n);
+  return f;
+}
+
+std::optional<std::pair<size_t, size_t>> cached_object_in(const std::string& f, const std::string& key) {
+  auto get = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, f.data() + at, 8);
+    return v;
+  };
+  if (f.size() < 40 || std::memcmp(f.data(), kMagic, 8) != 0) return std::nullopt;
+  uint64_t n = get(8), klen = get(32);
+  if (klen != key.size() || f.size() - 40 < klen || f.size() - 40 - klen != n) return std::nullopt;
+  if (f.compare(40, klen, key) != 0) return std::nullopt;  // another key whose name hashed the same
+  size_t at = 40 + klen;
+  if (!(hash128(f.data() + at, n) == Hash128{get(16), get(24)})) return std::nullopt;
+  return std::make_pair(at, static_cast<size_t>(n));
+}
+
 #ifndef GRAFT_HAVE_LLVM
 
 bool have_llvm_jit() { return false; }
@@ -80,7 +142,6 @@ uint64_t cache_limit() {
 // Cache files: "k<16 hex digits>.gko", each a header (kMagic, the payload's size and 128-bit hash, the
 // full key) followed by the object code; temporary files ".k<16 hex>.gko.tmp.<pid>.<n>". Nothing else in
 // the directory is graft's: pruning touches only files named so whose first bytes are kMagic.
-constexpr char kMagic[8] = {'G', 'R', 'A', 'F', 'T', 'K', 'O', '1'};
 
 bool is_hex16(const std::string& s, size_t at) {
   if (s.size() < at + 16) return false;
@@ -145,65 +206,6 @@ void prune(const std::string& dir, const std::string& keep) {
   }
 }
 
-// A 128-bit hash of the object code, stored beside it: a file whose bytes changed is never loaded.
-// (Not cryptographic: the cache directory is the user's own; this catches truncation, corruption and
-// overwrites, not someone who can also recompute the hash.)
-struct Hash128 {
-  uint64_t a, b;
-  bool operator==(const Hash128& o) const { return a == o.a && b == o.b; }
-};
-uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-Hash128 hash128(const char* p, size_t n) {
-  uint64_t a = 0x243f6a8885a308d3ULL ^ n, b = 0x13198a2e03707344ULL + n;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    a = mix64(a ^ w) + 0x9e3779b97f4a7c15ULL;
-    b = (b ^ mix64(w + i)) * 0xff51afd7ed558ccdULL;
-  }
-  uint64_t tail = 0;
-  if (n > i) std::memcpy(&tail, p + i, n - i);
-  a = mix64(a ^ tail ^ (uint64_t(n - i) << 56));
-  b = mix64(b ^ mix64(tail + 0x632be59bd9b4e019ULL));
-  return {a ^ mix64(b), b};
-}
-
-// The bytes of a cache file: header then object.
-std::string cache_file(const std::string& key, const char* obj, size_t n) {
-  std::string f(kMagic, 8);
-  auto put = [&](uint64_t v) { f.append(reinterpret_cast<const char*>(&v), 8); };
-  Hash128 h = hash128(obj, n);
-  put(n);
-  put(h.a);
-  put(h.b);
-  put(key.size());
-  f += key;
-  f.append(obj, n);
-  return f;
-}
-
-// Where the object lies inside a cache file's bytes (offset, size), if the file is whole and was
-// written for `key`.
-std::optional<std::pair<size_t, size_t>> check_cache_file(const std::string& f, const std::string& key) {
-  auto get = [&](size_t at) {
-    uint64_t v;
-    std::memcpy(&v, f.data() + at, 8);
-    return v;
-  };
-  if (f.size() < 40 || std::memcmp(f.data(), kMagic, 8) != 0) return std::nullopt;
-  uint64_t n = get(8), klen = get(32);
-  if (klen != key.size() || f.size() - 40 < klen || f.size() - 40 - klen != n) return std::nullopt;
-  if (f.compare(40, klen, key) != 0) return std::nullopt;  // another key whose name hashed the same
-  size_t at = 40 + klen;
-  if (!(hash128(f.data() + at, n) == Hash128{get(16), get(24)})) return std::nullopt;
-  return std::make_pair(at, static_cast<size_t>(n));
-}
-
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
@@ -224,7 +226,7 @@ class DiskCache : public llvm::ObjectCache {
     const std::string& id = m->getModuleIdentifier();
     auto key = keys_.find(id);
     if (key == keys_.end()) return;
-    std::string bytes = cache_file(key->second, obj.getBufferStart(), obj.getBufferSize());
+    std::string bytes = make_cache_file(key->second, obj.getBufferStart(), obj.getBufferSize());
     std::string path = dir + "/" + id + ".gko";
     std::string tmp = dir + "/." + id + ".gko.tmp." + std::to_string(::getpid()) + "." + std::to_string(serial_++);
     // a new file of our own (never through a link, never one that exists), renamed into place whole
@@ -378,7 +380,7 @@ std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std
     bytes.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   }
   // a damaged file (truncated, overwritten, written for another key) is compiled again, never trusted
-  auto where = check_cache_file(bytes, key + "|" + host_target());
+  auto where = cached_object_in(bytes, key + "|" + host_target());
   if (!where) return {};
   auto buf = llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(bytes.data() + where->first, where->second), "", false);
   auto obj = llvm::object::ObjectFile::createObjectFile(buf->getMemBufferRef());

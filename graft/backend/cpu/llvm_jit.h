@@ -18,6 +18,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,13 @@ std::vector<void*> jit_compile(std::unique_ptr<llvm::LLVMContext> context, std::
 /// The addresses of `symbols` in the object cached under `key`, or an empty vector when there is none
 /// (then build the module and call jit_compile). Skips building and printing IR on a hit.
 std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std::string>& symbols);
+
+/// The bytes of a cache file holding `object` (n bytes) compiled for `key`: a header (magic number,
+/// the object's size and 128-bit hash, the key), then the object.
+std::string make_cache_file(const std::string& key, const char* object, size_t n);
+/// Where the object lies in a cache file's bytes (offset, size), if the file is whole and was written
+/// for `key`; nullopt for anything else (truncated, changed, another key's, not a cache file).
+std::optional<std::pair<size_t, size_t>> cached_object_in(const std::string& file, const std::string& key);
 
 /// Counters for tests and benchmarks: modules compiled by LLVM, and modules found in the disk cache.
 struct JitStats {

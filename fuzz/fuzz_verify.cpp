@@ -147,9 +147,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (auto& e : j->eqns)
     for (auto& v : e.outputs)
       if (v->aval.size() > (1 << 16)) return 0;
-  std::vector<Array> args;
-  for (auto& v : j->invars) args.push_back(zeros_of(v->aval));
   try {
+    std::vector<Array> args;
+    for (auto& v : j->invars) args.push_back(zeros_of(v->aval));
     eval_jaxpr(*j, {}, args);
   } catch (const Error&) {
   }

@@ -1,5 +1,6 @@
 #include "graft/core/shape.h"
 
+#include <cstdint>
 #include <sstream>
 
 #include "graft/core/error.h"
@@ -7,8 +8,13 @@
 namespace graft {
 
 int64_t numel(const Shape& s) {
+  // a zero anywhere makes it 0, even after a product that would overflow (checked_numel rejects the
+  // shapes whose count does not fit); the product saturates rather than overflowing
   int64_t n = 1;
-  for (auto d : s) n *= d;
+  for (auto d : s)
+    if (d == 0) return 0;
+  for (auto d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
   return n;
 }
 

@@ -49,6 +49,7 @@ class IdxStream {
 
   // Reads up to n bytes into dst; returns how many arrived (fewer only at the end of the data).
   size_t read(void* dst, size_t n) {
+    if (n == 0) return 0;  // (dst may be null then: an IDX header of no dimensions)
     if (!gzip_) {
       size_t k = std::min(n, in_.size() - pos_);
       std::memcpy(dst, in_.data() + pos_, k);

@@ -122,6 +122,11 @@ void verify_impl(const Jaxpr& j, Visited& visited) {
   std::unordered_set<const Var*> scope;
   auto define = [&](const VarRef& v, const char* what) {
     if (!v) fail<ValueError>("verify: null ", what, " variable");
+    try {
+      checked_numel(v->aval.shape, "verify");
+    } catch (const ValueError& e) {
+      fail<ValueError>("verify: a ", what, " variable has an invalid type ", v->aval.str(), " (", e.what(), ")");
+    }
     if (!scope.insert(v.get()).second)
       fail<ValueError>("verify: a ", what, " variable of type ", v->aval.str(), " is defined twice");
   };

@@ -122,7 +122,11 @@ std::shared_ptr<Entry> cached(const Conv2dDesc& d, std::shared_ptr<Entry> (*make
     auto it = cache->find(key);
     if (it != cache->end()) return it->second;
   }
-  std::shared_ptr<Entry> e = make(d);
+  std::shared_ptr<Entry> e;
+  {
+    std::lock_guard<std::mutex> made(dnnl_create_mutex());
+    e = make(d);
+  }
   std::lock_guard<std::mutex> lk(mu);
   cache->emplace(key, e);
   return e;

@@ -14,6 +14,11 @@ dnnl::primitive_attr dnnl_attr() {
   return a;
 }
 
+std::mutex& dnnl_create_mutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+
 void dnnl_execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch, dnnl::stream& s,
                   std::unordered_map<int, dnnl::memory> args) {
   Ref<Buffer> held;

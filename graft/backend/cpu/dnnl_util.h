@@ -8,6 +8,7 @@
 #pragma once
 
 #ifdef GRAFT_HAVE_DNNL
+#include <mutex>
 #include <unordered_map>
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -21,6 +22,10 @@ dnnl::engine& dnnl_engine();
 
 /// Attributes for every primitive graft makes: the caller passes the scratchpad (see above).
 dnnl::primitive_attr dnnl_attr();
+
+/// Held while a primitive is made: making one is rare (once per shape and team size) and oneDNN's own
+/// primitive cache is then used from one thread at a time (executing is concurrent).
+std::mutex& dnnl_create_mutex();
 
 /// Executes `prim` (made with dnnl_attr() from a descriptor whose scratchpad is `scratch`) with its own
 /// scratch memory, drawn from graft's recycling allocator.

@@ -84,6 +84,7 @@ bool dnnl_matmul_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
       if (it != cache->end()) e = it->second;
     }
     if (!e) {
+      std::lock_guard<std::mutex> made(dnnl_create_mutex());
       memory::desc a({M, K}, memory::data_type::f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
       memory::desc b({K, N}, memory::data_type::f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
       memory::desc c({M, N}, memory::data_type::f32, memory::dims{ldc, 1});

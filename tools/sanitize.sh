@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The test suite under the sanitizers: every test with AddressSanitizer + UBSan, then the concurrency
+# tests (many threads on shared jitted functions, GEMMs, convolutions, random, checkpoints) under
+# ThreadSanitizer. `.ci/run` runs it after tools/test.sh.
+#   tools/sanitize.sh [asan-build-dir] [tsan-build-dir]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+asan=${1:-$root/build-asan}
+tsan=${2:-$root/build-tsan}
+"$root/tools/deps.sh" dataset-fashion-mnist
+
+# ASan + UBSan: the whole suite. Allocations beyond the machine return null (graft turns them into a
+# MemoryError, as it does without sanitizers) instead of aborting.
+cmake -S "$root" -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_SANITIZE=ON -DGRAFT_WERROR=ON >/dev/null
+cmake --build "$asan"
+ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir "$asan" --output-on-failure -j "$(nproc)" -E "package_consumer"
+
+# TSan: the concurrency tests. OpenMP (libgomp) is not instrumented, so kernels run on one thread per
+# caller (GRAFT_NUM_THREADS=1): the threads under test are the user's, and their sharing is what TSan sees.
+cmake -S "$root" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_TSAN=ON -DGRAFT_WERROR=ON >/dev/null
+cmake --build "$tsan" --target test_nn test_backend test_io test_transforms
+export GRAFT_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+"$tsan/tests/test_nn" --gtest_filter='Threads.*'
+"$tsan/tests/test_backend" --gtest_filter='Threads.*'
+"$tsan/tests/test_io" --gtest_filter='*Concurrent*'
+"$tsan/tests/test_transforms" --gtest_filter='Jit.*'
+echo "sanitizers: the suite is clean under ASan + UBSan, the concurrency tests under TSan"

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <sstream>
 
+#include "graft/core/axis_names.h"
 #include "graft/core/error.h"
 
 namespace graft {
@@ -77,6 +78,7 @@ std::string Aval::str() const {
   s += '[';
   s += shape_str(shape);
   s += ']';
+  if (vma) s += "{V:" + axis_set_str(vma) + "}";  // as JAX prints varying manual axes
   return s;
 }
 

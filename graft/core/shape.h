@@ -38,6 +38,10 @@ struct Aval {
   DType dtype = DType::f32;
   /// Weakly typed: a value that came from a C++ scalar; it adopts the dtype of the other operand.
   bool weak_type = false;
+  /// The named axes (vmap, shard_map, pmap) the value varies over: a bit per name (core/axis_names.h).
+  /// Empty outside named axes. Not part of the type's equality: the compiler and the checks of
+  /// shapes ignore it; reverse mode and shard_map's out_specs read it.
+  uint64_t vma = 0;
 
   Aval() = default;
   Aval(Shape s, DType d, bool weak = false) : shape(std::move(s)), dtype(d), weak_type(weak) {}

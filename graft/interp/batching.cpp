@@ -1,5 +1,7 @@
 #include "graft/interp/batching.h"
 
+#include "graft/core/axis_names.h"
+
 namespace graft {
 
 BatchTrace::BatchTrace(Ref<Trace> parent, BatchInfo axis) : Trace(std::move(parent), "vmap"), axis_(std::move(axis)) {}
@@ -15,6 +17,7 @@ Array BatchTrace::make(const Array& val, int64_t bdim) {
                      axis_.size);
   Aval a = val.aval();
   a.shape.erase(a.shape.begin() + bdim);
+  if (!axis_.name.empty()) a.vma |= axis_bit(axis_.name);  // a batched value differs between the lanes
   return Array(Ref<ArrayNode>(new BatchTracer(std::move(a), Ref<Trace>(this), val, bdim)));
 }
 
@@ -37,7 +40,10 @@ Arrays BatchTrace::process(const Primitive& p, std::span<const Array> in, const 
     dims.push_back(d);
   }
   TraceScope scope(parent());
-  if (!any) return bind(p, vals, params);
+  // a collective over this vmap's axis is this trace's to compute, batched operands or not (psum of a
+  // value every lane shares; axis_index has no operands)
+  bool mine = p.has(kCollective) && !axis_.name.empty() && (collective_axes(params) & axis_bit(axis_.name));
+  if (!any && !mine) return bind(p, vals, params);
   if (!p.batch) fail<NotImplementedError>(p.name, ": vmap is not implemented for this primitive");
   BatchResult r = p.batch(p, vals, dims, axis_, params);
   Arrays out;

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "graft/core/axis_names.h"
 #include "graft/core/config.h"
 #include "graft/core/trace.h"
 #include "graft/prims/lax.h"
@@ -124,8 +125,19 @@ Arrays backward_pass(const Jaxpr& lin, std::span<const Array> consts, std::span<
     }
     if (e.outputs.size() == 1 && !cts[0].valid()) continue;
     Arrays cts_in = e.prim->transpose(*e.prim, cts, args, e.params);
-    for (size_t i = 0; i < e.inputs.size() && i < cts_in.size(); ++i)
-      if (args[i].linear) accumulate(ct, e.inputs[i].var.get(), cts_in[i], e.prim->name);
+    // An input invariant over a named axis that its results vary over was broadcast to every member
+    // (an implicit pvary): its cotangent is the sum over the members (pvary's transpose), which keeps
+    // the gradient of a replicated parameter replicated (JAX's varying manual axes; without it a loss
+    // that ends in psum had its gradient multiplied by the axis size). Collectives place their own.
+    AxisSet out_vma = 0;
+    if (!e.prim->has(kCollective))
+      for (auto& v : e.outputs) out_vma |= v->aval.vma;
+    for (size_t i = 0; i < e.inputs.size() && i < cts_in.size(); ++i) {
+      if (!args[i].linear) continue;
+      if (AxisSet extra = out_vma & ~args[i].aval.vma; extra && cts_in[i].valid())
+        cts_in[i] = lax::psum(cts_in[i], axis_set_names(extra));
+      accumulate(ct, e.inputs[i].var.get(), cts_in[i], e.prim->name);
+    }
   }
   Arrays result;
   for (auto& v : lin.invars) {

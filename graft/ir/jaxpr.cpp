@@ -1,5 +1,7 @@
 #include "graft/ir/jaxpr.h"
 
+#include "graft/core/axis_names.h"
+
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -48,6 +50,13 @@ Avals infer_avals(const Primitive& prim, std::span<const Aval> in, const Params&
   for (auto& a : in) ptrs.push_back(&a);
   Avals outs = prim.shape(prim, AvalPtrs(ptrs.data(), ptrs.size()), params);
   for (const Aval& a : outs) checked_numel(a.shape, prim.name);  // traced programs too
+  // a result varies over every named axis an operand varies over (collectives say otherwise themselves)
+  if (!prim.has(kCollective)) {
+    AxisSet vma = 0;
+    for (auto& a : in) vma |= a.vma;
+    if (vma)
+      for (Aval& a : outs) a.vma |= vma;
+  }
   return outs;
 }
 

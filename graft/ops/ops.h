@@ -14,6 +14,8 @@
 #include <initializer_list>
 #include <optional>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "graft/core/array.h"
@@ -288,5 +290,36 @@ Array take(const Array& x, const Array& indices, std::optional<int64_t> axis = s
 Array take_along_axis(const Array& x, const Array& indices, int64_t axis);
 /// one_hot(labels, n): labels[..., None] == arange(n), as dtype d.
 Array one_hot(const Array& labels, int64_t num_classes, DType d = DType::f32, int64_t axis = -1);
+
+// ---- collectives over named axes --------------------------------------------------------------------------
+// Inside vmap(f, {.axis_name = "i"}), shard_map and pmap: combine the values of every member (lane,
+// device, process) of the named axes. Reverse mode is exact: grad of a loss ending in psum is the
+// full-batch gradient (see graft/core/axis_names.h).
+/// One axis name or several: psum(x, "i"), psum(x, {"data", "model"}).
+struct AxisNameArg {
+  std::vector<std::string> names;
+  AxisNameArg(const char* n) : names{n} {}                                   // NOLINT
+  AxisNameArg(std::string n) : names{std::move(n)} {}                        // NOLINT
+  AxisNameArg(std::initializer_list<std::string> n) : names(n) {}            // NOLINT
+  AxisNameArg(std::vector<std::string> n) : names(std::move(n)) {}           // NOLINT
+};
+/// The sum over the members (every member gets it; the result is invariant over the axes).
+Array psum(const Array& x, const AxisNameArg& axes);
+Array pmean(const Array& x, const AxisNameArg& axes);
+Array pmax(const Array& x, const AxisNameArg& axes);
+Array pmin(const Array& x, const AxisNameArg& axes);
+/// Every member's x stacked along a new dimension `axis` (tiled: concatenated along `axis`).
+Array all_gather(const Array& x, const std::string& axis_name, int64_t axis = 0, bool tiled = false);
+/// psum, each member keeping its block of dimension `scatter_dimension`.
+Array psum_scatter(const Array& x, const std::string& axis_name, int64_t scatter_dimension = 0, bool tiled = false);
+/// For each (source, destination) pair, the destination receives the source's x (others: zeros).
+Array ppermute(const Array& x, const std::string& axis_name, const std::vector<std::pair<int64_t, int64_t>>& perm);
+/// Block k of x's split_axis goes to member k; the received blocks are concatenated along concat_axis.
+Array all_to_all(const Array& x, const std::string& axis_name, int64_t split_axis, int64_t concat_axis,
+                 bool tiled = false);
+/// This member's position along the axis (i32 scalar).
+Array axis_index(const std::string& axis_name);
+/// The number of members of the axis (a ValueError outside any map that binds it).
+int64_t axis_size(const std::string& axis_name);
 
 }  // namespace graft

@@ -241,6 +241,29 @@ Array reduce_window_min(const Array& x, const Shape& window, const Shape& stride
 /// All u32; operands of equal shape or rank 0.
 Arrays threefry2x32(const Array& k0, const Array& k1, const Array& x0, const Array& x1);
 
+// ---- collectives over named axes (vmap axis_name, shard_map, pmap) ---------------------------------------
+/// Sum over the members of the named axes (every member gets the total; the result is invariant).
+Array psum(const Array& x, const std::vector<std::string>& axes);
+Array pmax(const Array& x, const std::vector<std::string>& axes);
+Array pmin(const Array& x, const std::vector<std::string>& axes);
+/// psum divided by the number of members.
+Array pmean(const Array& x, const std::vector<std::string>& axes);
+/// Marks x as varying over the axes (no data moves; the transpose of psum).
+Array pvary(const Array& x, const std::vector<std::string>& axes);
+/// Every member's x, stacked along a new dimension `axis` (tiled: concatenated along `axis`).
+Array all_gather(const Array& x, const std::string& axis_name, int64_t axis = 0, bool tiled = false);
+/// psum, then member k keeps block k of `scatter_dimension` (tiled: blocks of size d / n; otherwise the
+/// dimension must have the axis size and is removed). Prints as JAX's reduce_scatter.
+Array psum_scatter(const Array& x, const std::string& axis_name, int64_t scatter_dimension = 0, bool tiled = false);
+/// Member `dst` receives member `src`'s x for each (src, dst) pair; members receiving nothing get zeros.
+Array ppermute(const Array& x, const std::string& axis_name, const std::vector<std::pair<int64_t, int64_t>>& perm);
+/// Splits x along split_axis into one block per member, sends block k to member k, and concatenates
+/// the received blocks (in member order) along concat_axis (tiled=false: split_axis must have the axis
+/// size and is removed, and a dimension of that size is inserted at concat_axis).
+Array all_to_all(const Array& x, const std::string& axis_name, int64_t split_axis, int64_t concat_axis, bool tiled = false);
+/// This member's index along the axis (i32).
+Array axis_index(const std::string& axis_name);
+
 // ---- helpers built from primitives ------------------------------------------------------------------
 /// A rank-0 concrete array of dtype d (under tracing it becomes a literal).
 Array scalar(double v, DType d);

@@ -383,9 +383,11 @@ auto vjp(const F& f, const Args&... args) {
 struct VmapOptions {
   /// Mapped axis per positional argument (std::nullopt: not mapped); empty: axis 0 for all.
   std::vector<std::optional<int64_t>> in_axes;
-  /// Where the mapped axis goes in each output leaf (one entry: all outputs); empty: 0.
-  std::vector<int64_t> out_axes;
-  /// Name of the mapped axis, for collectives.
+  /// Where the mapped axis goes in each output leaf (one entry: all outputs); empty: 0. std::nullopt:
+  /// the output is invariant along the axis (e.g. a psum) and is returned once, without it.
+  std::vector<std::optional<int64_t>> out_axes;
+  /// Name of the mapped axis, for collectives: vmap(f, {.axis_name = "i"}) runs psum(x, {"i"}),
+  /// all_gather, ppermute, axis_index ... over the lanes (the reference of shard_map and pmap).
   std::string axis_name;
   /// Size of the mapped axis when no argument is mapped.
   std::optional<int64_t> axis_size;

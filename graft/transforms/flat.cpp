@@ -1,5 +1,7 @@
 #include "graft/transforms/flat.h"
 
+#include "graft/backend/collectives.h"
+
 #include "graft/core/trace.h"
 #include "graft/interp/batching.h"
 #include "graft/interp/jvp.h"
@@ -119,9 +121,12 @@ VjpResult vjp_flat(const FlatFn& f, const std::vector<Array>& primals) {
   return r;
 }
 
-std::vector<Array> vmap_flat(const FlatFn& f, const std::vector<Array>& args,
-                             const std::vector<std::optional<int64_t>>& in_axes, const std::vector<int64_t>& out_axes,
-                             const std::string& axis_name, std::optional<int64_t> axis_size) {
+namespace {
+// f under a BatchTrace: each output with its batch dimension (kNotMapped: the same on every lane).
+std::vector<std::pair<Array, int64_t>> vmap_core(const FlatFn& f, const std::vector<Array>& args,
+                                                 const std::vector<std::optional<int64_t>>& in_axes,
+                                                 const std::string& axis_name, std::optional<int64_t> axis_size,
+                                                 int64_t& size_out) {
   if (in_axes.size() != args.size())
     fail<ValueError>("vmap: in_axes has ", in_axes.size(), " entries for ", args.size(), " array arguments");
   std::optional<int64_t> size = axis_size;
@@ -137,29 +142,54 @@ std::vector<Array> vmap_flat(const FlatFn& f, const std::vector<Array>& args,
     size = n;
   }
   if (!size) fail<ValueError>("vmap must have at least one non-None value in in_axes (or an axis_size)");
+  size_out = *size;
   auto B = make_ref<BatchTrace>(Ref<Trace>(current_trace()), BatchInfo{*size, axis_name});
   std::vector<Array> outs;
   {
+    std::optional<AxisScope> named;  // collectives inside find the axis's size by its name
+    if (!axis_name.empty()) named.emplace(AxisFrame{axis_name, *size, nullptr});
     EndOnExit end{B.get()};
     std::vector<Array> ins;
     for (size_t i = 0; i < args.size(); ++i) ins.push_back(B->make(args[i], axes[i]));
     TraceScope scope(B.get());
     outs = f(ins);
   }
+  std::vector<std::pair<Array, int64_t>> r;
+  for (auto& o : outs) r.push_back(B->unpack(o));
+  return r;
+}
+
+// v with a new axis of `size` at `pos` (an output the same on every lane).
+Array broadcast_new_axis(const Array& v, int64_t pos, int64_t size) {
+  Shape s = v.shape();
+  s.insert(s.begin() + pos, size);
+  Axes bd;
+  for (int64_t k = 0; k < v.ndim(); ++k) bd.push_back(k < pos ? k : k + 1);
+  return lax::broadcast_in_dim(v, s, bd);
+}
+}  // namespace
+
+std::vector<Array> vmap_flat(const FlatFn& f, const std::vector<Array>& args,
+                             const std::vector<std::optional<int64_t>>& in_axes,
+                             const std::vector<std::optional<int64_t>>& out_axes, const std::string& axis_name,
+                             std::optional<int64_t> axis_size) {
+  int64_t size = 0;
+  auto outs = vmap_core(f, args, in_axes, axis_name, axis_size, size);
   std::vector<Array> result;
   for (size_t i = 0; i < outs.size(); ++i) {
-    auto [v, d] = B->unpack(outs[i]);
-    int64_t oa = out_axes.empty() ? 0 : out_axes[out_axes.size() == 1 ? 0 : i];
-    if (d == kNotMapped) {
+    auto& [v, d] = outs[i];
+    std::optional<int64_t> want = out_axes.empty() ? std::optional<int64_t>(0) : out_axes[out_axes.size() == 1 ? 0 : i];
+    if (!want) {  // out_axes None: the same on every lane, returned once
+      if (d != kNotMapped)
+        fail<ValueError>("vmap: output ", i, " (", v.aval().str(), ") varies along the mapped axis",
+                         axis_name.empty() ? std::string() : " '" + axis_name + "'",
+                         " but its out_axes is None (it must be invariant: a psum or pmean of it is)");
+      result.push_back(v);
+    } else if (d == kNotMapped) {
       // an output that does not depend on the mapped inputs is broadcast along the new axis
-      Shape s = v.shape();
-      int64_t pos = normalize_axis(oa, v.ndim() + 1, "vmap out_axes");
-      s.insert(s.begin() + pos, *size);
-      Axes bd;
-      for (int64_t k = 0; k < v.ndim(); ++k) bd.push_back(k < pos ? k : k + 1);
-      result.push_back(lax::broadcast_in_dim(v, s, bd));
+      result.push_back(broadcast_new_axis(v, normalize_axis(*want, v.ndim() + 1, "vmap out_axes"), size));
     } else {
-      result.push_back(lax::moveaxis(v, d, normalize_axis(oa, v.ndim(), "vmap out_axes")));
+      result.push_back(lax::moveaxis(v, d, normalize_axis(*want, v.ndim(), "vmap out_axes")));
     }
   }
   return result;
@@ -208,8 +238,8 @@ ClosedJaxpr jvp_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& nonzero) {
   return make_jaxpr_flat(g, avals, "jvp");
 }
 
-ClosedJaxpr batch_jaxpr(const ClosedJaxpr& j, const std::vector<int64_t>& dims, int64_t size,
-                        const std::string& name) {
+ClosedJaxpr batch_jaxpr(const ClosedJaxpr& j, const std::vector<int64_t>& dims, int64_t size, const std::string& name,
+                        std::vector<bool>* out_mapped) {
   std::vector<Aval> avals = j.in_avals();
   std::vector<std::optional<int64_t>> in_axes;
   for (size_t i = 0; i < avals.size(); ++i) {
@@ -225,7 +255,22 @@ ClosedJaxpr batch_jaxpr(const ClosedJaxpr& j, const std::vector<int64_t>& dims, 
       Arrays o = eval_jaxpr(j, xs);
       return std::vector<Array>(o.begin(), o.end());
     };
-    return vmap_flat(body, args, in_axes, {0}, name, size);
+    if (!out_mapped) return vmap_flat(body, args, in_axes, {0}, name, size);
+    // outputs the same on every lane stay unmapped unless the caller needs them mapped
+    int64_t n = 0;
+    auto outs = vmap_core(body, args, in_axes, name, size, n);
+    out_mapped->resize(outs.size(), false);
+    std::vector<Array> r;
+    for (size_t i = 0; i < outs.size(); ++i) {
+      auto& [v, d] = outs[i];
+      if (d == kNotMapped && (*out_mapped)[i]) {
+        r.push_back(broadcast_new_axis(v, 0, n));
+      } else {
+        r.push_back(d == kNotMapped ? v : lax::moveaxis(v, d, 0));
+        (*out_mapped)[i] = d != kNotMapped;
+      }
+    }
+    return r;
   };
   return make_jaxpr_flat(g, avals, "vmap");
 }

@@ -41,9 +41,12 @@ struct VjpResult {
 VjpResult vjp_flat(const FlatFn& f, const std::vector<Array>& primals);
 
 /// vmap: in_axes[i] is the mapped axis of argument i (nullopt: not mapped); out_axes[i] where the
-/// mapped axis goes in output i (a single entry applies to all outputs).
+/// mapped axis goes in output i (a single entry applies to all outputs; nullopt: the output is the
+/// same on every lane and is returned without the axis). With an axis_name, collectives inside
+/// (psum(x, name), ...) combine the lanes.
 std::vector<Array> vmap_flat(const FlatFn& f, const std::vector<Array>& args,
-                             const std::vector<std::optional<int64_t>>& in_axes, const std::vector<int64_t>& out_axes,
+                             const std::vector<std::optional<int64_t>>& in_axes,
+                             const std::vector<std::optional<int64_t>>& out_axes,
                              const std::string& axis_name = "", std::optional<int64_t> axis_size = std::nullopt);
 
 /// Traces f on abstract inputs into a closed jaxpr (its consts are the captured values).
@@ -55,8 +58,11 @@ std::shared_ptr<const Jaxpr> hoist_consts(const Jaxpr& j);
 /// jvp of a jaxpr: inputs (primals..., tangents for inputs with nonzero[i]...), outputs (primal outs...,
 /// tangent outs...) with all output tangents instantiated.
 ClosedJaxpr jvp_jaxpr(const ClosedJaxpr& j, const std::vector<bool>& nonzero);
-/// vmap of a jaxpr: inputs batched at `dims` (kNotMapped: not batched); all outputs batched at 0.
-ClosedJaxpr batch_jaxpr(const ClosedJaxpr& j, const std::vector<int64_t>& dims, int64_t size, const std::string& name);
+/// vmap of a jaxpr: inputs batched at `dims` (kNotMapped: not batched); all outputs batched at 0. With
+/// `out_mapped`: on entry, the outputs that must be batched (missing entries: false); the others stay
+/// unbatched when they are the same on every lane (a psum's result); on return, which are batched.
+ClosedJaxpr batch_jaxpr(const ClosedJaxpr& j, const std::vector<int64_t>& dims, int64_t size, const std::string& name,
+                        std::vector<bool>* out_mapped = nullptr);
 
 /// Linearization of a jaxpr, split for reverse mode (what higher-order primitives use under grad).
 /// known: primal inputs -> (primal outputs..., residuals...); linear: (residuals..., tangents of the

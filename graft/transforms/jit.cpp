@@ -141,9 +141,19 @@ BatchResult jit_batch(const Primitive&, std::span<const Array> vals, std::span<c
   const ClosedJaxpr& c = call_of(params);
   std::string key = control::batch_key("vmap", axis, dims);
   std::vector<int64_t> dv(dims.begin(), dims.end());
-  auto bj = c.derived<ClosedJaxpr>(key, [&] { return *hoisted(batch_jaxpr(c, dv, axis.size, axis.name)); });
-  Arrays outs = jit_call(bj, vals, name_of(params));
-  BatchDims od(outs.size(), 0);
+  // results the same on every lane (a psum's) stay unbatched, as they would be without the jit
+  struct Batched {
+    JaxprPtr jaxpr;
+    std::vector<bool> mapped;
+  };
+  auto bj = c.derived<Batched>(key, [&] {
+    Batched b;
+    b.jaxpr = hoisted(batch_jaxpr(c, dv, axis.size, axis.name, &b.mapped));
+    return b;
+  });
+  Arrays outs = jit_call(bj->jaxpr, vals, name_of(params));
+  BatchDims od;
+  for (bool m : bj->mapped) od.push_back(m ? 0 : kNotMapped);
   return {std::move(outs), od};
 }
 
@@ -181,6 +191,9 @@ void append_aval_key(std::string& key, const std::vector<Array>& leaves) {
     key.push_back(static_cast<char>(a.weak_type));
     key.push_back(static_cast<char>(a.shape.size()));
     key.append(reinterpret_cast<const char*>(a.shape.data()), a.shape.size() * sizeof(int64_t));
+    // the named axes a traced argument varies over shape the trace's reverse mode (interp/transpose.cpp)
+    key.push_back(static_cast<char>(a.vma != 0));
+    if (a.vma) key.append(reinterpret_cast<const char*>(&a.vma), sizeof a.vma);
   }
 }
 

@@ -35,11 +35,16 @@ Params make_params(JaxprPtr body, int64_t length, bool reverse, size_t nconst, s
                 {"num_carry", static_cast<int64_t>(ncar)}};
 }
 
-Aval unstacked(const Aval& a) { return Aval(Shape(a.shape.begin() + 1, a.shape.end()), a.dtype, a.weak_type); }
+// (the varying named axes carry over: a slice of a value that varies over "i" does too)
+Aval unstacked(const Aval& a) {
+  Aval r = a;
+  r.shape.erase(r.shape.begin());
+  return r;
+}
 Aval stacked(const Aval& a, int64_t n) {
-  Shape s = a.shape;
-  s.insert(s.begin(), n);
-  return Aval(s, a.dtype, a.weak_type);
+  Aval r = a;
+  r.shape.insert(r.shape.begin(), n);
+  return r;
 }
 
 Avals scan_shape(const Primitive&, AvalPtrs in, const Params& params) {
@@ -323,28 +328,58 @@ Arrays scan_transpose(const Primitive& p, std::span<const Array> cts, std::span<
 BatchResult scan_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
                        const BatchInfo& axis, const Params& params) {
   ScanInfo s = info_of(params);
-  Arrays args;
+  // A carry is batched when its initial value is, or when the body makes it so (found by a fixpoint:
+  // batch the body, mark the carries it returns batched, again until nothing changes). The others stay
+  // unbatched, and so do the per-step outputs that are the same on every lane: under a named axis, a
+  // carry accumulated from psums stays invariant.
+  std::vector<bool> carry_batched(s.ncar);
+  for (size_t c = 0; c < s.ncar; ++c) carry_batched[c] = dims[s.nconst + c] != kNotMapped;
   std::vector<int64_t> body_dims;
-  for (size_t i = 0; i < vals.size(); ++i) {
-    if (i < s.nconst) {
-      args.push_back(vals[i]);
-      body_dims.push_back(dims[i]);
-    } else if (i < s.nconst + s.ncar) {
-      args.push_back(control::batched_at_front(vals[i], dims[i], axis.size));
-      body_dims.push_back(0);
-    } else if (dims[i] == kNotMapped) {
-      args.push_back(vals[i]);
-      body_dims.push_back(kNotMapped);
-    } else {
-      args.push_back(lax::moveaxis(vals[i], dims[i], 1));  // axis 0 stays the scanned one
-      body_dims.push_back(0);
+  std::vector<bool> mapped;
+  JaxprPtr body;
+  for (;;) {
+    body_dims.clear();
+    for (size_t i = 0; i < vals.size(); ++i) {
+      bool carry = i >= s.nconst && i < s.nconst + s.ncar;
+      if (carry) {
+        body_dims.push_back(carry_batched[i - s.nconst] ? 0 : kNotMapped);
+      } else {
+        body_dims.push_back(dims[i] == kNotMapped ? kNotMapped : i < s.nconst ? dims[i] : 0);
+      }
+    }
+    std::string key = control::batch_key("scan.vmap", axis, body_dims) + control::mask_key("C", carry_batched);
+    struct Batched {
+      JaxprPtr jaxpr;
+      std::vector<bool> mapped;
+    };
+    auto b = s.body->derived<Batched>(key, [&] {
+      Batched r;
+      r.mapped.assign(carry_batched.begin(), carry_batched.end());  // carries batched on entry stay so
+      r.jaxpr = share(batch_jaxpr(*s.body, body_dims, axis.size, axis.name, &r.mapped));
+      return r;
+    });
+    bool changed = false;
+    for (size_t c = 0; c < s.ncar; ++c)
+      if (b->mapped[c] && !carry_batched[c]) carry_batched[c] = changed = true;
+    if (!changed) {
+      body = b->jaxpr;
+      mapped = b->mapped;
+      break;
     }
   }
-  std::string key = control::batch_key("scan.vmap", axis, body_dims);
-  auto body = *s.body->derived<JaxprPtr>(key, [&] { return share(batch_jaxpr(*s.body, body_dims, axis.size, axis.name)); });
+  Arrays args;
+  for (size_t i = 0; i < vals.size(); ++i) {
+    if (i >= s.nconst && i < s.nconst + s.ncar) {
+      args.push_back(carry_batched[i - s.nconst] ? control::batched_at_front(vals[i], dims[i], axis.size) : vals[i]);
+    } else if (i < s.nconst || dims[i] == kNotMapped) {
+      args.push_back(vals[i]);
+    } else {
+      args.push_back(lax::moveaxis(vals[i], dims[i], 1));  // axis 0 stays the scanned one
+    }
+  }
   Arrays outs = bind(p, args, make_params(body, s.length, s.reverse, s.nconst, s.ncar));
   BatchDims od;
-  for (size_t k = 0; k < outs.size(); ++k) od.push_back(k < s.ncar ? 0 : 1);
+  for (size_t k = 0; k < outs.size(); ++k) od.push_back(!mapped[k] ? kNotMapped : k < s.ncar ? 0 : 1);
   return {outs, od};
 }
 

@@ -38,14 +38,33 @@ struct Case {
   double atol32 = 1e-6;
   /// Skip the vmap/jit checks (never used by a row that can support them).
   bool second_order = true;
+  /// Collectives: the row runs once per member of these named axes, as shard_map would on a mesh of
+  /// them: nested vmap(axis_name) over the inputs' leading dimensions, outermost first (the reference
+  /// semantics of collectives). Inputs and outputs carry the members as leading dimensions.
+  std::vector<std::pair<std::string, int64_t>> named_axes;
 };
 
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-/// Evaluates the row's primitive on inputs under the current trace.
+/// Runs body once per member of the row's named axes (from axis `level` on): nested vmaps with the
+/// axis names; in_axes / out_axes apply at every level (nullopt: not mapped / invariant).
+inline Inputs map_named(const Case& c, const Inputs& in, const std::function<Inputs(const Inputs&)>& body,
+                        const std::vector<std::optional<int64_t>>& in_axes,
+                        const std::vector<std::optional<int64_t>>& out_axes, size_t level = 0) {
+  if (level == c.named_axes.size()) return body(in);
+  auto& [name, size] = c.named_axes[level];
+  return vmap_flat([&](const Inputs& x) { return map_named(c, x, body, in_axes, out_axes, level + 1); }, in, in_axes,
+                   out_axes, name, size);
+}
+
+/// Evaluates the row's primitive on inputs under the current trace (per member of its named axes).
 inline Inputs run_case(const Case& c, const Inputs& in) {
-  Arrays out = graft::bind(*c.prim, in, c.params);
-  return Inputs(out.begin(), out.end());
+  auto prim = [&c](const Inputs& x) {
+    Arrays out = graft::bind(*c.prim, x, c.params);
+    return Inputs(out.begin(), out.end());
+  };
+  if (c.named_axes.empty()) return prim(in);
+  return map_named(c, in, prim, std::vector<std::optional<int64_t>>(in.size(), 0), {0});
 }
 
 // ---- reference helpers --------------------------------------------------------------------------------
@@ -99,5 +118,6 @@ inline std::function<Inputs(const Inputs&)> ref_map(std::function<double(const s
 
 std::vector<Case> elementwise_cases();
 std::vector<Case> structural_cases();
+std::vector<Case> collective_cases();
 
 }  // namespace graft::testing

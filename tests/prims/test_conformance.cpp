@@ -10,8 +10,7 @@ constexpr double kEps = 1e-5;  // finite-difference step (f64)
 
 std::vector<Case> all_cases() {
   std::vector<Case> c = elementwise_cases();
-  auto s = structural_cases();
-  c.insert(c.end(), s.begin(), s.end());
+  for (auto& more : {structural_cases(), collective_cases()}) c.insert(c.end(), more.begin(), more.end());
   return c;
 }
 

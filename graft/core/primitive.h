@@ -102,6 +102,8 @@ enum PrimFlags : uint32_t {
   kEffectful = 1u << 4,      ///< must not be removed or duplicated by the compiler
   kCall = 1u << 5,           ///< evaluates the closed jaxpr in its `jaxpr` (or `call_jaxpr`) parameter on
                              ///< its operands, nothing else: the compiler may inline it
+  kVmaRule = 1u << 7,        ///< its shape rule sets its outputs' varying named axes (from its body's
+                             ///< types: a scan accumulating psums is invariant though its xs vary)
   kCollective = 1u << 6,     ///< communicates over named axes (prims/collective.cpp): its shape rule sets
                              ///< its outputs' varying axes, and its transpose rule places the reductions
 };

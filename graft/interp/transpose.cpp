@@ -128,9 +128,10 @@ Arrays backward_pass(const Jaxpr& lin, std::span<const Array> consts, std::span<
     // An input invariant over a named axis that its results vary over was broadcast to every member
     // (an implicit pvary): its cotangent is the sum over the members (pvary's transpose), which keeps
     // the gradient of a replicated parameter replicated (JAX's varying manual axes; without it a loss
-    // that ends in psum had its gradient multiplied by the axis size). Collectives place their own.
+    // that ends in psum had its gradient multiplied by the axis size). Collectives place their own,
+    // and so do higher-order primitives (the backward pass of their bodies does it inside).
     AxisSet out_vma = 0;
-    if (!e.prim->has(kCollective))
+    if (!e.prim->has(kCollective) && !e.prim->has(kHigherOrder))
       for (auto& v : e.outputs) out_vma |= v->aval.vma;
     for (size_t i = 0; i < e.inputs.size() && i < cts_in.size(); ++i) {
       if (!args[i].linear) continue;

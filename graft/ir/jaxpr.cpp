@@ -51,7 +51,7 @@ Avals infer_avals(const Primitive& prim, std::span<const Aval> in, const Params&
   Avals outs = prim.shape(prim, AvalPtrs(ptrs.data(), ptrs.size()), params);
   for (const Aval& a : outs) checked_numel(a.shape, prim.name);  // traced programs too
   // a result varies over every named axis an operand varies over (collectives say otherwise themselves)
-  if (!prim.has(kCollective)) {
+  if (!prim.has(kCollective) && !prim.has(kVmaRule)) {
     AxisSet vma = 0;
     for (auto& a : in) vma |= a.vma;
     if (vma)

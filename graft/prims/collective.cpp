@@ -191,9 +191,12 @@ Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<cons
   for (auto& name : names_param(params).names) {
     Bound b = bound(p, name);
     if (b.trivial()) continue;
-    Array out = Array::empty(Aval(x.shape(), x.dtype()));
-    b.frame->comm->allreduce(dense(x).raw_data(), out.concrete()->data(), x.size(), x.dtype(), op);
-    x = out;
+    // half-precision values are reduced in f32 (engines have no 16-bit float sum) and rounded once
+    DType d = x.dtype(), wire = d == DType::f16 || d == DType::bf16 ? DType::f32 : d;
+    Array src = dense(wire == d ? x : lax::convert_element_type(x, wire));
+    Array out = Array::empty(Aval(x.shape(), wire));
+    b.frame->comm->allreduce(src.raw_data(), out.concrete()->data(), x.size(), wire, op);
+    x = wire == d ? out : lax::convert_element_type(out, d);
   }
   return {x};
 }

@@ -159,7 +159,7 @@ BatchResult jit_batch(const Primitive&, std::span<const Array> vals, std::span<c
 
 }  // namespace
 
-const Primitive jit_p{"jit",           kHigherOrder | kMultipleResults | kCall, &jit_shape, &jit_impl, &jit_jvp,
+const Primitive jit_p{"jit",           kHigherOrder | kMultipleResults | kCall | kVmaRule, &jit_shape, &jit_impl, &jit_jvp,
                       &jit_transpose, &jit_batch,                      &jit_linearize};
 
 JaxprPtr hoisted(const ClosedJaxpr& j) {

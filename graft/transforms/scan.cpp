@@ -6,6 +6,7 @@
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
 #include "graft/prims/rules.h"
+#include "graft/core/axis_names.h"
 #include "graft/transforms/control.h"
 #include "graft/transforms/control_util.h"
 
@@ -70,7 +71,9 @@ Avals scan_shape(const Primitive&, AvalPtrs in, const Params& params) {
     if (!body_out[k].same_type(c))
       fail<TypeError>("scan: the body returns carry ", k, " of type ", body_out[k].str(),
                       " but the carry has type ", c.str(), "; the body must keep the carry's types");
-    out.push_back(c);
+    Aval o = c;
+    o.vma |= body_out[k].vma;  // a zero tangent carry is typed invariant; what the body returns decides
+    out.push_back(o);
   }
   for (size_t k = s.ncar; k < body_out.size(); ++k) out.push_back(stacked(body_out[k], s.length));
   return out;
@@ -385,7 +388,7 @@ BatchResult scan_batch(const Primitive& p, std::span<const Array> vals, std::spa
 
 }  // namespace
 
-const Primitive scan_p{"scan",          kHigherOrder | kMultipleResults, &scan_shape, &scan_impl, &scan_jvp,
+const Primitive scan_p{"scan",          kHigherOrder | kMultipleResults | kVmaRule, &scan_shape, &scan_impl, &scan_jvp,
                        &scan_transpose, &scan_batch,                     &scan_linearize};
 
 namespace control {
@@ -421,6 +424,12 @@ std::vector<Array> scan_flat(const FlatFn& f, const std::vector<Array>& init, co
       fail<ValueError>("scan: the body returns ", outs.size(), " arrays, fewer than the carry's ", carry.size());
     bool retry = false;
     for (size_t k = 0; k < carry.size(); ++k) {
+      // a carry the body makes vary over a named axis (carry + x_i) varies from the start: traced again
+      // with it marked so (pvary), so that reverse mode sees its true type in every iteration
+      if (AxisSet extra = outs[k].vma & ~carry[k].aval().vma; extra && attempt < 4) {
+        carry[k] = lax::pvary(carry[k], axis_set_names(extra));
+        retry = true;
+      }
       if (outs[k].same_type(carry[k].aval())) continue;
       // a weakly typed initial carry (a C++ scalar) takes the dtype the body gives it, as in JAX
       if (attempt == 0 && carry[k].weak_type() && outs[k].shape == carry[k].shape()) {

@@ -110,6 +110,21 @@ TEST(DataParallel, GradOfPsumIsTheFullBatchGradient) {
   // jitted, and jit inside the map
   EXPECT_TRUE(close(jit(vmap(step, o))(b.w, b.xs, b.ys), want, 1e-12, 1e-12));
   EXPECT_TRUE(close(vmap(jit(step), o)(b.w, b.xs, b.ys), want, 1e-12, 1e-12));
+  // grad through a jit and a scan inside the map: their bodies' backward passes place the sums
+  auto through_jit = [](const Array& w, const Array& x, const Array& y) {
+    return grad([&](const Array& v) { return psum(jit(loss)(v, x, y), "i"); })(w);
+  };
+  EXPECT_TRUE(close(vmap(through_jit, o)(b.w, b.xs, b.ys), want, 1e-12, 1e-12));
+  auto through_scan = [](const Array& w, const Array& x, const Array& y) {
+    return grad([&](const Array& v) {
+      auto [c, ys] = scan([&](const Array& acc, const Array& xy) {
+        Array l = loss(v, reshape(xy[{slice(0, 3)}], {1, 3}), reshape(xy[{slice(3, 5)}], {1, 2}));
+        return std::pair{acc + l, l};
+      }, zeros({}, DType::f64), concatenate({x, y}, 1));
+      return psum(c, "i");
+    })(w);
+  };
+  EXPECT_TRUE(close(vmap(through_scan, o)(b.w, b.xs, b.ys), want, 1e-12, 1e-12));
   // pmean: the gradient of the mean over members
   auto mean_step = [](const Array& w, const Array& x, const Array& y) {
     return value_and_grad([&](const Array& v) { return pmean(loss(v, x, y), "i"); })(w);

@@ -1,0 +1,158 @@
+// Collectives across processes (run under mpirun with 1, 2 and 4 ranks; see tests/CMakeLists.txt).
+// Every rank knows every rank's data (it is made from the rank number), so each checks its result
+// against what the whole job must produce.
+#include <gtest/gtest.h>
+
+#include <graft/graft.h>
+
+#include "testing.h"
+
+namespace graft::testing {
+namespace {
+
+int R() { return process_count(); }
+int me() { return process_index(); }
+
+// Rank r's block: [2, 3] values r * 100 + k.
+Array block(int r, DType d = DType::f64) {
+  std::vector<double> v;
+  for (int k = 0; k < 6; ++k) v.push_back(r * 100 + k + 0.5);
+  return Rng::from_doubles(v, {2, 3}, d);
+}
+Array all_blocks() {
+  std::vector<Array> b;
+  for (int r = 0; r < R(); ++r) b.push_back(block(r));
+  return stack(b, 0);  // [R, 2, 3]
+}
+
+Mesh mesh() { return Mesh(devices(), {"data"}); }
+
+template <class F>
+Array on_mesh(F f, const Array& x, PartitionSpec out = P("data")) {
+  return shard_map(f, mesh(), {P("data")}, {out})(x);
+}
+
+TEST(Distributed, Initialized) {
+  EXPECT_TRUE(distributed::is_initialized());
+  EXPECT_EQ(devices().size(), static_cast<size_t>(R()));
+  EXPECT_EQ(distributed::world()->size(), R());
+  EXPECT_EQ(distributed::world()->kind(), R() > 1 ? "mpi" : "self");
+}
+
+TEST(Distributed, Reductions) {
+  Array x = block(me());
+  Array all = all_blocks();
+  EXPECT_TRUE(close(on_mesh([](const Array& b) { return psum(b, "data"); }, x, P()), sum(all, 0), 1e-12, 0));
+  EXPECT_TRUE(close(on_mesh([](const Array& b) { return pmax(b, "data"); }, x, P()), max(all, 0), 0, 0));
+  EXPECT_TRUE(close(on_mesh([](const Array& b) { return pmin(b, "data"); }, x, P()), min(all, 0), 0, 0));
+  EXPECT_TRUE(close(on_mesh([](const Array& b) { return pmean(b, "data"); }, x, P()), mean(all, 0), 1e-12, 0));
+  // integer and half types
+  Array xi = block(me()).astype(DType::i32), xh = block(me()).astype(DType::bf16);
+  EXPECT_TRUE(close(on_mesh([](const Array& b) { return psum(b, "data"); }, xi, P()), sum(all.astype(DType::i32), 0), 0, 0));
+  EXPECT_TRUE(close(on_mesh([](const Array& b) { return psum(b, "data"); }, xh, P()).astype(DType::f64),
+                    sum(all.astype(DType::bf16).astype(DType::f32), 0).astype(DType::bf16).astype(DType::f64), 0, 0));
+}
+
+TEST(Distributed, Movement) {
+  Array x = block(me());
+  Array all = all_blocks();
+  // all_gather (stacked and tiled): every rank holds everything
+  // (all_gather's result is typed as varying, as in JAX: each device holds its own copy)
+  Array g = on_mesh([](const Array& b) { return all_gather(b, "data"); }, x);
+  EXPECT_TRUE(close(g, all, 0, 0));
+  Array gt = on_mesh([](const Array& b) { return all_gather(b, "data", 1, true); }, x);
+  EXPECT_TRUE(close(gt, concatenate([&] {
+                      std::vector<Array> v;
+                      for (int r = 0; r < R(); ++r) v.push_back(block(r));
+                      return v;
+                    }(), 1), 0, 0));
+  // psum_scatter: rank r keeps row-block r of the sum of [R, ...] values
+  Array big = stack(std::vector<Array>(static_cast<size_t>(R()), x), 0) + 1.0;  // [R, 2, 3]
+  Array rs = on_mesh([](const Array& b) { return psum_scatter(b, "data", 0); }, big);
+  EXPECT_TRUE(close(rs, sum(all, 0) + double(R()), 1e-12, 0));
+  // ppermute: a ring shift
+  std::vector<std::pair<int64_t, int64_t>> ring;
+  for (int r = 0; r < R(); ++r) ring.push_back({r, (r + 1) % R()});
+  Array sh = on_mesh([&](const Array& b) { return ppermute(b, "data", ring); }, x);
+  EXPECT_TRUE(close(sh, block((me() + R() - 1) % R()), 0, 0));
+  // all_to_all: block k of rank r's [R, 3] goes to rank k
+  Array a = reshape(arange(R() * 3, DType::f64), {R(), 3}) + double(me() * 1000);
+  Array t = on_mesh([](const Array& b) { return all_to_all(b, "data", 0, 0, true); }, a);
+  std::vector<Array> want;
+  for (int r = 0; r < R(); ++r) want.push_back(reshape(arange(R() * 3, DType::f64), {R(), 3})[me()] + double(r * 1000));
+  EXPECT_TRUE(close(t, stack(want, 0), 0, 0));
+  Array idx = on_mesh([](const Array& b) { return expand_dims(axis_index("data"), 0) + b; }, zeros({1}, DType::i32));
+  EXPECT_EQ(idx.to_vector<int32_t>()[0], me());
+}
+
+// Data-parallel step: each rank its block of the batch, the pmean'd gradient equals the full-batch
+// gradient of the mean on every rank, bit for bit the same on all ranks.
+Array loss(const Array& w, const Array& x, const Array& y) {
+  Array d = tanh(matmul(x, w)) - y;
+  return mean(d * d);
+}
+TEST(Distributed, DataParallelGradient) {
+  Rng rng(9);  // the same on every rank
+  int per = 3;
+  Array w = rng.uniform({4, 2}, DType::f64), x = rng.uniform({R() * per, 4}, DType::f64),
+        y = rng.uniform({R() * per, 2}, DType::f64);
+  Array xb = x[{slice(me() * per, (me() + 1) * per)}], yb = y[{slice(me() * per, (me() + 1) * per)}];
+  auto step = [](const Array& w, const Array& x, const Array& y) {
+    return value_and_grad([&](const Array& v) { return pmean(loss(v, x, y), "data"); })(w);
+  };
+  auto sm = shard_map(step, mesh(), {P(), P("data"), P("data")}, {P()});
+  auto [l, g] = sm(w, xb, yb);
+  EXPECT_NEAR(l.item<double>(), loss(w, x, y).item<double>(), 1e-12);
+  EXPECT_TRUE(close(g, grad(loss)(w, x, y), 1e-12, 1e-12));
+  auto jstep = jit(sm);
+  auto [lj, gj] = jstep(w, xb, yb);
+  auto [lj2, gj2] = jstep(w, xb, yb);  // cached
+  EXPECT_TRUE(close(gj, g, 1e-12, 1e-12));
+  EXPECT_TRUE(close(gj2, gj, 0, 0));
+  EXPECT_EQ(jstep.num_traces(), 1u);
+  // identical on every rank: rank 0's gradient, broadcast by a psum of it masked to rank 0
+  Array g0 = shard_map([](const Array& v) { return psum(where(axis_index("data") == 0, v, zeros_like(v)), "data"); },
+                       mesh(), {P()}, {P()})(gj);
+  EXPECT_TRUE(close(g0, gj, 0, 0));
+  // across processes, the staged program shows the SPMD call and its collectives (one process runs
+  // the in-process path: nested vmaps)
+  if (R() == 1) return;
+  std::ostringstream s;
+  s << make_jaxpr(sm)(w, xb, yb);
+  EXPECT_NE(s.str().find("shard_map["), std::string::npos) << s.str();
+  EXPECT_NE(s.str().find("psum[axes=('data',)"), std::string::npos) << s.str();
+}
+
+// A scan whose body all-reduces, inside the jitted SPMD program.
+TEST(Distributed, ScanWithPsum) {
+  Array x = block(me());  // [2, 3]: 2 steps
+  auto f = [](const Array& xs) {
+    return scan([](const Array& c, const Array& xt) { return std::pair{c + psum(xt, "data"), c}; },
+                zeros({3}, DType::f64), xs).first;
+  };
+  Array got = jit(shard_map(f, mesh(), {P("data")}, {P()}))(x);
+  EXPECT_TRUE(close(got, sum(all_blocks(), {0, 1}), 1e-12, 0));
+}
+
+TEST(Distributed, Errors) {
+  // a replicated out_spec for a varying output
+  EXPECT_THROW(on_mesh([](const Array& b) { return b; }, block(me()), P()), ValueError);
+  if (R() > 1) {
+    // with GRAFT_DEBUG_COLLECTIVES the ranks compare each collective: sizes that differ are an error
+    // on every rank instead of a hang or garbage
+    setenv("GRAFT_DEBUG_COLLECTIVES", "1", 1);
+    Mesh m(devices(), {"dbg"});  // a new mesh: communicators made with the debug setting
+    Array x = zeros({me() == 0 ? 3 : 4}, DType::f64);
+    EXPECT_THROW(shard_map([](const Array& b) { return psum(b, "dbg"); }, m, {P()}, {P()})(x), Error);
+    unsetenv("GRAFT_DEBUG_COLLECTIVES");
+  }
+}
+
+}  // namespace
+}  // namespace graft::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  graft::distributed::initialize();
+  return RUN_ALL_TESTS();
+}

@@ -3,7 +3,8 @@
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
-need=(cmake ninja-build g++ libgtest-dev libopenblas-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev llvm-14-dev "$@")
+need=(cmake ninja-build g++ libgtest-dev libopenblas-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev llvm-14-dev
+      openmpi-bin libopenmpi-dev "$@")
 missing=()
 for p in "${need[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -262,12 +262,20 @@ int main(int argc, char** argv) {
   app.add_option("--data", data_dir, "directory with the Fashion-MNIST .gz files");
   app.add_option("--out", out_dir, "where to write checkpoints and the plot (default: runs/<model>, or the --resume directory)");
   app.add_option("--resume", resume, "continue the run whose checkpoint is in this directory (same settings)");
+  bool distributed = false;
+  app.add_flag("--distributed", distributed,
+               "data parallel over the processes of an mpirun job: each global batch split over the ranks, the "
+               "gradient all-reduced inside the jitted step (on by itself under mpirun -np > 1)");
   CLI11_PARSE(app, argc, argv);
   if (out_dir.empty()) out_dir = resume.empty() ? "runs/" + st.model : resume;
   // the CNN generalizes better with more, smaller steps: 91.5% / 91.2% test accuracy after 5 epochs at
   // batch 32 (seeds 0 / 1) against 90.5% at batch 128 (BENCHMARKS.md)
   if (st.batch == 0) st.batch = st.model == "cnn" ? 32 : 128;
   try {
+    if (distributed || g::distributed::launched_by_mpi()) g::distributed::initialize();
+    const int rank = g::process_index(), nproc = g::process_count();
+    // rank 0 reports; every rank writes its errors to stderr
+    if (rank != 0 && !std::freopen("/dev/null", "w", stdout)) throw g::IOError("cannot silence rank " + std::to_string(rank));
     // NaN passes CLI11's range checks (every comparison with it is false): finite values are asked here
     if (!std::isfinite(st.lr) || st.lr <= 0) throw g::ValueError("--lr must be a finite positive number, got " + std::to_string(st.lr));
     if (!std::isfinite(st.dropout) || st.dropout < 0 || st.dropout > 0.95)
@@ -290,6 +298,9 @@ int main(int argc, char** argv) {
     };
     Array x_train = prep(ds.train_images), x_test = prep(ds.test_images);
     int64_t n = x_train.shape(0);
+    if (st.batch % nproc != 0)
+      throw g::ValueError("--batch-size " + std::to_string(st.batch) + " does not split over " + std::to_string(nproc) +
+                          " processes");
     if (st.batch > n)
       throw g::ValueError("--batch-size " + std::to_string(st.batch) + " is larger than the training set (" +
                           std::to_string(n) + " images): no full batch to train on");
@@ -297,6 +308,9 @@ int main(int argc, char** argv) {
                 (long long)n, (long long)x_test.shape(0), st.model.c_str(),
                 (long long)g::nn::num_params(model.init(g::random::key(st.seed))), st.optimizer.c_str(), st.lr,
                 st.schedule.c_str(), (long long)st.batch, (unsigned long long)st.seed);
+    if (nproc > 1)
+      std::printf("data parallel over %d processes (MPI): %lld examples of each batch per process\n", nproc,
+                  (long long)(st.batch / nproc));
     Array root = g::random::key(st.seed);
     Tree params = model.init(g::random::fold_in(root, 0u));
     int64_t steps_per_epoch = n / st.batch;  // full batches (the last partial one is dropped)
@@ -319,15 +333,27 @@ int main(int argc, char** argv) {
       Array pick = g::reshape(g::random::bernoulli(key, Array(0.5), g::Shape{x.shape(0)}), {x.shape(0), 1, 1});
       return g::reshape(g::where(pick, g::flip(images, 2), images), x.shape());
     };
-    auto step = g::jit(
-        [&](const Tree& p, const Tree& s, const Array& x, const Array& y, const Array& key) {
-          Array xa = augment(x, g::random::fold_in(key, 0u));
-          auto [loss, grads] = g::value_and_grad(loss_fn)(p, xa, y, g::random::fold_in(key, 1u));
-          auto [updates, s2] = opt.update(grads, s, p);
-          return std::make_tuple(g::optim::apply_updates(p, updates), s2, loss);
-        },
-        // the old parameters and optimizer state are donated: the step updates them in place
-        {.name = "train_step", .donate_argnums = {0, 1}});
+    // One step on this process's share of the batch. Across processes the loss is the mean over the
+    // ranks (pmean over the mesh axis "data"), so its gradient is the global batch's, the same on every
+    // rank, and every rank applies the same update: the parameters stay identical without a broadcast.
+    auto local_step = [&](const Tree& p, const Tree& s, const Array& x, const Array& y, const Array& key) {
+      Array xa = augment(x, g::random::fold_in(key, 0u));
+      auto objective = [&](const Tree& q, const Array& xx, const Array& yy, const Array& k) {
+        Array l = loss_fn(q, xx, yy, k);
+        return nproc > 1 ? g::pmean(l, "data") : l;
+      };
+      auto [loss, grads] = g::value_and_grad(objective)(p, xa, y, g::random::fold_in(key, 1u));
+      auto [updates, s2] = opt.update(grads, s, p);
+      return std::make_tuple(g::optim::apply_updates(p, updates), s2, loss);
+    };
+    using StepOut = std::tuple<Tree, Tree, Array>;
+    std::function<StepOut(const Tree&, const Tree&, const Array&, const Array&, const Array&)> body = local_step;
+    if (nproc > 1)
+      body = g::shard_map(local_step, g::Mesh(g::devices(), {"data"}),
+                          {g::P(), g::P(), g::P("data"), g::P("data"), g::P()}, {g::P()});
+    // the old parameters and optimizer state are donated: the step updates them in place
+    auto step = g::jit(body, {.name = "train_step", .donate_argnums = {0, 1}});
+    const int64_t share = st.batch / nproc;  // this rank's rows of each global batch
     auto correct = g::jit(
         [&model](const Tree& p, const Array& x, const Array& y) {
           return g::sum(g::argmax(model.apply(p, x, std::nullopt), 1) == y);
@@ -343,6 +369,10 @@ int main(int argc, char** argv) {
       for (auto [xb, yb] : batches) {
         Array loss;
         Array key = g::random::fold_in(epoch_key, static_cast<uint32_t>(i));
+        if (nproc > 1) {
+          xb = xb[{g::slice(rank * share, (rank + 1) * share)}];
+          yb = yb[{g::slice(rank * share, (rank + 1) * share)}];
+        }
         std::tie(params, opt_state, loss) = step(params, opt_state, xb, yb, key);
         double l = loss.item<double>();
         // a diverged run stops here: the last checkpoint stays the last good state
@@ -363,11 +393,12 @@ int main(int argc, char** argv) {
       pr.epoch = epoch;
       std::printf("\repoch %d: %.2f s, %.0f examples/s, train loss %.4f, test accuracy %.4f%20s\n", epoch, secs,
                   double(batches.size() * st.batch) / secs, pr.losses.back(), acc, "");
-      save_checkpoint(ckpt_path, st, pr, params, opt_state, root);
+      if (rank == 0) save_checkpoint(ckpt_path, st, pr, params, opt_state, root);
       std::printf("checkpoint: epoch %d saved\n", epoch);
       std::fflush(stdout);
     }
     std::string final_path = out_dir + "/model.safetensors", plot = out_dir + "/training.svg";
+    if (rank != 0) return 0;
     g::io::save(final_path, params,
                 {{"model", st.model}, {"epochs", std::to_string(st.epochs)},
                  {"test_accuracy", std::to_string(pr.accs.back())}});

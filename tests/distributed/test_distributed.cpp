@@ -1,4 +1,4 @@
-// Collectives across processes (run under mpirun with 1, 2 and 4 ranks; see tests/CMakeLists.txt).
+// Collectives across processes (run under mpirun with 1, 2, 3 and 4 ranks; see tests/CMakeLists.txt).
 // Every rank knows every rank's data (it is made from the rank number), so each checks its result
 // against what the whole job must produce.
 #include <gtest/gtest.h>

@@ -609,7 +609,7 @@ Array ppermute(const Array& x, const std::string& axis_name, const std::vector<s
 }
 Array all_to_all(const Array& x, const std::string& axis_name, int64_t split_axis, int64_t concat_axis, bool tiled) {
   int64_t split = normalize_axis(split_axis, x.ndim(), "all_to_all");
-  int64_t concat = normalize_axis(concat_axis, tiled ? x.ndim() : x.ndim(), "all_to_all");
+  int64_t concat = normalize_axis(concat_axis, x.ndim(), "all_to_all");
   return bind1(all_to_all_p, {x},
                {{"axis_index_groups", std::monostate{}},
                 {"axis_name", axis_names({axis_name})},

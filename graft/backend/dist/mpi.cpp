@@ -2,13 +2,17 @@
 // nonblocking form, waited on with a deadline, so that a lost peer becomes an error instead of a hang.
 #include "graft/backend/dist/mpi.h"
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "graft/core/env.h"
 #include "graft/core/error.h"
@@ -69,33 +73,199 @@ void check(int rc, const char* what) {
   fail<Error>(what, " failed: ", std::string(msg, static_cast<size_t>(len)));
 }
 
-// MPI is initialized once per process and finalized at exit (after every communicator is gone: the
-// world object lives in a static that is destroyed first).
-struct MpiRuntime {
-  bool we_initialized = false;
+// Process-wide MPI state: MPI initialized once (finalized at exit, after every communicator is gone:
+// mpi_world()'s communicator lives in a static made after this one, so it is destroyed first), and a
+// duplicate of the world communicator on which the ranks talk about failures:
+//  - a rank that waits in a collective answers "where are you?" with the collective it waits in, so a
+//    rank that times out can name the ranks that did not arrive;
+//  - a rank that exits normally says goodbye, so a peer still waiting in a collective fails within
+//    seconds instead of at the timeout (MPI_Finalize would otherwise wait for that peer, and the peer
+//    for it);
+//  - after a timeout or a lost peer the job cannot go on (the ranks are out of step): the process
+//    exits through MPI_Abort, which makes mpirun end every rank.
+class MpiRuntime {
+ public:
   MpiRuntime() {
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited) {
       int provided = 0;
       check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
-      we_initialized = true;
+      we_initialized_ = true;
     }
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &diag_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(diag_, MPI_ERRORS_RETURN);
+    departed_.assign(static_cast<size_t>(size_), 0);
   }
   ~MpiRuntime() {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (we_initialized && !finalized) MPI_Finalize();
+    if (finalized) return;
+    if (broken_) {
+      std::fflush(stdout);
+      std::fprintf(stderr, "[graft] rank %d: ending the MPI job after a failed collective\n", rank_);
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    goodbye();
+    if (we_initialized_) MPI_Finalize();
+  }
+
+  int rank() const { return rank_; }
+  void mark_broken() { broken_ = true; }
+
+  /// What this process waits in ("" when it waits in no collective); answered to peers that ask.
+  void set_waiting(std::string w) { waiting_ = std::move(w); }
+
+  /// Answers the peers' questions and notes their goodbyes (called while waiting).
+  void serve() {
+    for (;;) {
+      int flag = 0;
+      MPI_Status st;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kAsk, diag_, &flag, &st) != MPI_SUCCESS || !flag) break;
+      int dummy = 0;
+      MPI_Recv(&dummy, 1, MPI_INT, st.MPI_SOURCE, kAsk, diag_, MPI_STATUS_IGNORE);
+      char reply[kReplyLen] = {};
+      std::snprintf(reply, sizeof reply, "%s", waiting_.c_str());
+      MPI_Send(reply, kReplyLen, MPI_CHAR, st.MPI_SOURCE, kReply, diag_);
+    }
+    for (;;) {
+      int flag = 0;
+      MPI_Status st;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kBye, diag_, &flag, &st) != MPI_SUCCESS || !flag) break;
+      int dummy = 0;
+      MPI_Recv(&dummy, 1, MPI_INT, st.MPI_SOURCE, kBye, diag_, MPI_STATUS_IGNORE);
+      departed_[static_cast<size_t>(st.MPI_SOURCE)] = 1;
+    }
+  }
+
+  /// The first of `world_ranks` that said goodbye, or -1.
+  int departed(const std::vector<int>& world_ranks) const {
+    for (int r : world_ranks)
+      if (departed_[static_cast<size_t>(r)]) return r;
+    return -1;
+  }
+
+  /// Asks each of `world_ranks` what it waits in, for up to `grace_s` seconds; the ranks that are not
+  /// waiting in `where` are described, one per line.
+  std::string absent(const std::vector<int>& world_ranks, const std::string& where, double grace_s) {
+    size_t n = world_ranks.size();
+    std::vector<std::array<char, kReplyLen>> replies(n);
+    std::vector<MPI_Request> recv(n, MPI_REQUEST_NULL), send(n, MPI_REQUEST_NULL);
+    std::vector<int> ask(n, 0), got(n, 0);
+    for (size_t k = 0; k < n; ++k) {
+      int p = world_ranks[k];
+      if (p == rank_) continue;
+      MPI_Irecv(replies[k].data(), kReplyLen, MPI_CHAR, p, kReply, diag_, &recv[k]);
+      MPI_Isend(&ask[k], 1, MPI_INT, p, kAsk, diag_, &send[k]);
+    }
+    auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      serve();
+      bool all = true;
+      for (size_t k = 0; k < n; ++k) {
+        if (recv[k] == MPI_REQUEST_NULL) continue;
+        int done = 0;
+        MPI_Test(&recv[k], &done, MPI_STATUS_IGNORE);
+        if (done) got[k] = 1;
+        else all = false;
+      }
+      if (all || std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > grace_s) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::string out;
+    for (size_t k = 0; k < n; ++k) {
+      int p = world_ranks[k];
+      if (p == rank_) continue;
+      std::string say;
+      if (!got[k]) {
+        say = departed_[static_cast<size_t>(p)] ? "has exited" : "did not arrive (it does not answer: busy outside "
+                                                                 "graft's collectives, stopped or gone)";
+        MPI_Cancel(&recv[k]);
+        MPI_Request_free(&recv[k]);
+      } else if (replies[k][0] == 0) {
+        say = "did not arrive (it waits in no collective)";
+      } else if (where != replies[k].data()) {
+        say = std::string("did not arrive: it waits in ") + replies[k].data();
+      }
+      if (send[k] != MPI_REQUEST_NULL) MPI_Request_free(&send[k]);
+      if (!say.empty()) out += "\n  rank " + std::to_string(p) + " " + say;
+    }
+    return out;
+  }
+
+ private:
+  static constexpr int kAsk = 1, kReply = 2, kBye = 3, kReplyLen = 160;
+
+  // Tells every peer that this process is leaving (small messages: MPI sends them at once).
+  void goodbye() {
+    std::vector<MPI_Request> reqs;
+    int dummy = 0;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      reqs.emplace_back(MPI_REQUEST_NULL);
+      MPI_Isend(&dummy, 1, MPI_INT, p, kBye, diag_, &reqs.back());
+    }
+    auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      int done = 0;
+      MPI_Testall(static_cast<int>(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
+      if (done || std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > 1.0) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    for (MPI_Request& r : reqs)
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  }
+
+  bool we_initialized_ = false;
+  std::atomic<bool> broken_{false};
+  int rank_ = 0, size_ = 1;
+  MPI_Comm diag_ = MPI_COMM_NULL;
+  std::string waiting_;
+  std::vector<char> departed_;
+};
+
+MpiRuntime& runtime() {
+  static MpiRuntime r;
+  return r;
+}
+
+// What the ranks compare under GRAFT_DEBUG_COLLECTIVES: the n-th collective's operation, size and type.
+struct Signature {
+  uint64_t seq = 0;
+  int64_t count = 0;
+  int32_t dtype = 0, op = 0;
+  char what[40] = {};
+  bool operator==(const Signature& o) const {
+    return seq == o.seq && count == o.count && dtype == o.dtype && op == o.op && std::strcmp(what, o.what) == 0;
+  }
+  std::string str() const {
+    std::string s = what;
+    if (std::strcmp(what, "MPI_Allreduce") == 0 || std::strcmp(what, "MPI_Reduce_scatter_block") == 0)
+      s += std::string("(") + op_name(static_cast<ReduceOp>(op)) + ")";
+    return s + " of " + std::to_string(count) + " x " + std::string(short_name(static_cast<DType>(dtype)));
   }
 };
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
+  MpiCommunicator(MPI_Comm comm, bool owned, std::string label) : comm_(comm), owned_(owned), label_(std::move(label)) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    // the members' ranks in MPI_COMM_WORLD, the numbers the user knows (mpirun's ranks)
+    MPI_Group mine, world;
+    MPI_Comm_group(comm_, &mine);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    std::vector<int> local(static_cast<size_t>(size_));
+    for (int k = 0; k < size_; ++k) local[static_cast<size_t>(k)] = k;
+    world_ranks_.resize(local.size());
+    MPI_Group_translate_ranks(mine, size_, local.data(), world, world_ranks_.data());
+    MPI_Group_free(&mine);
+    MPI_Group_free(&world);
     timeout_s_ = static_cast<double>(env::integer("GRAFT_COLLECTIVE_TIMEOUT", 600, 0, 7 * 24 * 3600));
     debug_ = env::flag("GRAFT_DEBUG_COLLECTIVES");
   }
@@ -144,6 +314,7 @@ class MpiCommunicator final : public Communicator {
   }
   void sendrecv(const void* send, int dst, void* recv, int src, int64_t count, DType d) override {
     std::lock_guard<std::mutex> lock(mu_);
+    ++calls_;
     // the ranks of a ppermute send and receive different pairs: no signature to compare
     if (debug_) log("MPI_Sendrecv", count, d);
     for (int peer : {dst, src})
@@ -166,7 +337,7 @@ class MpiCommunicator final : public Communicator {
     std::lock_guard<std::mutex> lock(mu_);
     MPI_Comm sub;
     check(MPI_Comm_split(comm_, color, key, &sub), "MPI_Comm_split");
-    return std::make_shared<MpiCommunicator>(sub, true);
+    return std::make_shared<MpiCommunicator>(sub, true, label_ + "/" + std::to_string(color));
   }
 
  private:
@@ -178,24 +349,46 @@ class MpiCommunicator final : public Communicator {
   }
 
   // Waits for r, spinning briefly and then sleeping (a collective's peers may be seconds behind), up to
-  // the timeout.
+  // the timeout. While it sleeps it answers the peers' questions; a member that has exited, or the
+  // timeout, ends the wait with an error that names the collective and the ranks that did not arrive.
   void wait(MPI_Request r, const char* what, const char* op) {
     if (r == MPI_REQUEST_NULL) return;
+    MpiRuntime& rt = runtime();
+    std::string where = label_ + " #" + std::to_string(calls_) + " " + what + (*op ? std::string("(") + op + ")" : "");
     auto start = std::chrono::steady_clock::now();
+    double gone_at = -1;  // when a member's goodbye was seen
     int spins = 0;
     for (;;) {
       int done = 0;
       check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), what);
-      if (done) return;
+      if (done) break;
       if (++spins < 2000) continue;
+      if (spins == 2000) rt.set_waiting(where);
+      rt.serve();
       double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (timeout_s_ > 0 && waited > timeout_s_)
-        fail<Error>(what, *op ? std::string(" (") + op + ")" : std::string(), ": rank ", rank_, " of ", size_,
-                           " waited ", static_cast<int64_t>(waited), " s for its peers (GRAFT_COLLECTIVE_TIMEOUT=",
-                           static_cast<int64_t>(timeout_s_), "): a process has stopped, or the ranks called ",
-                           "different collectives (GRAFT_DEBUG_COLLECTIVES=1 checks that they agree)");
+      int gone = rt.departed(world_ranks_);
+      // a member that finished normally may leave while this rank still receives its last bytes:
+      // allow the collective a moment to complete before calling it lost
+      if (gone >= 0 && gone_at < 0) gone_at = waited;
+      if (gone >= 0 && waited - gone_at > 2.0) {
+        rt.set_waiting("");
+        rt.mark_broken();
+        fail<Error>(what, *op ? std::string(" (") + op + ")" : std::string(), ", collective #", calls_, ": rank ",
+                    gone, " exited while rank ", rt.rank(), " waits for it (a rank left the job mid-step)");
+      }
+      if (timeout_s_ > 0 && waited > timeout_s_) {
+        std::string missing = rt.absent(world_ranks_, where, std::max(2.0, std::min(5.0, timeout_s_ / 4)));
+        rt.set_waiting("");
+        rt.mark_broken();
+        fail<Error>(what, *op ? std::string(" (") + op + ")" : std::string(), ", collective #", calls_, " on ",
+                    label_, ": rank ", rt.rank(), " waited ", static_cast<int64_t>(waited),
+                    " s for its peers (GRAFT_COLLECTIVE_TIMEOUT=", static_cast<int64_t>(timeout_s_), "):",
+                    missing.empty() ? std::string("\n  every rank is in it, yet it did not complete") : missing,
+                    "\n(GRAFT_DEBUG_COLLECTIVES=1 checks that the ranks call the same collectives)");
+      }
       std::this_thread::sleep_for(std::chrono::microseconds(spins < 20000 ? 20 : 500));
     }
+    if (spins >= 2000) rt.set_waiting("");
   }
 
   void log(const char* what, int64_t count, DType d) const {
@@ -204,27 +397,37 @@ class MpiCommunicator final : public Communicator {
                  std::string(short_name(d)).c_str());
   }
 
-  // With GRAFT_DEBUG_COLLECTIVES: logs the call and checks that every rank makes the same one (the
-  // same operation, size and type as the n-th collective), comparing the ranks' signatures by a min
-  // and a max reduction.
+  // Counts the call; with GRAFT_DEBUG_COLLECTIVES also logs it and checks that every rank makes the
+  // same one (the same operation, size and type as its n-th collective) by gathering the ranks'
+  // signatures, naming the first rank that differs. The check runs before the collective, so a
+  // mismatch leaves the ranks in step (each raises the same error).
   void begin(const char* what, int64_t count, DType d, int op) {
     ++calls_;
     if (!debug_) return;
     log(what, count, d);
-    uint64_t sig = std::hash<std::string>{}(what);
-    sig = sig * 1000003u ^ static_cast<uint64_t>(count);
-    sig = sig * 1000003u ^ static_cast<uint64_t>(d);
-    sig = sig * 1000003u ^ static_cast<uint64_t>(op);
-    uint64_t lo = 0, hi = 0;
-    check(MPI_Allreduce(&sig, &lo, 1, MPI_UINT64_T, MPI_MIN, comm_), "MPI_Allreduce (debug check)");
-    check(MPI_Allreduce(&sig, &hi, 1, MPI_UINT64_T, MPI_MAX, comm_), "MPI_Allreduce (debug check)");
-    if (lo != hi)
-      fail<Error>("collective #", calls_, ": the ranks disagree: rank ", rank_, " calls ", what, " of ", count,
-                         " x ", d, ", another rank a different collective (a rank took another path)");
+    Signature mine;
+    mine.seq = calls_;
+    mine.count = count;
+    mine.dtype = static_cast<int32_t>(d);
+    mine.op = op;
+    std::snprintf(mine.what, sizeof mine.what, "%s", what);
+    std::vector<Signature> all(static_cast<size_t>(size_));
+    wait(issue([&](MPI_Request* r) {
+           return MPI_Iallgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, comm_, r);
+         }),
+         "MPI_Allgather (GRAFT_DEBUG_COLLECTIVES check)", "");
+    for (int k = 1; k < size_; ++k)
+      if (!(all[static_cast<size_t>(k)] == all[0]))
+        fail<Error>("collective #", calls_, " differs between the ranks: rank ", world_ranks_[0], " calls ",
+                    all[0].str(), " (its #", all[0].seq, "), rank ", world_ranks_[static_cast<size_t>(k)],
+                    " calls ", all[static_cast<size_t>(k)].str(), " (its #", all[static_cast<size_t>(k)].seq,
+                    "): a rank took another path");
   }
 
   MPI_Comm comm_;
   bool owned_;
+  std::string label_;
+  std::vector<int> world_ranks_;
   int rank_ = 0, size_ = 1;
   double timeout_s_ = 600;
   bool debug_ = false;
@@ -235,8 +438,8 @@ class MpiCommunicator final : public Communicator {
 }  // namespace
 
 std::shared_ptr<Communicator> mpi_world() {
-  static MpiRuntime runtime;
-  static std::shared_ptr<Communicator> world = std::make_shared<MpiCommunicator>(MPI_COMM_WORLD, false);
+  runtime();
+  static std::shared_ptr<Communicator> world = std::make_shared<MpiCommunicator>(MPI_COMM_WORLD, false, "world");
   return world;
 }
 

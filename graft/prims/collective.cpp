@@ -185,14 +185,16 @@ Bound bound(const Primitive& p, const std::string& name) {
 // A contiguous copy (communicators read and write flat host buffers).
 Array dense(const Array& x) { return lax::copy(x); }
 
+// Half-precision values are reduced in f32 (engines have no 16-bit float sum) and rounded once.
+DType wire_type(DType d) { return d == DType::f16 || d == DType::bf16 ? DType::f32 : d; }
+
 Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval>, const Params& params) {
   ReduceOp op = &p == &psum_p ? ReduceOp::sum : &p == &pmax_p ? ReduceOp::max : ReduceOp::min;
   Array x = in[0];
   for (auto& name : names_param(params).names) {
     Bound b = bound(p, name);
     if (b.trivial()) continue;
-    // half-precision values are reduced in f32 (engines have no 16-bit float sum) and rounded once
-    DType d = x.dtype(), wire = d == DType::f16 || d == DType::bf16 ? DType::f32 : d;
+    DType d = x.dtype(), wire = wire_type(d);
     Array src = dense(wire == d ? x : lax::convert_element_type(x, wire));
     Array out = Array::empty(Aval(x.shape(), wire));
     b.frame->comm->allreduce(src.raw_data(), out.concrete()->data(), x.size(), wire, op);
@@ -246,9 +248,11 @@ Arrays reduce_scatter_impl(const Primitive& p, std::span<const Array> in, std::s
   bool tiled = params.get_bool("tiled");
   Array front = dense(blocks_to_front(x, d, n, tiled));  // [n, block...]
   if (b.trivial()) return {lax::reshape(front, out[0].shape)};
-  Array mine = Array::empty(out[0]);
-  b.frame->comm->reduce_scatter(front.raw_data(), mine.concrete()->data(), out[0].size(), x.dtype(), ReduceOp::sum);
-  return {mine};
+  DType wire = wire_type(x.dtype());
+  if (wire != x.dtype()) front = dense(lax::convert_element_type(front, wire));
+  Array mine = Array::empty(Aval(out[0].shape, wire));
+  b.frame->comm->reduce_scatter(front.raw_data(), mine.concrete()->data(), out[0].size(), wire, ReduceOp::sum);
+  return {wire == x.dtype() ? mine : lax::convert_element_type(mine, x.dtype())};
 }
 
 Arrays ppermute_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval>, const Params& params) {

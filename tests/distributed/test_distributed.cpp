@@ -13,16 +13,17 @@ namespace {
 int R() { return process_count(); }
 int me() { return process_index(); }
 
-// Rank r's block: [2, 3] values r * 100 + k.
+// Rank r's block: [2, 5] values r * 100 + k + 0.5 (10 elements: sizes that do not divide by 3 ranks),
+// in dtype d (i32 truncates them).
 Array block(int r, DType d = DType::f64) {
   std::vector<double> v;
-  for (int k = 0; k < 6; ++k) v.push_back(r * 100 + k + 0.5);
-  return Rng::from_doubles(v, {2, 3}, d);
+  for (int k = 0; k < 10; ++k) v.push_back(r * 100 + k + 0.5);
+  return Rng::from_doubles(v, {2, 5}, d);
 }
-Array all_blocks() {
+Array all_blocks(DType d = DType::f64) {
   std::vector<Array> b;
-  for (int r = 0; r < R(); ++r) b.push_back(block(r));
-  return stack(b, 0);  // [R, 2, 3]
+  for (int r = 0; r < R(); ++r) b.push_back(block(r, d));
+  return stack(b, 0);  // [R, 2, 5]
 }
 
 Mesh mesh() { return Mesh(devices(), {"data"}); }
@@ -30,6 +31,17 @@ Mesh mesh() { return Mesh(devices(), {"data"}); }
 template <class F>
 Array on_mesh(F f, const Array& x, PartitionSpec out = P("data")) {
   return shard_map(f, mesh(), {P("data")}, {out})(x);
+}
+
+const DType kTypes[] = {DType::f32, DType::f64, DType::i32, DType::bf16};
+
+// got == want: exact for integers and f64, to the type's rounding otherwise (sums in another order)
+::testing::AssertionResult same(const Array& got, const Array& want) {
+  if (got.dtype() != want.dtype())
+    return ::testing::AssertionFailure() << "dtype " << got.dtype() << ", want " << want.dtype();
+  double tol = got.dtype() == DType::bf16 ? 1e-2 : got.dtype() == DType::f32 ? 1e-6 : 1e-12;
+  if (!is_floating(got.dtype())) tol = 0;
+  return close(got, want, tol, 0);
 }
 
 TEST(Distributed, Initialized) {
@@ -40,47 +52,46 @@ TEST(Distributed, Initialized) {
 }
 
 TEST(Distributed, Reductions) {
-  Array x = block(me());
-  Array all = all_blocks();
-  EXPECT_TRUE(close(on_mesh([](const Array& b) { return psum(b, "data"); }, x, P()), sum(all, 0), 1e-12, 0));
-  EXPECT_TRUE(close(on_mesh([](const Array& b) { return pmax(b, "data"); }, x, P()), max(all, 0), 0, 0));
-  EXPECT_TRUE(close(on_mesh([](const Array& b) { return pmin(b, "data"); }, x, P()), min(all, 0), 0, 0));
-  EXPECT_TRUE(close(on_mesh([](const Array& b) { return pmean(b, "data"); }, x, P()), mean(all, 0), 1e-12, 0));
-  // integer and half types
-  Array xi = block(me()).astype(DType::i32), xh = block(me()).astype(DType::bf16);
-  EXPECT_TRUE(close(on_mesh([](const Array& b) { return psum(b, "data"); }, xi, P()), sum(all.astype(DType::i32), 0), 0, 0));
-  EXPECT_TRUE(close(on_mesh([](const Array& b) { return psum(b, "data"); }, xh, P()).astype(DType::f64),
-                    sum(all.astype(DType::bf16).astype(DType::f32), 0).astype(DType::bf16).astype(DType::f64), 0, 0));
+  for (DType d : kTypes) {
+    SCOPED_TRACE(std::string(short_name(d)));
+    Array x = block(me(), d);
+    Array all = all_blocks(d).astype(DType::f64);  // the reference computes in f64
+    EXPECT_TRUE(same(on_mesh([](const Array& b) { return psum(b, "data"); }, x, P()), sum(all, 0).astype(d)));
+    EXPECT_TRUE(same(on_mesh([](const Array& b) { return pmax(b, "data"); }, x, P()), max(all, 0).astype(d)));
+    EXPECT_TRUE(same(on_mesh([](const Array& b) { return pmin(b, "data"); }, x, P()), min(all, 0).astype(d)));
+    if (is_floating(d)) {
+      EXPECT_TRUE(same(on_mesh([](const Array& b) { return pmean(b, "data"); }, x, P()), mean(all, 0).astype(d)));
+    }
+  }
 }
 
 TEST(Distributed, Movement) {
-  Array x = block(me());
-  Array all = all_blocks();
-  // all_gather (stacked and tiled): every rank holds everything
-  // (all_gather's result is typed as varying, as in JAX: each device holds its own copy)
-  Array g = on_mesh([](const Array& b) { return all_gather(b, "data"); }, x);
-  EXPECT_TRUE(close(g, all, 0, 0));
-  Array gt = on_mesh([](const Array& b) { return all_gather(b, "data", 1, true); }, x);
-  EXPECT_TRUE(close(gt, concatenate([&] {
-                      std::vector<Array> v;
-                      for (int r = 0; r < R(); ++r) v.push_back(block(r));
-                      return v;
-                    }(), 1), 0, 0));
-  // psum_scatter: rank r keeps row-block r of the sum of [R, ...] values
-  Array big = stack(std::vector<Array>(static_cast<size_t>(R()), x), 0) + 1.0;  // [R, 2, 3]
-  Array rs = on_mesh([](const Array& b) { return psum_scatter(b, "data", 0); }, big);
-  EXPECT_TRUE(close(rs, sum(all, 0) + double(R()), 1e-12, 0));
-  // ppermute: a ring shift
-  std::vector<std::pair<int64_t, int64_t>> ring;
-  for (int r = 0; r < R(); ++r) ring.push_back({r, (r + 1) % R()});
-  Array sh = on_mesh([&](const Array& b) { return ppermute(b, "data", ring); }, x);
-  EXPECT_TRUE(close(sh, block((me() + R() - 1) % R()), 0, 0));
-  // all_to_all: block k of rank r's [R, 3] goes to rank k
-  Array a = reshape(arange(R() * 3, DType::f64), {R(), 3}) + double(me() * 1000);
-  Array t = on_mesh([](const Array& b) { return all_to_all(b, "data", 0, 0, true); }, a);
-  std::vector<Array> want;
-  for (int r = 0; r < R(); ++r) want.push_back(reshape(arange(R() * 3, DType::f64), {R(), 3})[me()] + double(r * 1000));
-  EXPECT_TRUE(close(t, stack(want, 0), 0, 0));
+  for (DType d : kTypes) {
+    SCOPED_TRACE(std::string(short_name(d)));
+    Array x = block(me(), d);
+    Array all = all_blocks(d);
+    // all_gather (stacked and tiled): every rank holds everything
+    // (all_gather's result is typed as varying, as in JAX: each device holds its own copy)
+    EXPECT_TRUE(same(on_mesh([](const Array& b) { return all_gather(b, "data"); }, x), all));
+    std::vector<Array> blocks;
+    for (int r = 0; r < R(); ++r) blocks.push_back(block(r, d));
+    EXPECT_TRUE(same(on_mesh([](const Array& b) { return all_gather(b, "data", 1, true); }, x), concatenate(blocks, 1)));
+    // psum_scatter: rank r keeps row-block r of the sum of [R, ...] values
+    Array big = stack(std::vector<Array>(static_cast<size_t>(R()), x), 0) + Array(1.0).astype(d);  // [R, 2, 5]
+    Array rs = on_mesh([](const Array& b) { return psum_scatter(b, "data", 0); }, big);
+    EXPECT_TRUE(same(rs, (sum(all.astype(DType::f64), 0) + double(R())).astype(d)));
+    // ppermute: a ring shift
+    std::vector<std::pair<int64_t, int64_t>> ring;
+    for (int r = 0; r < R(); ++r) ring.push_back({r, (r + 1) % R()});
+    EXPECT_TRUE(same(on_mesh([&](const Array& b) { return ppermute(b, "data", ring); }, x), block((me() + R() - 1) % R(), d)));
+    // all_to_all: block k of rank r's [R, 5] goes to rank k
+    Array a = (reshape(arange(R() * 5, DType::f64), {R(), 5}) + double(me() * 1000)).astype(d);
+    Array t = on_mesh([](const Array& b) { return all_to_all(b, "data", 0, 0, true); }, a);
+    std::vector<Array> want;
+    for (int r = 0; r < R(); ++r)
+      want.push_back((reshape(arange(R() * 5, DType::f64), {R(), 5})[me()] + double(r * 1000)).astype(d));
+    EXPECT_TRUE(same(t, stack(want, 0)));
+  }
   Array idx = on_mesh([](const Array& b) { return expand_dims(axis_index("data"), 0) + b; }, zeros({1}, DType::i32));
   EXPECT_EQ(idx.to_vector<int32_t>()[0], me());
 }
@@ -209,7 +220,7 @@ TEST(Distributed, ScanWithPsum) {
   Array x = block(me());  // [2, 3]: 2 steps
   auto f = [](const Array& xs) {
     return scan([](const Array& c, const Array& xt) { return std::pair{c + psum(xt, "data"), c}; },
-                zeros({3}, DType::f64), xs).first;
+                zeros({5}, DType::f64), xs).first;
   };
   Array got = jit(shard_map(f, mesh(), {P("data")}, {P()}))(x);
   EXPECT_TRUE(close(got, sum(all_blocks(), {0, 1}), 1e-12, 0));

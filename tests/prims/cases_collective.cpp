@@ -25,7 +25,11 @@ Case row(std::string name, const Primitive& p, Params params, Shape in_shape,
   c.name = std::move(name);
   c.prim = &p;
   c.params = std::move(params);
-  c.inputs = [in_shape](Rng& r, DType d) { return Inputs{r.uniform(in_shape, d, -1, 1)}; };
+  // integers in a range where sums are exact; bf16 values rounded from f32 draws
+  c.inputs = [in_shape](Rng& r, DType d) {
+    return Inputs{is_floating(d) ? r.uniform(in_shape, d, -1, 1) : r.ints(in_shape, d, -1000, 1000)};
+  };
+  c.value_dtypes = {DType::f32, DType::f64, DType::i32, DType::bf16};
   c.reference = std::move(ref);
   c.diff = {true};
   c.named_axes = std::move(axes);
@@ -81,7 +85,7 @@ Params gather_params(int64_t dim, bool tiled) {
 }
 
 Case all_gather_row(std::string name, int64_t dim, bool tiled) {
-  Shape s{N, 2, 3};
+  Shape s{N, 2, 5};
   return row(std::move(name), all_gather_p, gather_params(dim, tiled), s, [=](const Inputs& in) {
     T x(in[0]);
     Shape ms = member_shape(x), os = ms;
@@ -145,7 +149,7 @@ Case ppermute_row(std::string name, std::vector<std::pair<int64_t, int64_t>> per
   std::vector<IntList> pairs;
   for (auto [s, d] : perm) pairs.push_back({s, d});
   return row(std::move(name), ppermute_p,
-             {{"axis_name", names({"i"})}, {"perm", Ref<const ParamObject>(new lax::IntTuples(pairs))}}, {N, 2, 3},
+             {{"axis_name", names({"i"})}, {"perm", Ref<const ParamObject>(new lax::IntTuples(pairs))}}, {N, 2, 5},
              [=](const Inputs& in) {
                T x(in[0]);
                T o(x.s, 0.0);

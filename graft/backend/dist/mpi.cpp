@@ -57,6 +57,19 @@ MPI_Datatype mpi_type(DType d, const char* what) {
   fail<TypeError>(what, ": MPI has no type for ", d, " (reduce f16 / bf16 values in f32)");
 }
 
+// Data that is only moved (gathered, exchanged, sent) goes as raw elements of its width: f16 / bf16,
+// which MPI has no type for, too.
+MPI_Datatype mpi_move_type(DType d) {
+  switch (itemsize(d)) {
+    case 1: return MPI_UINT8_T;
+    case 2: return MPI_UINT16_T;
+    case 4: return MPI_UINT32_T;
+    case 8: return MPI_UINT64_T;
+    default: break;
+  }
+  fail<TypeError>("MPI: no ", itemsize(d), "-byte element type to move ", d);
+}
+
 MPI_Op mpi_op(ReduceOp op) { return op == ReduceOp::sum ? MPI_SUM : op == ReduceOp::max ? MPI_MAX : MPI_MIN; }
 
 int mpi_count(int64_t count, const char* what) {
@@ -292,7 +305,7 @@ class MpiCommunicator final : public Communicator {
   void allgather(const void* in, void* out, int64_t count, DType d) override {
     std::lock_guard<std::mutex> lock(mu_);
     begin("MPI_Allgather", count, d, 0);
-    MPI_Datatype t = mpi_type(d, "MPI_Allgather");
+    MPI_Datatype t = mpi_move_type(d);
     int c = mpi_count(count, "MPI_Allgather");
     wait(issue([&](MPI_Request* r) { return MPI_Iallgather(in, c, t, out, c, t, comm_, r); }), "MPI_Allgather", "");
   }
@@ -308,7 +321,7 @@ class MpiCommunicator final : public Communicator {
   void alltoall(const void* in, void* out, int64_t count, DType d) override {
     std::lock_guard<std::mutex> lock(mu_);
     begin("MPI_Alltoall", count, d, 0);
-    MPI_Datatype t = mpi_type(d, "MPI_Alltoall");
+    MPI_Datatype t = mpi_move_type(d);
     int c = mpi_count(count, "MPI_Alltoall");
     wait(issue([&](MPI_Request* r) { return MPI_Ialltoall(in, c, t, out, c, t, comm_, r); }), "MPI_Alltoall", "");
   }
@@ -319,7 +332,7 @@ class MpiCommunicator final : public Communicator {
     if (debug_) log("MPI_Sendrecv", count, d);
     for (int peer : {dst, src})
       if (peer < -1 || peer >= size_) fail<ValueError>("MPI_Sendrecv: rank ", peer, " is not in a group of ", size_);
-    MPI_Datatype t = mpi_type(d, "MPI_Sendrecv");
+    MPI_Datatype t = mpi_move_type(d);
     int c = mpi_count(count, "MPI_Sendrecv");
     constexpr int kTag = 7411;
     MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};

@@ -13,18 +13,34 @@
 namespace graft {
 
 namespace {
-// Adds a cotangent contribution for v, checking that it has v's type.
-void accumulate(std::unordered_map<const Var*, Array>& env, const Var* v, const Array& ct, const char* prim) {
-  if (!ct.valid()) return;
-  if (ct.shape() != v->aval.shape || ct.dtype() != v->aval.dtype)
-    fail<ShapeError>("transpose of ", prim, ": produced a cotangent of type ", ct.aval().str(), " for a value of type ",
-                     v->aval.str());
+// A cotangent, possibly partial: the true cotangent is psum(value, pending) — each member holds its
+// own share of the sum over the named axes in `pending` (over which the value is invariant).
+struct Ct {
+  Array value;
+  AxisSet pending = 0;
+};
+
+Array psum_over(const Array& x, AxisSet axes) { return axes ? lax::psum(x, axis_set_names(axes)) : x; }
+
+// The cotangent made whole (its pending sums done).
+Array resolve(const Ct& c) { return psum_over(c.value, c.pending); }
+
+// Adds a cotangent contribution for v, checking that it has v's type. Two partial contributions are
+// added before their common sums are done, so those run once.
+void accumulate(std::unordered_map<const Var*, Ct>& env, const Var* v, Ct c, const char* prim) {
+  if (!c.value.valid()) return;
+  if (c.value.shape() != v->aval.shape || c.value.dtype() != v->aval.dtype)
+    fail<ShapeError>("transpose of ", prim, ": produced a cotangent of type ", c.value.aval().str(),
+                     " for a value of type ", v->aval.str());
   auto it = env.find(v);
   if (it == env.end()) {
-    env.emplace(v, ct);
-  } else {
-    it->second = lax::add_any(it->second, ct);
+    env.emplace(v, std::move(c));
+    return;
   }
+  Ct& e = it->second;
+  AxisSet common = e.pending & c.pending;
+  e.value = lax::add_any(psum_over(e.value, e.pending & ~common), psum_over(c.value, c.pending & ~common));
+  e.pending = common;
 }
 }  // namespace
 
@@ -87,29 +103,49 @@ Arrays backward_pass(const Jaxpr& lin, std::span<const Array> consts, std::span<
       if (!any_in || !out_lin[k]) known[e.outputs[k].get()] = out[k];
   }
   // backward
-  std::unordered_map<const Var*, Array> ct;
+  std::unordered_map<const Var*, Ct> ct;
   for (size_t i = 0; i < lin.outvars.size(); ++i) {
     const Atom& a = lin.outvars[i];
-    if (!a.is_literal() && linear.count(a.var.get())) accumulate(ct, a.var.get(), cts_out[i], "output");
+    if (!a.is_literal() && linear.count(a.var.get())) accumulate(ct, a.var.get(), Ct{cts_out[i]}, "output");
   }
   for (auto it = linear_eqns.rbegin(); it != linear_eqns.rend(); ++it) {
     const Eqn& e = **it;
+    // An input invariant over a named axis that the results vary over was broadcast to every member
+    // (an implicit pvary): its cotangent is the sum over the members (pvary's transpose), which keeps
+    // the gradient of a replicated parameter replicated (JAX's varying manual axes; without it a loss
+    // that ends in psum had its gradient multiplied by the axis size). The sum is deferred: the
+    // cotangent travels as a partial one through the transposes of equations that are invariant over
+    // the axis (linear maps whose other operands are the same on every member commute with the sum),
+    // so that it runs once, on the smallest value — a bias's gradient is summed over the members as a
+    // [n] vector, not as the [batch, n] one the add saw. Collectives and higher-order primitives
+    // (whose bodies' backward passes do their own) take whole cotangents.
+    bool opaque = e.prim->has(kCollective) || e.prim->has(kHigherOrder);
     Arrays cts;
+    std::vector<AxisSet> pend;
     bool any = false;
     for (auto& v : e.outputs) {
       auto f = ct.find(v.get());
       if (f != ct.end()) {
-        cts.push_back(std::move(f->second));
+        cts.push_back(std::move(f->second.value));
+        pend.push_back(f->second.pending);
         ct.erase(f);
         any = true;
       } else {
         cts.push_back(Array());
+        pend.push_back(0);
       }
     }
     if (!any) continue;
     if (!e.prim->transpose)
       fail<NotImplementedError>("reverse-mode differentiation: ", e.prim->name,
                                 " has no transpose rule (it is not linear in its differentiated inputs)");
+    // the sums the results' cotangents still owe: deferred through this equation when they agree
+    AxisSet carried = opaque ? 0 : ~AxisSet(0);
+    for (size_t k = 0; k < cts.size(); ++k)
+      if (cts[k].valid()) carried &= pend[k];
+    for (size_t k = 0; k < cts.size(); ++k)
+      if (cts[k].valid()) cts[k] = psum_over(cts[k], pend[k] & ~carried);
+    if (carried == ~AxisSet(0)) carried = 0;
     SmallVector<TArg, 4> args;
     for (auto& a : e.inputs) {
       TArg t;
@@ -125,25 +161,18 @@ Arrays backward_pass(const Jaxpr& lin, std::span<const Array> consts, std::span<
     }
     if (e.outputs.size() == 1 && !cts[0].valid()) continue;
     Arrays cts_in = e.prim->transpose(*e.prim, cts, args, e.params);
-    // An input invariant over a named axis that its results vary over was broadcast to every member
-    // (an implicit pvary): its cotangent is the sum over the members (pvary's transpose), which keeps
-    // the gradient of a replicated parameter replicated (JAX's varying manual axes; without it a loss
-    // that ends in psum had its gradient multiplied by the axis size). Collectives place their own,
-    // and so do higher-order primitives (the backward pass of their bodies does it inside).
     AxisSet out_vma = 0;
-    if (!e.prim->has(kCollective) && !e.prim->has(kHigherOrder))
+    if (!opaque)
       for (auto& v : e.outputs) out_vma |= v->aval.vma;
     for (size_t i = 0; i < e.inputs.size() && i < cts_in.size(); ++i) {
       if (!args[i].linear) continue;
-      if (AxisSet extra = out_vma & ~args[i].aval.vma; extra && cts_in[i].valid())
-        cts_in[i] = lax::psum(cts_in[i], axis_set_names(extra));
-      accumulate(ct, e.inputs[i].var.get(), cts_in[i], e.prim->name);
+      accumulate(ct, e.inputs[i].var.get(), Ct{cts_in[i], carried | (out_vma & ~args[i].aval.vma)}, e.prim->name);
     }
   }
   Arrays result;
   for (auto& v : lin.invars) {
     auto f = ct.find(v.get());
-    result.push_back(f == ct.end() ? Array() : f->second);
+    result.push_back(f == ct.end() ? Array() : resolve(f->second));
   }
   return result;
 }

@@ -182,6 +182,47 @@ TEST(DataParallel, ScanBodyCallsPsum) {
   EXPECT_TRUE(close(g, xs * 2.0, 1e-12, 1e-12));
 }
 
+// The sums over the members that reverse mode owes a replicated parameter run once each, on the
+// parameter's gradient — not on the [batch, n] cotangent of the broadcast bias (deferred through the
+// transposes that are invariant over the axis) — and a replicated term (a weight penalty) joins the
+// summed gradient once.
+TEST(DataParallel, SumsRunOnceOnTheParameterGradients) {
+  Rng rng(21);
+  Array w = rng.uniform({3, 2}, DType::f64), bias = rng.uniform({2}, DType::f64);
+  Array xs = rng.uniform({4, 5, 3}, DType::f64), ys = rng.uniform({4, 5, 2}, DType::f64);
+  auto member_loss = [](const Array& w, const Array& b, const Array& x, const Array& y) {
+    Array d = tanh(matmul(x, w) + b) - y;
+    return mean(d * d);
+  };
+  auto objective = [&](const Array& w, const Array& b, const Array& x, const Array& y) {
+    return pmean(member_loss(w, b, x, y), "i") + 0.1 * sum(w * w);
+  };
+  std::string printed;
+  auto step = [&](const Array& w, const Array& b, const Array& x, const Array& y) {
+    auto g = [&](const Array& w, const Array& b) -> std::vector<Array> {
+      return grad([&](const Array& w, const Array& b) { return objective(w, b, x, y); }, {0, 1})(w, b);
+    };
+    std::ostringstream s;
+    s << make_jaxpr(g)(w, b);
+    printed = s.str();
+    return g(w, b);
+  };
+  auto got = vmap(step, {{std::nullopt, std::nullopt, 0, 0}, {std::nullopt, std::nullopt}, "i", std::nullopt})(w, bias, xs, ys);
+  // the reference: the full batch's mean loss, plus the penalty
+  Array x = reshape(xs, {20, 3}), y = reshape(ys, {20, 2});
+  std::vector<Array> want =
+      grad([&](const Array& w, const Array& b) { return member_loss(w, b, x, y) + 0.1 * sum(w * w); }, {0, 1})(w, bias);
+  EXPECT_TRUE(close(got[0], want[0], 1e-12, 1e-12));
+  EXPECT_TRUE(close(got[1], want[1], 1e-12, 1e-12));
+  // psums in the backward pass: the loss's (forward), then one per parameter, of the parameter's shape
+  std::istringstream lines(printed);
+  std::vector<std::string> psums;
+  for (std::string l; std::getline(lines, l);)
+    if (l.find("psum[") != std::string::npos) psums.push_back(l);
+  ASSERT_EQ(psums.size(), 3u) << printed;
+  for (auto& l : psums) EXPECT_EQ(l.find("[5,2]"), std::string::npos) << "a batch-sized sum: " << l << "\n" << printed;
+}
+
 // make_jaxpr prints collectives as JAX does, and types varying values.
 TEST(Collectives, Jaxpr) {
   Array xs = zeros({4, 3});

@@ -1,5 +1,6 @@
 #include "graft/backend/collectives.h"
 
+#include <mutex>
 #include <vector>
 
 #include "graft/core/error.h"
@@ -8,6 +9,24 @@ namespace graft {
 
 namespace {
 thread_local std::vector<AxisFrame> tl_axes;
+
+std::mutex stats_mu;
+CollectiveStats stats;
+}  // namespace
+
+CollectiveStats collective_stats() {
+  std::lock_guard<std::mutex> lock(stats_mu);
+  return stats;
+}
+void reset_collective_stats() {
+  std::lock_guard<std::mutex> lock(stats_mu);
+  stats = {};
+}
+void record_collective(uint64_t bytes, double seconds) {
+  std::lock_guard<std::mutex> lock(stats_mu);
+  ++stats.calls;
+  stats.bytes += bytes;
+  stats.seconds += seconds;
 }
 
 AxisScope::AxisScope(AxisFrame f) {

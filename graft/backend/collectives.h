@@ -46,6 +46,19 @@ class Communicator {
   virtual std::shared_ptr<Communicator> split(int color, int key) = 0;
 };
 
+/// What this process's collectives across processes cost since the last reset: the calls, the bytes
+/// this rank contributed, and the seconds spent in them (issuing and waiting, so a slow peer's delay
+/// counts here too). Lets a training loop report the fraction of its step spent communicating.
+struct CollectiveStats {
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+CollectiveStats collective_stats();
+void reset_collective_stats();
+/// Adds one collective to the statistics (called by Communicator implementations).
+void record_collective(uint64_t bytes, double seconds);
+
 /// One named axis the current code is mapped over.
 struct AxisFrame {
   std::string name;

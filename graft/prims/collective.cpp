@@ -182,8 +182,9 @@ Bound bound(const Primitive& p, const std::string& name) {
   return {f};
 }
 
-// A contiguous copy (communicators read and write flat host buffers).
-Array dense(const Array& x) { return lax::copy(x); }
+// x as a concrete array (communicators read and write flat host buffers; concrete arrays are
+// contiguous already, so this copies nothing for them).
+Array dense(const Array& x) { return x.concrete() ? x : lax::copy(x); }
 
 // Half-precision values are reduced in f32 (engines have no 16-bit float sum) and rounded once.
 DType wire_type(DType d) { return d == DType::f16 || d == DType::bf16 ? DType::f32 : d; }

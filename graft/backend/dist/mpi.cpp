@@ -263,6 +263,23 @@ struct Signature {
   }
 };
 
+// Records one collective's bytes and time in collective_stats() when it ends (or fails).
+class Timed {
+ public:
+  explicit Timed(uint64_t bytes) : bytes_(bytes), start_(std::chrono::steady_clock::now()) {}
+  ~Timed() {
+    record_collective(bytes_, std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  uint64_t bytes_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+uint64_t bytes_of(int64_t count, DType d) { return static_cast<uint64_t>(count) * itemsize(d); }
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(MPI_Comm comm, bool owned, std::string label) : comm_(comm), owned_(owned), label_(std::move(label)) {
@@ -293,6 +310,7 @@ class MpiCommunicator final : public Communicator {
 
   void allreduce(const void* in, void* out, int64_t count, DType d, ReduceOp op) override {
     std::lock_guard<std::mutex> lock(mu_);
+    Timed timed(bytes_of(count, d));
     begin("MPI_Allreduce", count, d, static_cast<int>(op));
     MPI_Datatype t = mpi_type(d, "MPI_Allreduce");
     // in place when in == out (MPI forbids aliased buffers otherwise)
@@ -304,6 +322,7 @@ class MpiCommunicator final : public Communicator {
   }
   void allgather(const void* in, void* out, int64_t count, DType d) override {
     std::lock_guard<std::mutex> lock(mu_);
+    Timed timed(bytes_of(count, d));
     begin("MPI_Allgather", count, d, 0);
     MPI_Datatype t = mpi_move_type(d);
     int c = mpi_count(count, "MPI_Allgather");
@@ -311,6 +330,7 @@ class MpiCommunicator final : public Communicator {
   }
   void reduce_scatter(const void* in, void* out, int64_t count, DType d, ReduceOp op) override {
     std::lock_guard<std::mutex> lock(mu_);
+    Timed timed(bytes_of(count * size_, d));
     begin("MPI_Reduce_scatter_block", count, d, static_cast<int>(op));
     MPI_Datatype t = mpi_type(d, "MPI_Reduce_scatter_block");
     int c = mpi_count(count, "MPI_Reduce_scatter_block");
@@ -320,6 +340,7 @@ class MpiCommunicator final : public Communicator {
   }
   void alltoall(const void* in, void* out, int64_t count, DType d) override {
     std::lock_guard<std::mutex> lock(mu_);
+    Timed timed(bytes_of(count * size_, d));
     begin("MPI_Alltoall", count, d, 0);
     MPI_Datatype t = mpi_move_type(d);
     int c = mpi_count(count, "MPI_Alltoall");
@@ -327,6 +348,7 @@ class MpiCommunicator final : public Communicator {
   }
   void sendrecv(const void* send, int dst, void* recv, int src, int64_t count, DType d) override {
     std::lock_guard<std::mutex> lock(mu_);
+    Timed timed(bytes_of(dst >= 0 ? count : 0, d));
     ++calls_;
     // the ranks of a ppermute send and receive different pairs: no signature to compare
     if (debug_) log("MPI_Sendrecv", count, d);
@@ -361,47 +383,64 @@ class MpiCommunicator final : public Communicator {
     return r;
   }
 
-  // Waits for r, spinning briefly and then sleeping (a collective's peers may be seconds behind), up to
-  // the timeout. While it sleeps it answers the peers' questions; a member that has exited, or the
-  // timeout, ends the wait with an error that names the collective and the ranks that did not arrive.
+  // Waits for r. OpenMPI moves a nonblocking collective's data only inside MPI calls, so the wait
+  // polls without sleeping (yielding the core to any other runnable thread) for kSpinSeconds — long
+  // enough for the largest transfer once every rank has arrived — and then sleeps between polls (a
+  // peer may be minutes behind). Every millisecond it answers the peers' questions; a member that has
+  // exited, or the timeout, ends the wait with an error that names the collective and the ranks that
+  // did not arrive.
   void wait(MPI_Request r, const char* what, const char* op) {
     if (r == MPI_REQUEST_NULL) return;
+    static const double kSpinSeconds = env::integer("GRAFT_COLLECTIVE_SPIN_MS", 2000, 0, 3600000) * 1e-3;
     MpiRuntime& rt = runtime();
     std::string where = label_ + " #" + std::to_string(calls_) + " " + what + (*op ? std::string("(") + op + ")" : "");
     auto start = std::chrono::steady_clock::now();
-    double gone_at = -1;  // when a member's goodbye was seen
-    int spins = 0;
-    for (;;) {
+    double gone_at = -1, served = 0;  // when a member's goodbye was seen; when peers were last answered
+    bool waiting = false;
+    for (uint64_t polls = 1;; ++polls) {
       int done = 0;
       check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), what);
       if (done) break;
-      if (++spins < 2000) continue;
-      if (spins == 2000) rt.set_waiting(where);
-      rt.serve();
-      double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      int gone = rt.departed(world_ranks_);
-      // a member that finished normally may leave while this rank still receives its last bytes:
-      // allow the collective a moment to complete before calling it lost
-      if (gone >= 0 && gone_at < 0) gone_at = waited;
-      if (gone >= 0 && waited - gone_at > 2.0) {
-        rt.set_waiting("");
-        rt.mark_broken();
-        fail<Error>(what, *op ? std::string(" (") + op + ")" : std::string(), ", collective #", calls_, ": rank ",
-                    gone, " exited while rank ", rt.rank(), " waits for it (a rank left the job mid-step)");
+      double waited = (polls & 63) == 0 || polls > 100000
+                          ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                          : -1;
+      if (waited < 0) {
+        std::this_thread::yield();
+        continue;
       }
-      if (timeout_s_ > 0 && waited > timeout_s_) {
-        std::string missing = rt.absent(world_ranks_, where, std::max(2.0, std::min(5.0, timeout_s_ / 4)));
-        rt.set_waiting("");
-        rt.mark_broken();
-        fail<Error>(what, *op ? std::string(" (") + op + ")" : std::string(), ", collective #", calls_, " on ",
-                    label_, ": rank ", rt.rank(), " waited ", static_cast<int64_t>(waited),
-                    " s for its peers (GRAFT_COLLECTIVE_TIMEOUT=", static_cast<int64_t>(timeout_s_), "):",
-                    missing.empty() ? std::string("\n  every rank is in it, yet it did not complete") : missing,
-                    "\n(GRAFT_DEBUG_COLLECTIVES=1 checks that the ranks call the same collectives)");
+      if (waited - served >= 1e-3) {
+        served = waited;
+        if (!waiting) rt.set_waiting(where);
+        waiting = true;
+        rt.serve();
+        int gone = rt.departed(world_ranks_);
+        // a member that finished normally may leave while this rank still receives its last bytes:
+        // allow the collective a moment to complete before calling it lost
+        if (gone >= 0 && gone_at < 0) gone_at = waited;
+        if (gone >= 0 && waited - gone_at > 2.0) {
+          rt.set_waiting("");
+          rt.mark_broken();
+          fail<Error>(what, *op ? std::string(" (") + op + ")" : std::string(), ", collective #", calls_, ": rank ",
+                      gone, " exited while rank ", rt.rank(), " waits for it (a rank left the job mid-step)");
+        }
+        if (timeout_s_ > 0 && waited > timeout_s_) {
+          std::string missing = rt.absent(world_ranks_, where, std::max(2.0, std::min(5.0, timeout_s_ / 4)));
+          rt.set_waiting("");
+          rt.mark_broken();
+          fail<Error>(what, *op ? std::string(" (") + op + ")" : std::string(), ", collective #", calls_, " on ",
+                      label_, ": rank ", rt.rank(), " waited ", static_cast<int64_t>(waited),
+                      " s for its peers (GRAFT_COLLECTIVE_TIMEOUT=", static_cast<int64_t>(timeout_s_), "):",
+                      missing.empty() ? std::string("\n  every rank is in it, yet it did not complete") : missing,
+                      "\n(GRAFT_DEBUG_COLLECTIVES=1 checks that the ranks call the same collectives)");
+        }
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(spins < 20000 ? 20 : 500));
+      if (waited < kSpinSeconds) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
     }
-    if (spins >= 2000) rt.set_waiting("");
+    if (waiting) rt.set_waiting("");
   }
 
   void log(const char* what, int64_t count, DType d) const {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Distributed benchmarks beside their peers, in one run (2 processes x 1 thread on this machine):
 #   - bench_distributed under mpirun -np 2: graft's psum of 1 KiB .. 64 MiB against a bare
-#     MPI_Allreduce of the same bytes, and the MLP's data-parallel step with its communication fraction;
+#     MPI_Allreduce of the same bytes (and MPI_Iallreduce + MPI_Wait, the call graft makes), and the
+#     MLP's data-parallel step with its communication fraction;
 #   - bench/torch_ddp.py: PyTorch's DistributedDataParallel over gloo, the same model and global batch.
 # graft and PyTorch alternate twice (the machine drifts); prints the JSON lines, then the tables.
 #   bench/run_distributed.sh [build-dir]
@@ -24,11 +25,11 @@ import json, sys
 d = sys.argv[1]
 rows = [json.loads(l) for l in open(f"{d}/psum.json") if l.startswith("{")]
 print()
-print(f"{'psum, 2 processes':>18s} {'graft us':>10s} {'MPI us':>10s} {'graft GB/s':>11s} {'MPI GB/s':>9s} {'bw ratio':>9s}")
+print(f"{'psum, 2 processes':>18s} {'graft us':>10s} {'MPI us':>10s} {'Iallred us':>10s} {'graft GB/s':>11s} {'MPI GB/s':>9s} {'bw ratio':>9s}")
 for r in rows:
     b = r["bytes"]
     size = f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
-    print(f"{size:>18s} {r['graft_us']:10.1f} {r['mpi_us']:10.1f} {r['graft_GBps']:11.3f} {r['mpi_GBps']:9.3f} "
+    print(f"{size:>18s} {r['graft_us']:10.1f} {r['mpi_us']:10.1f} {r['mpi_nb_us']:10.1f} {r['graft_GBps']:11.3f} {r['mpi_GBps']:9.3f} "
           f"{r['graft_GBps'] / r['mpi_GBps']:9.2f}")
 steps = [json.loads(l) for l in open(f"{d}/step.json") if l.startswith("{")]
 g = [s for s in steps if s["name"] == "dp_mlp_step"]

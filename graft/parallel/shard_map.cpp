@@ -7,6 +7,8 @@
 #include "graft/core/axis_names.h"
 #include "graft/core/error.h"
 #include "graft/prims/rules.h"
+#include "graft/transforms/control_util.h"
+#include "graft/transforms/flat.h"
 #include "graft/transforms/jit.h"
 
 namespace graft {
@@ -228,6 +230,129 @@ Arrays shard_map_impl(const Primitive&, std::span<const Array> in, std::span<con
   return jit_call(params.get<JaxprPtr>("jaxpr"), in, "shard_map");
 }
 
+const std::vector<PartitionSpec>& specs_of(const Params& p, const char* key) { return p.get_object<SpecList>(key).specs; }
+
+// A staged shard_map call of `body` over the same mesh as `like`, with the given per-leaf specs;
+// `primal_in` / `primal_out` mark a jvp'd body (its first results do not depend on its tangents).
+Arrays bind_shard_map(const Params& like, JaxprPtr body, std::vector<PartitionSpec> in_specs,
+                      std::vector<PartitionSpec> out_specs, std::span<const Array> args, int64_t primal_in = -1,
+                      int64_t primal_out = -1) {
+  Params p{{"jaxpr", std::move(body)},
+           {"mesh", like.get<Ref<const ParamObject>>("mesh")},
+           {"in_specs", Ref<const ParamObject>(new SpecList(std::move(in_specs)))},
+           {"out_specs", Ref<const ParamObject>(new SpecList(std::move(out_specs)))}};
+  if (primal_in >= 0) {
+    p.set("primal_in", primal_in);
+    p.set("primal_out", primal_out);
+  }
+  return bind(shard_map_p, args, p);
+}
+
+// Transformations of the staged call are the staged calls of the transformed body (as in JAX): each
+// derived body is traced once, with the mesh's axes bound (its collectives' rules need their sizes).
+template <class T, class F>
+std::shared_ptr<const T> derive(const Params& params, const std::string& key, F make) {
+  const ClosedJaxpr& body = params.get_jaxpr("jaxpr");
+  return body.derived<T>(key, [&] {
+    Frames frames(comms_of(params));
+    return make(body);
+  });
+}
+
+JvpResult shard_map_jvp(const Primitive&, std::span<const Array> primals, std::span<const Array> tangents,
+                        const Params& params) {
+  std::vector<bool> nz;
+  for (auto& t : tangents) nz.push_back(t.valid());
+  auto jj = derive<JaxprPtr>(params, control::mask_key("jvp", nz),
+                             [&](const ClosedJaxpr& b) { return hoisted(jvp_jaxpr(b, nz)); });
+  const auto& in_specs = specs_of(params, "in_specs");
+  const auto& out_specs = specs_of(params, "out_specs");
+  std::vector<PartitionSpec> ins = in_specs, outs = out_specs;
+  Arrays args(primals.begin(), primals.end());
+  for (size_t i = 0; i < tangents.size(); ++i)
+    if (nz[i]) {
+      args.push_back(tangents[i]);
+      ins.push_back(in_specs[i]);
+    }
+  outs.insert(outs.end(), out_specs.begin(), out_specs.end());
+  Arrays r = bind_shard_map(params, *jj, ins, outs, args, static_cast<int64_t>(primals.size()),
+                            static_cast<int64_t>(out_specs.size()));
+  size_t n = out_specs.size();
+  JvpResult res;
+  res.primals.assign(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(n));
+  res.tangents.assign(r.begin() + static_cast<std::ptrdiff_t>(n), r.end());
+  return res;
+}
+
+// A jvp'd call in a linear program: its primal results do not depend on the tangents.
+std::vector<bool> shard_map_linear_outputs(const Primitive&, const std::vector<bool>& linear_in, const Params& params) {
+  bool any = false, primal = false;
+  int64_t pin = params.has("primal_in") ? params.get_int("primal_in") : -1;
+  for (size_t i = 0; i < linear_in.size(); ++i) {
+    any = any || linear_in[i];
+    if (static_cast<int64_t>(i) < pin) primal = primal || linear_in[i];
+  }
+  std::vector<bool> r(specs_of(params, "out_specs").size(), any);
+  if (pin >= 0)
+    for (int64_t k = 0; k < params.get_int("primal_out"); ++k) r[static_cast<size_t>(k)] = primal;
+  return r;
+}
+
+// The transpose: a staged call of the body's transpose, taking the non-linear arguments and the
+// results' cotangents (laid out as the results were) and giving the linear arguments' cotangents (laid
+// out as those arguments were). A replicated argument's cotangent is summed over the mesh inside.
+Arrays shard_map_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg> args,
+                           const Params& params) {
+  std::vector<bool> linear;
+  for (auto& a : args) linear.push_back(a.linear);
+  auto tj = derive<JaxprPtr>(params, control::mask_key("T", linear),
+                             [&](const ClosedJaxpr& b) { return hoisted(transpose_jaxpr(b, linear)); });
+  const auto& in_specs = specs_of(params, "in_specs");
+  const auto& out_specs = specs_of(params, "out_specs");
+  std::vector<PartitionSpec> ins, outs;
+  for (size_t i = 0; i < args.size(); ++i) (linear[i] ? outs : ins).push_back(in_specs[i]);
+  ins.insert(ins.end(), out_specs.begin(), out_specs.end());
+  const ClosedJaxpr& body = params.get_jaxpr("jaxpr");
+  return control::transpose_call(cts, args, body.out_avals(), 0, [&](std::span<const Array> in) {
+    return bind_shard_map(params, *tj, ins, outs, in);
+  });
+}
+
+// vmap of the call: the batch dimensions go first, the body is batched over them (its collectives over
+// the mesh's axes stay what they were), and the specs gain an unsplit leading dimension.
+BatchResult shard_map_batch(const Primitive&, std::span<const Array> vals, std::span<const int64_t> dims,
+                            const BatchInfo& axis, const Params& params) {
+  Arrays in;
+  std::vector<int64_t> d0;
+  std::vector<PartitionSpec> ins = specs_of(params, "in_specs");
+  for (size_t i = 0; i < vals.size(); ++i) {
+    if (dims[i] == kNotMapped) {
+      in.push_back(vals[i]);
+      d0.push_back(kNotMapped);
+      continue;
+    }
+    in.push_back(lax::moveaxis(vals[i], dims[i], 0));
+    d0.push_back(0);
+    ins[i].dims.insert(ins[i].dims.begin(), std::nullopt);
+  }
+  struct Batched {
+    JaxprPtr jaxpr;
+    std::vector<bool> mapped;
+  };
+  auto bj = derive<Batched>(params, control::batch_key("vmap", axis, d0), [&](const ClosedJaxpr& b) {
+    Batched r;
+    r.jaxpr = hoisted(batch_jaxpr(b, d0, axis.size, axis.name, &r.mapped));
+    return r;
+  });
+  std::vector<PartitionSpec> outs = specs_of(params, "out_specs");
+  BatchDims od;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (bj->mapped[k]) outs[k].dims.insert(outs[k].dims.begin(), std::nullopt);
+    od.push_back(bj->mapped[k] ? 0 : kNotMapped);
+  }
+  return {bind_shard_map(params, bj->jaxpr, ins, outs, in), od};
+}
+
 std::vector<Array> run_across_processes(const FlatFn& f, const Mesh& mesh, const std::vector<PartitionSpec>& in_specs,
                                         const std::vector<PartitionSpec>& out_specs, const std::vector<Array>& args) {
   Ref<const MeshComms> comms = comms_for(mesh);
@@ -269,8 +394,12 @@ std::vector<Array> run_across_processes(const FlatFn& f, const Mesh& mesh, const
 
 }  // namespace
 
-const Primitive shard_map_p{"shard_map", kHigherOrder | kMultipleResults | kEffectful, &shard_map_shape,
-                            &shard_map_impl};
+const Primitive shard_map_p{"shard_map",      kHigherOrder | kMultipleResults | kEffectful,
+                            &shard_map_shape, &shard_map_impl,
+                            &shard_map_jvp,   &shard_map_transpose,
+                            &shard_map_batch, nullptr,
+                            nullptr,          nullptr,
+                            &shard_map_linear_outputs};
 
 std::vector<Array> shard_map_flat(const FlatFn& f, const Mesh& mesh, const std::vector<PartitionSpec>& in_specs,
                                   const std::vector<PartitionSpec>& out_specs, const std::vector<Array>& args) {

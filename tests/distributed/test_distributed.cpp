@@ -134,6 +134,45 @@ TEST(Distributed, DataParallelGradient) {
   EXPECT_NE(s.str().find("psum[axes=('data',)"), std::string::npos) << s.str();
 }
 
+// Transformations *of* a shard_map that runs across processes (the staged call's rules: jvp, transpose,
+// batching are the staged calls of the transformed body), against the same math on the whole batch.
+TEST(Distributed, TransformsOfAShardMap) {
+  Rng rng(17);  // the same on every rank
+  int per = 3;
+  Array w = rng.uniform({4, 2}, DType::f64), t = rng.uniform({4, 2}, DType::f64);
+  Array x = rng.uniform({R() * per, 4}, DType::f64), y = rng.uniform({R() * per, 2}, DType::f64);
+  Array xb = x[{slice(me() * per, (me() + 1) * per)}], yb = y[{slice(me() * per, (me() + 1) * per)}];
+  auto spmd_loss = [&](const Array& v) {
+    return shard_map([](const Array& v, const Array& x, const Array& y) { return pmean(loss(v, x, y), "data"); },
+                     mesh(), {P(), P("data"), P("data")}, {P()})(v, xb, yb);
+  };
+  auto full = [&](const Array& v) { return loss(v, x, y); };
+  EXPECT_NEAR(spmd_loss(w).item<double>(), full(w).item<double>(), 1e-12);
+  EXPECT_TRUE(close(grad(spmd_loss)(w), grad(full)(w), 1e-12, 1e-12));
+  EXPECT_TRUE(close(jit(grad(spmd_loss))(w), grad(full)(w), 1e-12, 1e-12));
+  auto [p1, t1] = jvp(spmd_loss, {w}, {t});
+  auto [p2, t2] = jvp(full, {w}, {t});
+  EXPECT_NEAR(t1.item<double>(), t2.item<double>(), 1e-12);
+  // second order: the Hessian-vector product
+  auto hvp = [&](auto f) { return jvp(grad(f), {w}, {t}).second; };
+  EXPECT_TRUE(close(hvp(spmd_loss), hvp(full), 1e-10, 1e-10));
+  // vmap over several parameter sets
+  Array ws = stack({w, w * 2.0, w - 1.0}, 0);
+  Array got = vmap(spmd_loss)(ws), want = vmap(full)(ws);
+  EXPECT_TRUE(close(got, want, 1e-12, 1e-12));
+  // an output left split over the processes: each rank differentiates the sum of its own block, and
+  // the replicated parameter's gradient is summed over the ranks (the gradient of the whole sum)
+  auto blocks = [&](const Array& v) {
+    return sum(shard_map([](const Array& v, const Array& x) { return tanh(matmul(x, v)); }, mesh(), {P(), P("data")},
+                         {P("data")})(v, xb));
+  };
+  EXPECT_TRUE(close(grad(blocks)(w), grad([&](const Array& v) { return sum(tanh(matmul(x, v))); })(w), 1e-12, 1e-12));
+  if (R() == 1) return;
+  std::ostringstream s;
+  s << make_jaxpr(grad(spmd_loss))(w);
+  EXPECT_NE(s.str().find("shard_map["), std::string::npos) << s.str();
+}
+
 // Data-parallel equivalence: a model trained for `steps` Adam steps with each global batch split over
 // the ranks (the loss pmean'd inside the jitted shard_map step) ends with the parameters one process
 // gets from the whole batches, on every rank: in f64 every parameter to 1e-5 of its leaf's largest; in

@@ -29,6 +29,7 @@
 #include "graft/parallel/device.h"
 #include "graft/parallel/mesh.h"
 #include "graft/parallel/shard_map.h"
+#include "graft/parallel/sharded.h"
 #include "graft/random/random.h"
 #include "graft/transforms/api.h"
 #include "graft/transforms/control.h"

@@ -173,6 +173,30 @@ TEST(Distributed, TransformsOfAShardMap) {
   EXPECT_NE(s.str().find("shard_map["), std::string::npos) << s.str();
 }
 
+// Sharded arrays across processes: each process holds its own block; gather all-gathers them.
+TEST(Distributed, ShardedArrays) {
+  Array x = reshape(arange(R() * 2 * 5, DType::f32), {R() * 2, 5});  // the same on every rank
+  NamedSharding rows{mesh(), P("data")};
+  ShardedArray xs = device_put(x, rows);
+  EXPECT_EQ(xs.is_fully_addressable(), R() == 1);
+  ASSERT_EQ(xs.addressable_shards().size(), 1u);
+  const Shard& mine = xs.addressable_shards()[0];
+  EXPECT_EQ(mine.device.process_index, me());
+  EXPECT_EQ(mine.index[0], (std::pair<int64_t, int64_t>{2 * me(), 2 * me() + 2}));
+  EXPECT_TRUE(close(mine.data, x[{slice(2 * me(), 2 * me() + 2)}], 0, 0));
+  EXPECT_TRUE(close(xs.gather(), x, 0, 0));
+  // a shard_map over the blocks, its results wrapped as a sharded array and gathered
+  Array yb = shard_map([](const Array& b) { return b * 2.0f + axis_index("data").astype(DType::f32); }, mesh(),
+                       {P("data")}, {P("data")})(xs.addressable_data(0));
+  Array y = make_array_from_single_device_arrays({R() * 2, 5}, rows, {yb}).gather();
+  Array want = x * 2.0f + reshape(repeat(arange(R(), DType::f32), 2), {R() * 2, 1});
+  EXPECT_TRUE(close(y, want, 0, 0));
+  // replicated: every process holds the whole array
+  ShardedArray rep = device_put(x, NamedSharding{mesh(), P()});
+  EXPECT_TRUE(close(rep.addressable_data(0), x, 0, 0));
+  EXPECT_TRUE(close(rep.gather(), x, 0, 0));
+}
+
 // Data-parallel equivalence: a model trained for `steps` Adam steps with each global batch split over
 // the ranks (the loss pmean'd inside the jitted shard_map step) ends with the parameters one process
 // gets from the whole batches, on every rank: in f64 every parameter to 1e-5 of its leaf's largest; in

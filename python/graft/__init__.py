@@ -1,0 +1,24 @@
+"""graft: a deep learning toolkit with JAX's interface over a C++ core.
+
+    import graft as gf
+    import graft.numpy as gnp
+    gf.grad(lambda w: gnp.sum(gnp.tanh(w) ** 2))(gnp.ones(3))
+"""
+from . import _graft
+from ._graft import Array, ConcretizationError, Error, ShapeError, UnexpectedTracerError
+from ._tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
+from ._api import (ClosedJaxpr, grad, hessian, jacfwd, jacrev, jit, jvp, make_jaxpr, value_and_grad, vjp,
+                   vmap)
+from . import _array  # noqa: F401  (NumPy-style methods and .at[] on Array)
+from . import lax, numpy, random
+
+__all__ = ["Array", "ConcretizationError", "Error", "ShapeError", "UnexpectedTracerError", "ClosedJaxpr", "grad",
+           "hessian", "jacfwd", "jacrev", "jit", "jvp", "make_jaxpr", "value_and_grad", "vjp", "vmap", "lax",
+           "numpy", "random", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
+           "device_get"]
+
+
+def device_get(x):
+    """The NumPy value of every array leaf of x."""
+    import numpy as np
+    return tree_map(lambda a: np.asarray(a) if isinstance(a, Array) else a, x)

@@ -1,0 +1,309 @@
+"""JAX's transformations over Python callables and pytrees, on graft's flat transformations."""
+import functools
+
+from . import _graft
+from ._graft import Array
+from ._tree import broadcast_prefix, tree_flatten, tree_map, tree_structure, tree_unflatten
+
+
+def _as_array(x, what):
+    if isinstance(x, Array):
+        return x
+    try:
+        return _graft.asarray(x)
+    except TypeError:
+        raise TypeError(f"{what}: {type(x).__name__} {x!r} is not a valid graft type "
+                        "(arrays, Python numbers, NumPy arrays; mark other arguments static)") from None
+
+
+def _flat_arrays(tree, what):
+    leaves, d = tree_flatten(tree)
+    return [_as_array(x, what) for x in leaves], d
+
+
+def _floating(x):
+    return str(x.dtype) in ("float16", "bfloat16", "float32", "float64")
+
+
+def _argnums_tuple(argnums):
+    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+
+# ---- forward and reverse mode --------------------------------------------------------------------
+def jvp(fun, primals, tangents, has_aux=False):
+    """(fun(*primals), the directional derivative along tangents) [, aux]."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("jvp: primals and tangents must be tuples or lists of arguments")
+    p_leaves, p_tree = _flat_arrays(tuple(primals), "jvp")
+    t_leaves, t_tree = _flat_arrays(tuple(tangents), "jvp")
+    if p_tree != t_tree:
+        raise ValueError(f"jvp: primals {p_tree} and tangents {t_tree} differ in structure")
+    box = {}
+
+    def flat(xs):
+        out = fun(*tree_unflatten(p_tree, xs))
+        if has_aux:
+            out, aux = out
+            aux_leaves, box["aux"] = tree_flatten(aux)
+        o, box["out"] = tree_flatten(out)
+        n = len(o)
+        if has_aux:
+            o = o + aux_leaves
+        box["n"] = n
+        return o
+
+    outs, touts = _graft.jvp(flat, p_leaves, t_leaves)
+    n = box["n"]
+    res = (tree_unflatten(box["out"], outs[:n]), tree_unflatten(box["out"], touts[:n]))
+    if has_aux:
+        return res + (tree_unflatten(box["aux"], outs[n:]),)
+    return res
+
+
+def vjp(fun, *primals, has_aux=False):
+    """(fun(*primals), pullback) [, aux]; pullback(cotangent) gives one cotangent per primal."""
+    p_leaves, p_tree = _flat_arrays(primals, "vjp")
+    box = {}
+
+    def flat(xs):
+        out = fun(*tree_unflatten(p_tree, xs))
+        if has_aux:
+            out, aux = out
+            aux_leaves, box["aux"] = tree_flatten(aux)
+        o, box["out"] = tree_flatten(out)
+        box["n"] = len(o)
+        return o + aux_leaves if has_aux else o
+
+    outs, pull = _graft.vjp(flat, p_leaves)
+    n = box["n"]
+    out_tree = box["out"]
+
+    def pullback(ct):
+        c_leaves, c_tree = tree_flatten(ct)
+        if c_tree != out_tree:
+            raise ValueError(f"vjp: the cotangent {c_tree} does not have the structure of the output {out_tree}")
+        cts = pull(c_leaves + [None] * (len(outs) - n))
+        return tree_unflatten(p_tree, cts)
+
+    res = (tree_unflatten(out_tree, outs[:n]), pullback)
+    if has_aux:
+        return res + (tree_unflatten(box["aux"], outs[n:]),)
+    return res
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """A function returning (fun(*args), the gradient of fun with respect to args[argnums])."""
+    nums = _argnums_tuple(argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        for i in nums:
+            if i >= len(args):
+                raise TypeError(f"grad: argnums {argnums} refers to argument {i}, but the function got {len(args)}")
+            for leaf in tree_flatten(args[i])[0]:
+                a = _as_array(leaf, "grad")
+                if not _floating(a):
+                    raise TypeError(f"grad requires real-valued inputs (a floating dtype), but argument {i} has "
+                                    f"dtype {a.dtype}")
+
+        def g(*diff):
+            full = list(args)
+            for i, d in zip(nums, diff):
+                full[i] = d
+            return fun(*full, **kwargs)
+
+        res = vjp(g, *[args[i] for i in nums], has_aux=has_aux)
+        out, pull = res[0], res[1]
+        if not isinstance(out, Array) or out.shape != ():
+            shape = getattr(out, "shape", None)
+            raise TypeError(f"grad requires a scalar output, got {type(out).__name__}"
+                            + (f" of shape {shape}" if shape is not None else ""))
+        if not _floating(out):
+            raise TypeError(f"grad requires a real-valued output (a floating dtype), got {out.dtype}")
+        grads = pull(_graft.ones_like(out))
+        g_out = grads[0] if isinstance(argnums, int) else tuple(grads)
+        if has_aux:
+            return (out, res[2]), g_out
+        return out, g_out
+
+    return wrapped
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """The gradient of a scalar function with respect to args[argnums] (JAX's jax.grad)."""
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        (value, g) = vg(*args, **kwargs)
+        if has_aux:
+            return g, value[1]
+        return g
+
+    return wrapped
+
+
+def jacfwd(fun, argnums=0):
+    """The Jacobian by forward mode: one jvp per input element, vmapped."""
+    nums = _argnums_tuple(argnums)
+
+    def wrapped(*args):
+        def one(i):
+            x = _as_array(args[i], "jacfwd")
+            if not _floating(x):
+                raise TypeError(f"jacfwd requires real-valued inputs (a floating dtype), got {x.dtype}")
+            basis = _graft.reshape(_graft.eye(x.size, dtype=x.dtype), (x.size,) + x.shape)
+
+            def push(t):
+                tangents = [_graft.zeros_like(_as_array(a, "jacfwd")) for a in args]
+                tangents[i] = t
+                return jvp(fun, tuple(_as_array(a, "jacfwd") for a in args), tuple(tangents))[1]
+
+            cols = vmap(push)(basis)  # [n, *out]
+            return tree_map(lambda c: _graft.moveaxis(_graft.reshape(c, (x.size,) + c.shape[1:]), 0, -1)
+                            .reshape(c.shape[1:] + x.shape), cols)
+
+        res = [one(i) for i in nums]
+        return res[0] if isinstance(argnums, int) else tuple(res)
+
+    return wrapped
+
+
+def jacrev(fun, argnums=0):
+    """The Jacobian by reverse mode: one pullback per output element, vmapped."""
+    nums = _argnums_tuple(argnums)
+
+    def wrapped(*args):
+        diff = [args[i] for i in nums]
+        for d in diff:
+            if not _floating(_as_array(d, "jacrev")):
+                raise TypeError(f"jacrev requires real-valued inputs (a floating dtype), got {_as_array(d, 'jacrev').dtype}")
+
+        def g(*d):
+            full = list(args)
+            for i, v in zip(nums, d):
+                full[i] = v
+            return fun(*full)
+
+        out, pull = vjp(g, *diff)
+        out_a = _as_array(out, "jacrev")
+        basis = _graft.reshape(_graft.eye(out_a.size, dtype=out_a.dtype), (out_a.size,) + out_a.shape)
+        rows = vmap(pull)(basis)  # tuple over diff args of [m, *x]
+        res = tuple(_graft.reshape(r, out_a.shape + r.shape[1:]) for r in rows)
+        return res[0] if isinstance(argnums, int) else res
+
+    return wrapped
+
+
+def hessian(fun, argnums=0):
+    return jacfwd(jacrev(fun, argnums), argnums)
+
+
+# ---- vmap ---------------------------------------------------------------------------------------------
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+    """fun mapped over an axis of its arguments (JAX's jax.vmap). in_axes / out_axes: an int, None (not
+    mapped) or a pytree prefix of the arguments / outputs; axis_name names the axis for collectives."""
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        axes = in_axes
+        if isinstance(axes, list):
+            axes = tuple(axes)
+        if isinstance(axes, tuple) and len(axes) != len(args):
+            raise ValueError(f"vmap: in_axes {in_axes} has {len(axes)} entries for {len(args)} arguments")
+        leaves, a_tree = _flat_arrays(args, "vmap")
+        flat_in = broadcast_prefix(axes if isinstance(axes, tuple) else (axes,) * len(args), args, "vmap in_axes")
+        box = {}
+
+        def flat(xs):
+            out = fun(*tree_unflatten(a_tree, xs))
+            o, box["out"] = tree_flatten(out)
+            box["value"] = out
+            return o
+
+        def flat_out_axes(n):
+            return broadcast_prefix(out_axes, tree_unflatten(box["out"], [0] * n), "vmap out_axes")
+
+        outs = _graft.vmap(flat, leaves, flat_in, flat_out_axes, axis_name or "", axis_size)
+        return tree_unflatten(box["out"], outs)
+
+    return wrapped
+
+
+# ---- jit and make_jaxpr ---------------------------------------------------------------------------------
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+    """fun traced once per argument structure, types and static values, and compiled (JAX's jax.jit)."""
+    if fun is None:
+        return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
+                             donate_argnums=donate_argnums)
+    static_argnums = _argnums_tuple(static_argnums)
+    static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    donate = _argnums_tuple(donate_argnums)
+    state = _graft.Jit(getattr(fun, "__name__", "<lambda>"), [])
+    out_trees = {}
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        statics = tuple((i, args[i]) for i in static_argnums if i < len(args))
+        static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_argnames))
+        dyn_pos = [i for i in range(len(args)) if i not in static_argnums]
+        dyn_args = [args[i] for i in dyn_pos]
+        dyn_kw = {k: v for k, v in kwargs.items() if k not in static_argnames}
+        try:
+            hash((statics, static_kw))
+        except TypeError:
+            raise ValueError("jit: static arguments must be hashable") from None
+        leaves, in_tree = _flat_arrays((dyn_args, dyn_kw), "jit")
+        key = repr((in_tree, statics, static_kw))
+
+        def flat(xs):
+            d_args, d_kw = tree_unflatten(in_tree, xs)
+            full = list(args)
+            for i, v in zip(dyn_pos, d_args):
+                full[i] = v
+            out = fun(*full, **dict(static_kw), **d_kw)
+            o, out_trees[key] = tree_flatten(out)
+            return o
+
+        donated = []
+        for i, a in zip(dyn_pos, dyn_args):
+            donated += [i in donate] * tree_structure(a).num_leaves
+        donated += [False] * (len(leaves) - len(donated))
+        outs = state.call(flat, key, leaves, donated if any(donated) else [])
+        return tree_unflatten(out_trees[key], outs)
+
+    wrapped._num_traces = lambda: state.num_traces
+    return wrapped
+
+
+class ClosedJaxpr:
+    """A traced program, printed in JAX's text format."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+    def __repr__(self):
+        return self.text
+
+
+def make_jaxpr(fun, static_argnums=()):
+    """A function returning the jaxpr that fun traces to on the given arguments."""
+    static_argnums = _argnums_tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        dyn_pos = [i for i in range(len(args)) if i not in static_argnums]
+        leaves, in_tree = _flat_arrays([args[i] for i in dyn_pos], "make_jaxpr")
+
+        def flat(xs):
+            full = list(args)
+            for i, v in zip(dyn_pos, tree_unflatten(in_tree, xs)):
+                full[i] = v
+            return tree_flatten(fun(*full, **kwargs))[0]
+
+        return ClosedJaxpr(_graft.make_jaxpr(flat, leaves))
+
+    return wrapped

@@ -1,0 +1,96 @@
+"""NumPy's interface on graft arrays (JAX's jax.numpy): `import graft.numpy as gnp`."""
+import builtins as _builtins
+
+import numpy as _np
+
+from . import _graft
+from ._graft import (abs, all, any, arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh,  # noqa: F401
+                     argmax, argmin, argsort, broadcast_to, cbrt, ceil, clip, concatenate, cos, cosh, cumsum, divide,
+                     dot, einsum, equal, exp, exp2, expand_dims, expm1, eye, flip, floor, floor_divide, full,
+                     greater, greater_equal, inner, isfinite, isinf, isnan, less, less_equal, linspace, log, log1p,
+                     log2, log10, logaddexp, logical_and, logical_not, logical_or, logical_xor, matmul, max, maximum,
+                     mean, min, minimum, moveaxis, multiply, negative, not_equal, ones, ones_like, outer, power, prod,
+                     ravel, reciprocal, remainder, repeat, reshape, round, sign, sin, sinh, sort, sqrt, square,
+                     squeeze, stack, std, subtract, sum, swapaxes, take, tan, tanh, tile, transpose, var, vdot, where,
+                     zeros, zeros_like)
+from ._graft import Array as ndarray  # noqa: F401
+
+add = _graft.add
+absolute = abs
+amax, amin = max, min
+true_divide = divide
+mod = remainder
+linalg_norm = _graft.norm
+
+# dtypes: NumPy's scalar types (usable as x.astype(gnp.float32)); NumPy has no bfloat16
+float16, float32, float64 = _np.float16, _np.float32, _np.float64
+int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
+uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
+bool_ = _np.bool_
+bfloat16 = "bfloat16"
+pi, e, inf, nan = _np.pi, _np.e, _np.inf, _np.nan
+newaxis = None
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """NumPy's arange; float bounds give float32 (JAX's default float), integer bounds int32."""
+    if dtype is None:
+        floats = _builtins.any(isinstance(v, float) for v in (start, stop, step))
+        dtype = "float32" if floats else "int32"
+    return _graft.arange(start, stop, step, dtype)
+
+
+def asarray(a, dtype=None):
+    return _graft.asarray(a, dtype)
+
+
+def array(a, dtype=None):
+    return _graft.asarray(a, dtype)
+
+
+def full_like(x, fill_value, dtype=None):
+    x = asarray(x)
+    return full(x.shape, fill_value, dtype if dtype is not None else x.dtype)
+
+
+def dtype(x):
+    return asarray(x).dtype
+
+
+def shape(x):
+    return asarray(x).shape
+
+
+def ndim(x):
+    return asarray(x).ndim
+
+
+def size(x):
+    return asarray(x).size
+
+
+def allclose(a, b, rtol=1e-5, atol=1e-8):
+    return bool(_np.allclose(_np.asarray(a), _np.asarray(b), rtol=rtol, atol=atol))
+
+
+def split(x, indices_or_sections, axis=0):
+    x = asarray(x)
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, int):
+        if n % indices_or_sections:
+            raise ValueError(f"split: {n} entries along axis {axis} do not divide into {indices_or_sections} parts")
+        step = n // indices_or_sections
+        cuts = list(range(step, n, step))
+    else:
+        cuts = list(indices_or_sections)
+    bounds = [0] + cuts + [n]
+    index = [slice(None)] * x.ndim
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        index[axis] = slice(lo, hi)
+        out.append(x[tuple(index)])
+    return out
+
+
+class linalg:
+    norm = staticmethod(_graft.norm)

@@ -1,0 +1,618 @@
+// graft's Python extension, `graft._graft`: arrays (NumPy's buffer protocol both ways), the operations,
+// and the transformations over flat lists of arrays. The package in python/graft adds pytrees and
+// JAX's interface on top (grad, vmap, jit, ... over Python callables).
+//
+// The GIL is held while Python code may run (tracing calls back into it) and released while a jitted
+// program executes.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/operators.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "graft/graft.h"
+#include "graft/transforms/jit.h"
+
+namespace py = pybind11;
+using namespace graft;
+using namespace pybind11::literals;
+
+namespace {
+
+// ---- dtypes ------------------------------------------------------------------------------------------
+// NumPy has no bfloat16: graft's bf16 arrays convert to float32 for NumPy, and `dtype` reports the
+// name as a string.
+std::optional<DType> dtype_of_numpy(const py::dtype& d) {
+  char kind = d.kind();
+  size_t size = static_cast<size_t>(d.itemsize());
+  if (kind == 'b') return DType::bool_;
+  if (kind == 'f') {
+    if (size == 2) return DType::f16;
+    if (size == 4) return DType::f32;
+    if (size == 8) return DType::f64;
+  }
+  if (kind == 'i') {
+    if (size == 1) return DType::i8;
+    if (size == 2) return DType::i16;
+    if (size == 4) return DType::i32;
+    if (size == 8) return DType::i64;
+  }
+  if (kind == 'u') {
+    if (size == 1) return DType::u8;
+    if (size == 2) return DType::u16;
+    if (size == 4) return DType::u32;
+    if (size == 8) return DType::u64;
+  }
+  return std::nullopt;
+}
+
+/// A dtype from a name ('float32', 'f32', 'bfloat16'), a NumPy dtype or scalar type (np.float32), or
+/// a graft dtype name.
+DType to_dtype(py::handle h) {
+  if (py::isinstance<py::str>(h)) return parse_dtype(h.cast<std::string>());
+  py::dtype d = py::dtype::from_args(py::reinterpret_borrow<py::object>(h));
+  if (auto r = dtype_of_numpy(d)) return *r;
+  throw py::type_error("graft has no dtype for " + std::string(py::str(h)));
+}
+
+py::object numpy_dtype(DType d) {
+  if (d == DType::bf16) return py::str("bfloat16");
+  return py::dtype(std::string(long_name(d)));
+}
+
+// ---- conversions ---------------------------------------------------------------------------------------
+Array from_numpy(const py::array& a, std::optional<DType> want) {
+  auto d = dtype_of_numpy(a.dtype());
+  if (!d) throw py::type_error("graft has no dtype for NumPy's " + std::string(py::str(a.dtype())));
+  Shape s(a.shape(), a.shape() + a.ndim());
+  auto dense = py::array::ensure(a, py::array::c_style);
+  Array out = Array::empty(Aval(s, *d));
+  if (out.size() > 0) std::memcpy(out.concrete()->data(), dense.data(), static_cast<size_t>(out.size()) * itemsize(*d));
+  return want && *want != *d ? out.astype(*want) : out;
+}
+
+/// Any Python value graft takes as an array: an Array, a Python scalar (weakly typed, as in JAX), a
+/// NumPy array or anything NumPy turns into one (lists, NumPy scalars).
+Array to_array(py::handle h, std::optional<DType> want = std::nullopt) {
+  Array r;
+  if (py::isinstance<Array>(h)) {
+    r = h.cast<Array>();
+  } else if (py::isinstance<py::bool_>(h)) {
+    r = Array(h.cast<bool>());
+  } else if (py::isinstance<py::int_>(h)) {
+    r = Array(h.cast<int64_t>());
+  } else if (py::isinstance<py::float_>(h)) {
+    r = Array(h.cast<double>());
+  } else if (py::hasattr(h, "__dlpack__") && !py::isinstance<py::array>(h) && py::hasattr(h, "numpy")) {
+    // a torch tensor and the like: through NumPy (shares memory where the producer allows)
+    r = from_numpy(py::array::ensure(h.attr("numpy")()), std::nullopt);
+  } else {
+    py::array a = py::array::ensure(h);
+    if (!a) throw py::type_error("graft cannot make an array of " + std::string(py::str(py::type::of(h))));
+    r = from_numpy(a, std::nullopt);
+  }
+  return want && r.dtype() != *want ? r.astype(*want) : r;
+}
+
+std::vector<Array> to_arrays(const py::handle& seq) {
+  std::vector<Array> r;
+  for (auto h : seq) r.push_back(to_array(h));
+  return r;
+}
+
+py::tuple shape_tuple(const Shape& s) {
+  py::tuple t(s.size());
+  for (size_t i = 0; i < s.size(); ++i) t[i] = s[i];
+  return t;
+}
+
+Shape to_shape(py::handle h) {
+  if (py::isinstance<py::int_>(h)) return Shape{h.cast<int64_t>()};
+  Shape s;
+  for (auto e : h) s.push_back(e.cast<int64_t>());
+  return s;
+}
+
+AxisArg to_axis(py::handle h) {
+  if (h.is_none()) return AxisArg();
+  if (py::isinstance<py::int_>(h)) return AxisArg(h.cast<int64_t>());
+  Axes a;
+  for (auto e : h) a.push_back(e.cast<int64_t>());
+  return AxisArg(a);
+}
+
+/// A NumPy view of a concrete array's storage (read-only: graft's arrays are immutable). bf16 arrays
+/// come back as a float32 copy.
+py::array to_numpy(const Array& x) {
+  if (!x.is_concrete())
+    throw ConcretizationError("this value is traced (" + x.aval().str() +
+                              "): it has no data until the transformed function runs (NumPy conversion)");
+  if (x.dtype() == DType::bf16) return to_numpy(x.astype(DType::f32));
+  std::vector<py::ssize_t> shape(x.shape().begin(), x.shape().end()), strides(shape.size());
+  py::ssize_t st = static_cast<py::ssize_t>(itemsize(x.dtype()));
+  for (size_t k = shape.size(); k-- > 0;) {
+    strides[k] = st;
+    st *= std::max<py::ssize_t>(shape[k], 1);
+  }
+  py::object owner = py::cast(x);  // keeps the storage alive as long as the view
+  py::array a(py::dtype(std::string(long_name(x.dtype()))), shape, strides, x.raw_data(), owner);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+// ---- indexing ------------------------------------------------------------------------------------------
+IndexItem index_item(py::handle h) {
+  if (h.is_none()) return IndexItem(newaxis);
+  if (h.ptr() == Py_Ellipsis) return IndexItem(ellipsis);
+  if (py::isinstance<py::bool_>(h)) return IndexItem(to_array(h));
+  if (py::isinstance<py::int_>(h)) return IndexItem(h.cast<int64_t>());
+  if (py::isinstance<py::slice>(h)) {
+    auto get = [&](const char* f) -> std::optional<int64_t> {
+      py::object v = h.attr(f);
+      if (v.is_none()) return std::nullopt;
+      return v.cast<int64_t>();
+    };
+    auto step = get("step");
+    return IndexItem(slice(get("start"), get("stop"), step.value_or(1)));
+  }
+  return IndexItem(to_array(h));
+}
+
+Index to_index(py::handle h) {
+  Index idx;
+  if (py::isinstance<py::tuple>(h)) {
+    for (auto e : h) idx.push_back(index_item(e));
+  } else {
+    idx.push_back(index_item(h));
+  }
+  return idx;
+}
+
+// ---- printing ------------------------------------------------------------------------------------------
+std::string array_repr(const Array& x) {
+  if (!x.is_concrete()) return "Traced<" + x.aval().str() + ">";
+  py::object np = py::module_::import("numpy");
+  py::array a = to_numpy(x);
+  std::string body = py::str(np.attr("array2string")(a, "separator"_a = ", ", "prefix"_a = "Array("));
+  std::string s = "Array(" + body;
+  s += ", dtype=" + std::string(long_name(x.dtype()));  // as JAX prints it
+  if (x.weak_type()) s += ", weak_type=True";
+  return s + ")";
+}
+
+// ---- transformations over Python callables ---------------------------------------------------------------
+/// A Python function of a list of arrays returning a list (or tuple) of arrays, as a FlatFn. Errors
+/// raised in Python propagate through graft as pybind11's error_already_set.
+FlatFn flat_fn(py::function f) {
+  return [f](const std::vector<Array>& xs) {
+    py::list args;
+    for (auto& x : xs) args.append(py::cast(x));
+    py::object out = f(args);
+    return to_arrays(out);
+  };
+}
+
+std::vector<std::optional<int64_t>> to_axes_list(const py::handle& h) {
+  std::vector<std::optional<int64_t>> r;
+  for (auto e : h) r.push_back(e.is_none() ? std::nullopt : std::optional<int64_t>(e.cast<int64_t>()));
+  return r;
+}
+
+/// jit's per-function state over flat arguments; the Python side keys the cache on the pytree
+/// structure and the static arguments, and this appends the arrays' types.
+class PyJit {
+ public:
+  PyJit(std::string name, std::vector<int> donate) : state_(JitOptions{std::move(name), std::move(donate)}) {}
+  std::vector<Array> call(py::function f, const std::string& key, const std::vector<Array>& leaves,
+                          const std::vector<bool>& donated) {
+    std::string k = key;
+    detail::append_aval_key(k, leaves);
+    auto entry = state_.get(
+        k, leaves,
+        [&](TreeDef&) {
+          std::vector<Aval> avals;
+          for (auto& x : leaves) avals.push_back(x.aval());
+          return make_jaxpr_flat(flat_fn(f), avals, "jit");
+        },
+        donated);
+    std::vector<Array> out;
+    {
+      // a concrete call runs compiled code only: other Python threads may run meanwhile
+      bool eager = std::all_of(leaves.begin(), leaves.end(), [](const Array& x) { return x.is_concrete(); });
+      std::optional<py::gil_scoped_release> release;
+      if (eager) release.emplace();
+      out = state_.run(*entry, leaves);
+    }
+    return out;
+  }
+  size_t num_traces() const { return state_.num_traces(); }
+
+ private:
+  detail::JitState state_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_graft, m) {
+  m.doc() = "graft's C++ core: arrays, operations and transformations over flat lists of arrays";
+
+  // errors: the base first (pybind11 tries the translators registered last first)
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  static py::exception<ShapeError> shape_error(m, "ShapeError", PyExc_ValueError);
+  static py::exception<ConcretizationError> concretization_error(m, "ConcretizationError", PyExc_TypeError);
+  static py::exception<TracerLeakError> leak_error(m, "UnexpectedTracerError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ConcretizationError& e) {
+      concretization_error(e.what());
+    } catch (const TracerLeakError& e) {
+      leak_error(e.what());
+    } catch (const ShapeError& e) {
+      shape_error(e.what());
+    } catch (const graft::TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const graft::ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const graft::NotImplementedError& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const graft::MemoryError& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const graft::IOError& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
+    } catch (const graft::FloatingPointError& e) {
+      PyErr_SetString(PyExc_FloatingPointError, e.what());
+    } catch (const graft::RecursionError& e) {
+      PyErr_SetString(PyExc_RecursionError, e.what());
+    } catch (const Error& e) {
+      error(e.what());
+    }
+  });
+
+  // ---- Array ------------------------------------------------------------------------------------------
+  // NumPy reads arrays through __array__ (a view of the storage, no copy); no buffer protocol: a buffer
+  // getter cannot report an error (a traced value, bfloat16) to Python.
+  py::class_<Array> arr(m, "Array");
+  arr.def(py::init([](py::handle h) { return to_array(h); }), "value"_a)
+      .def_property_readonly("shape", [](const Array& x) { return shape_tuple(x.shape()); })
+      .def_property_readonly("dtype", [](const Array& x) { return numpy_dtype(x.dtype()); })
+      .def_property_readonly("ndim", [](const Array& x) { return x.ndim(); })
+      .def_property_readonly("size", [](const Array& x) { return x.size(); })
+      .def_property_readonly("weak_type", [](const Array& x) { return x.weak_type(); })
+      .def_property_readonly("aval", [](const Array& x) { return x.aval().str(); })
+      .def_property_readonly("is_traced", [](const Array& x) { return !x.is_concrete(); })
+      .def_property_readonly("T", [](const Array& x) { return transpose(x); })
+      .def("__repr__", &array_repr)
+      .def("__str__",
+           [](const Array& x) {
+             if (!x.is_concrete()) return array_repr(x);
+             return std::string(py::str(to_numpy(x)));
+           })
+      .def("__array__",
+           [](const Array& x, py::object dtype, py::object copy) {
+             py::array a = to_numpy(x);
+             if (!dtype.is_none()) return py::array(a.attr("astype")(dtype));
+             if (!copy.is_none() && copy.cast<bool>()) return py::array(a.attr("copy")());
+             return a;
+           },
+           "dtype"_a = py::none(), "copy"_a = py::none())
+      .def("item", [](const Array& x) -> py::object { return to_numpy(x).attr("item")(); })
+      .def("tolist", [](const Array& x) -> py::object { return to_numpy(x).attr("tolist")(); })
+      .def("__bool__", [](const Array& x) { return x.item<bool>(); })
+      .def("__float__", [](const Array& x) { return x.item<double>(); })
+      .def("__int__", [](const Array& x) { return x.item<int64_t>(); })
+      .def("__index__", [](const Array& x) {
+        if (!is_integer(x.dtype()) && !is_bool(x.dtype()))
+          throw py::type_error("only integer arrays can be used as an index, got " + x.aval().str());
+        return x.item<int64_t>();
+      })
+      .def("__len__", [](const Array& x) {
+        if (x.ndim() == 0) throw py::type_error("len() of a 0-d array");
+        return x.shape()[0];
+      })
+      .def("__hash__", [](const Array&) -> py::int_ { throw py::type_error("graft arrays are not hashable"); })
+      .def("__getitem__", [](const Array& x, py::handle i) { return index(x, to_index(i)); })
+      .def("_at_apply",
+           [](const Array& x, py::handle i, const std::string& op, py::handle v) {
+             AtRef r{x, to_index(i)};
+             if (op == "get") return r.get();
+             Array val = to_array(v);
+             if (op == "set") return r.set(val);
+             if (op == "add") return r.add(val);
+             if (op == "multiply") return r.mul(val);
+             if (op == "min") return r.min(val);
+             if (op == "max") return r.max(val);
+             throw py::value_error("unknown .at[] operation " + op);
+           })
+      .def("astype", [](const Array& x, py::handle d) { return x.astype(to_dtype(d)); })
+      .def("reshape",
+           [](const Array& x, py::args shape) {
+             if (shape.size() == 1 && !py::isinstance<py::int_>(shape[0])) return reshape(x, to_shape(shape[0]));
+             return reshape(x, to_shape(shape));
+           })
+      .def("block_until_ready", [](const Array& x) { return x; })
+      .def("__neg__", [](const Array& x) { return negative(x); })
+      .def("__pos__", [](const Array& x) { return x; })
+      .def("__abs__", [](const Array& x) { return abs(x); })
+      .def("__invert__", [](const Array& x) { return is_bool(x.dtype()) ? logical_not(x) : bitwise_not(x); });
+
+  // binary operators, both ways round (a Python scalar on either side stays weakly typed)
+  using Bin = Array (*)(const Array&, const Array&);
+  auto binop = [&](const char* name, const char* rname, Bin f) {
+    arr.def(name, [f](const Array& a, py::handle b) { return f(a, to_array(b)); }, py::is_operator());
+    if (rname) arr.def(rname, [f](const Array& a, py::handle b) { return f(to_array(b), a); }, py::is_operator());
+  };
+  binop("__add__", "__radd__", &add);
+  binop("__sub__", "__rsub__", &subtract);
+  binop("__mul__", "__rmul__", &multiply);
+  binop("__truediv__", "__rtruediv__", &divide);
+  binop("__floordiv__", "__rfloordiv__", &floor_divide);
+  binop("__mod__", "__rmod__", &remainder);
+  binop("__pow__", "__rpow__", &power);
+  binop("__matmul__", "__rmatmul__", &matmul);
+  binop("__and__", "__rand__", [](const Array& a, const Array& b) {
+    return is_bool(a.dtype()) ? logical_and(a, b) : bitwise_and(a, b);
+  });
+  binop("__or__", "__ror__", [](const Array& a, const Array& b) {
+    return is_bool(a.dtype()) ? logical_or(a, b) : bitwise_or(a, b);
+  });
+  binop("__xor__", "__rxor__", [](const Array& a, const Array& b) {
+    return is_bool(a.dtype()) ? logical_xor(a, b) : bitwise_xor(a, b);
+  });
+  binop("__lt__", nullptr, &less);
+  binop("__le__", nullptr, &less_equal);
+  binop("__gt__", nullptr, &greater);
+  binop("__ge__", nullptr, &greater_equal);
+  binop("__eq__", nullptr, &equal);
+  binop("__ne__", nullptr, &not_equal);
+
+  // ---- operations (graft.numpy and graft.lax call these) ----------------------------------------------------
+  m.def("asarray", [](py::handle h, py::object d) {
+    return to_array(h, d.is_none() ? std::nullopt : std::optional<DType>(to_dtype(d)));
+  }, "x"_a, "dtype"_a = py::none());
+  m.def("canonical_dtype", [](py::handle d) { return std::string(long_name(to_dtype(d))); });
+  using Un = Array (*)(const Array&);
+  auto unary = [&](const char* name, Un f) { m.def(name, [f](py::handle x) { return f(to_array(x)); }, "x"_a); };
+  unary("negative", &negative);
+  unary("abs", &abs);
+  unary("sign", &sign);
+  unary("floor", &floor);
+  unary("ceil", &ceil);
+  unary("round", &graft::round);
+  unary("exp", &exp);
+  unary("exp2", &exp2);
+  unary("log", &log);
+  unary("log1p", &log1p);
+  unary("log2", &log2);
+  unary("log10", &log10);
+  unary("expm1", &expm1);
+  unary("sqrt", &sqrt);
+  unary("rsqrt", &rsqrt);
+  unary("cbrt", &cbrt);
+  unary("square", &square);
+  unary("reciprocal", &reciprocal);
+  unary("sin", &sin);
+  unary("cos", &cos);
+  unary("tan", &tan);
+  unary("arcsin", &arcsin);
+  unary("arccos", &arccos);
+  unary("arctan", &arctan);
+  unary("sinh", &sinh);
+  unary("cosh", &cosh);
+  unary("tanh", &tanh);
+  unary("arcsinh", &arcsinh);
+  unary("arccosh", &arccosh);
+  unary("arctanh", &arctanh);
+  unary("erf", &erf);
+  unary("erfc", &erfc);
+  unary("erf_inv", &erfinv);
+  unary("sigmoid", &sigmoid);
+  unary("isfinite", &isfinite);
+  unary("isnan", &isnan);
+  unary("isinf", &isinf);
+  unary("logical_not", &logical_not);
+  unary("stop_gradient", &stop_gradient);
+  unary("relu", &relu);
+  unary("relu6", &relu6);
+  unary("silu", &silu);
+  unary("softplus", &softplus);
+  unary("log_sigmoid", &log_sigmoid);
+  unary("ravel", &ravel);
+  m.def("gelu", [](py::handle x, bool approximate) { return gelu(to_array(x), approximate); }, "x"_a,
+        "approximate"_a = true);
+  auto binary = [&](const char* name, Bin f) {
+    m.def(name, [f](py::handle a, py::handle b) { return f(to_array(a), to_array(b)); }, "x"_a, "y"_a);
+  };
+  binary("add", &add);
+  binary("subtract", &subtract);
+  binary("multiply", &multiply);
+  binary("divide", &divide);
+  binary("floor_divide", &floor_divide);
+  binary("remainder", &remainder);
+  binary("power", &power);
+  binary("maximum", &maximum);
+  binary("minimum", &minimum);
+  binary("arctan2", &arctan2);
+  binary("logaddexp", &logaddexp);
+  binary("logical_and", &logical_and);
+  binary("logical_or", &logical_or);
+  binary("logical_xor", &logical_xor);
+  binary("equal", &equal);
+  binary("not_equal", &not_equal);
+  binary("less", &less);
+  binary("less_equal", &less_equal);
+  binary("greater", &greater);
+  binary("greater_equal", &greater_equal);
+  binary("matmul", &matmul);
+  binary("dot", &dot);
+  binary("vdot", &vdot);
+  binary("inner", &inner);
+  binary("outer", &outer);
+  m.def("where", [](py::handle c, py::handle x, py::handle y) { return where(to_array(c), to_array(x), to_array(y)); });
+  m.def("clip", [](py::handle x, py::handle lo, py::handle hi) {
+    auto opt = [](py::handle h) { return h.is_none() ? std::nullopt : std::optional<Array>(to_array(h)); };
+    return clip(to_array(x), opt(lo), opt(hi));
+  }, "x"_a, "min"_a = py::none(), "max"_a = py::none());
+  using Red = Array (*)(const Array&, AxisArg, bool);
+  auto reduction = [&](const char* name, Red f) {
+    m.def(name, [f](py::handle x, py::handle axis, bool keepdims) { return f(to_array(x), to_axis(axis), keepdims); },
+          "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
+  };
+  reduction("sum", &sum);
+  reduction("prod", &prod);
+  reduction("max", &max);
+  reduction("min", &min);
+  reduction("mean", &mean);
+  reduction("all", &all);
+  reduction("any", &any);
+  reduction("logsumexp", &logsumexp);
+  reduction("norm", &norm);
+  m.def("var", [](py::handle x, py::handle axis, bool keepdims, int64_t ddof) {
+    return var(to_array(x), to_axis(axis), keepdims, ddof);
+  }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0);
+  m.def("std", [](py::handle x, py::handle axis, bool keepdims, int64_t ddof) {
+    return graft::std(to_array(x), to_axis(axis), keepdims, ddof);
+  }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0);
+  m.def("argmax", [](py::handle x, std::optional<int64_t> axis, bool keepdims) { return argmax(to_array(x), axis, keepdims); },
+        "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
+  m.def("argmin", [](py::handle x, std::optional<int64_t> axis, bool keepdims) { return argmin(to_array(x), axis, keepdims); },
+        "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
+  m.def("softmax", [](py::handle x, int64_t axis) { return softmax(to_array(x), axis); }, "x"_a, "axis"_a = -1);
+  m.def("log_softmax", [](py::handle x, int64_t axis) { return log_softmax(to_array(x), axis); }, "x"_a, "axis"_a = -1);
+  m.def("cumsum", [](py::handle x, std::optional<int64_t> axis) { return cumsum(to_array(x), axis); }, "x"_a,
+        "axis"_a = py::none());
+  m.def("sort", [](py::handle x, int64_t axis) { return sort(to_array(x), axis); }, "x"_a, "axis"_a = -1);
+  m.def("argsort", [](py::handle x, int64_t axis) { return argsort(to_array(x), axis); }, "x"_a, "axis"_a = -1);
+  m.def("reshape", [](py::handle x, py::handle s) { return reshape(to_array(x), to_shape(s)); }, "x"_a, "shape"_a);
+  m.def("transpose", [](py::handle x, py::handle axes) {
+    return transpose(to_array(x), axes.is_none() ? Axes{} : to_shape(axes));
+  }, "x"_a, "axes"_a = py::none());
+  m.def("swapaxes", [](py::handle x, int64_t a, int64_t b) { return swapaxes(to_array(x), a, b); });
+  m.def("moveaxis", [](py::handle x, int64_t s, int64_t d) { return moveaxis(to_array(x), s, d); });
+  m.def("expand_dims", [](py::handle x, py::handle axis) { return expand_dims(to_array(x), to_axis(axis)); });
+  m.def("squeeze", [](py::handle x, py::handle axis) { return squeeze(to_array(x), to_axis(axis)); }, "x"_a,
+        "axis"_a = py::none());
+  m.def("broadcast_to", [](py::handle x, py::handle s) { return broadcast_to(to_array(x), to_shape(s)); });
+  m.def("concatenate", [](py::handle xs, int64_t axis) { return concatenate(to_arrays(xs), axis); }, "arrays"_a,
+        "axis"_a = 0);
+  m.def("stack", [](py::handle xs, int64_t axis) { return stack(to_arrays(xs), axis); }, "arrays"_a, "axis"_a = 0);
+  m.def("flip", [](py::handle x, py::handle axis) { return flip(to_array(x), to_axis(axis)); }, "x"_a,
+        "axis"_a = py::none());
+  m.def("tile", [](py::handle x, py::handle reps) { return tile(to_array(x), to_shape(reps)); });
+  m.def("repeat", [](py::handle x, int64_t r, std::optional<int64_t> axis) { return repeat(to_array(x), r, axis); },
+        "x"_a, "repeats"_a, "axis"_a = py::none());
+  m.def("take", [](py::handle x, py::handle i, std::optional<int64_t> axis) {
+    return take(to_array(x), to_array(i), axis);
+  }, "x"_a, "indices"_a, "axis"_a = py::none());
+  m.def("one_hot", [](py::handle x, int64_t n, py::handle d) { return one_hot(to_array(x), n, to_dtype(d)); }, "x"_a,
+        "num_classes"_a, "dtype"_a = "float32");
+  m.def("einsum", [](const std::string& s, py::args ops) { return einsum(s, to_arrays(ops)); });
+  m.def("zeros", [](py::handle s, py::handle d) { return zeros(to_shape(s), to_dtype(d)); }, "shape"_a,
+        "dtype"_a = "float32");
+  m.def("ones", [](py::handle s, py::handle d) { return ones(to_shape(s), to_dtype(d)); }, "shape"_a,
+        "dtype"_a = "float32");
+  m.def("full", [](py::handle s, double v, py::handle d) { return full(to_shape(s), v, to_dtype(d)); }, "shape"_a,
+        "fill_value"_a, "dtype"_a = "float32");
+  m.def("zeros_like", [](py::handle x) { return zeros_like(to_array(x)); });
+  m.def("ones_like", [](py::handle x) { return ones_like(to_array(x)); });
+  m.def("arange", [](double start, py::object stop, double step, py::object d) {
+    std::optional<DType> dt = d.is_none() ? std::nullopt : std::optional<DType>(to_dtype(d));
+    if (stop.is_none()) return arange(start, dt);
+    return arange(start, stop.cast<double>(), step, dt);
+  }, "start"_a, "stop"_a = py::none(), "step"_a = 1.0, "dtype"_a = py::none());
+  m.def("linspace", [](double a, double b, int64_t n, py::handle d, bool endpoint) {
+    return linspace(a, b, n, to_dtype(d), endpoint);
+  }, "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = "float32", "endpoint"_a = true);
+  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, py::handle d) { return eye(n, mm, k, to_dtype(d)); },
+        "N"_a, "M"_a = py::none(), "k"_a = 0, "dtype"_a = "float32");
+
+  // collectives over named axes (inside vmap(axis_name=...), shard_map, pmap)
+  auto names = [](py::handle h) {
+    std::vector<std::string> n;
+    if (py::isinstance<py::str>(h)) {
+      n.push_back(h.cast<std::string>());
+    } else {
+      for (auto e : h) n.push_back(e.cast<std::string>());
+    }
+    return AxisNameArg(n);
+  };
+  m.def("psum", [names](py::handle x, py::handle axis) { return psum(to_array(x), names(axis)); });
+  m.def("pmean", [names](py::handle x, py::handle axis) { return pmean(to_array(x), names(axis)); });
+  m.def("pmax", [names](py::handle x, py::handle axis) { return pmax(to_array(x), names(axis)); });
+  m.def("pmin", [names](py::handle x, py::handle axis) { return pmin(to_array(x), names(axis)); });
+  m.def("axis_index", [](const std::string& name) { return axis_index(name); });
+
+  // random (threefry keys)
+  m.def("random_key", [](uint64_t seed) { return random::key(seed); });
+  m.def("random_split", [](py::handle k, int64_t n) { return random::split(to_array(k), n); }, "key"_a, "num"_a = 2);
+  m.def("random_fold_in", [](py::handle k, uint32_t d) { return random::fold_in(to_array(k), d); });
+  m.def("random_normal", [](py::handle k, py::handle s, py::handle d) {
+    return random::normal(to_array(k), to_shape(s), to_dtype(d));
+  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  m.def("random_uniform", [](py::handle k, py::handle s, py::handle d, double lo, double hi) {
+    return random::uniform(to_array(k), to_shape(s), to_dtype(d), lo, hi);
+  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float32", "minval"_a = 0.0, "maxval"_a = 1.0);
+  m.def("random_bernoulli", [](py::handle k, py::handle p, py::handle s) {
+    return random::bernoulli(to_array(k), to_array(p), s.is_none() ? std::nullopt : std::optional<Shape>(to_shape(s)));
+  }, "key"_a, "p"_a = 0.5, "shape"_a = py::none());
+  m.def("random_permutation", [](py::handle k, int64_t n) { return random::permutation(to_array(k), n); });
+
+  // ---- transformations over flat lists ----------------------------------------------------------------
+  m.def("jvp", [](py::function f, py::handle primals, py::handle tangents) {
+    return jvp_flat(flat_fn(f), to_arrays(primals), to_arrays(tangents));
+  });
+  m.def("vjp", [](py::function f, py::handle primals) {
+    VjpResult r = vjp_flat(flat_fn(f), to_arrays(primals));
+    std::function<std::vector<Array>(const std::vector<Array>&)> pull = r.pullback;
+    // a None cotangent is a zero one
+    py::cpp_function pb([pull](py::handle cts) {
+      std::vector<Array> c;
+      for (auto h : cts) c.push_back(h.is_none() ? Array() : to_array(h));
+      return pull(c);
+    });
+    return py::make_tuple(r.outs, pb);
+  });
+  // out_axes: a list (one entry for every output, or one for all), or a callable that gives the list
+  // once the function has returned (given the number of outputs): the outputs' structure is known then
+  m.def("vmap", [](py::function f, py::handle args, py::handle in_axes, py::object out_axes, const std::string& name,
+                   std::optional<int64_t> size) {
+    std::vector<std::optional<int64_t>> oa;
+    FlatFn inner = flat_fn(f);
+    FlatFn fn = inner;
+    if (PyCallable_Check(out_axes.ptr())) {
+      fn = [&oa, inner, out_axes](const std::vector<Array>& xs) {
+        std::vector<Array> r = inner(xs);
+        oa = to_axes_list(out_axes(r.size()));
+        return r;
+      };
+    } else {
+      oa = to_axes_list(out_axes);
+    }
+    return vmap_flat(fn, to_arrays(args), to_axes_list(in_axes), oa, name, size);
+  }, "f"_a, "args"_a, "in_axes"_a, "out_axes"_a, "axis_name"_a = "", "axis_size"_a = py::none());
+  m.def("cond", [](py::handle index, py::handle branches, py::handle operands) {
+    std::vector<FlatFn> bs;
+    for (auto b : branches) bs.push_back(flat_fn(py::reinterpret_borrow<py::function>(b)));
+    return cond_flat(to_array(index), bs, to_arrays(operands));
+  });
+  m.def("while_loop", [](py::function c, py::function b, py::handle init, int64_t max_steps) {
+    return while_flat(flat_fn(c), flat_fn(b), to_arrays(init), WhileOptions{max_steps});
+  }, "cond_fun"_a, "body_fun"_a, "init"_a, "max_steps"_a = -1);
+  m.def("scan", [](py::function f, py::handle init, py::handle xs, std::optional<int64_t> length, bool reverse) {
+    return scan_flat(flat_fn(f), to_arrays(init), to_arrays(xs), ScanOptions{length, reverse});
+  }, "f"_a, "init"_a, "xs"_a, "length"_a = py::none(), "reverse"_a = false);
+  m.def("make_jaxpr", [](py::function f, py::handle args) {
+    std::vector<Aval> avals;
+    for (auto& x : to_arrays(args)) avals.push_back(x.aval());
+    std::ostringstream s;
+    s << make_jaxpr_flat(flat_fn(f), avals);
+    return s.str();
+  });
+  py::class_<PyJit>(m, "Jit")
+      .def(py::init<std::string, std::vector<int>>(), "name"_a, "donate_argnums"_a = std::vector<int>{})
+      .def("call", &PyJit::call)
+      .def_property_readonly("num_traces", &PyJit::num_traces);
+}

@@ -174,6 +174,11 @@ GradientTape::~GradientTape() {
 
 Array GradientTape::watch(const Array& x) { return trace_->watch(x); }
 
+void GradientTape::stop_recording() {
+  delete scope_;
+  scope_ = nullptr;
+}
+
 std::vector<Array> GradientTape::gradient(const Array& target, const std::vector<Array>& sources) const {
   if (!target.valid()) fail<ValueError>("GradientTape.gradient: the target is a null array");
   auto cts = trace_->backward(target);

@@ -38,6 +38,9 @@ class GradientTape {
 
   /// A version of x whose uses this tape records (x itself is unchanged).
   Array watch(const Array& x);
+  /// Ends the recording scope now (TF2's `with` block ending) while gradient() stays available.
+  /// Tapes stop in the reverse order of their creation on a thread.
+  void stop_recording();
   /// d target / d source for each source (zeros for sources the target does not depend on). A
   /// non-scalar target is differentiated as the sum of its elements.
   std::vector<Array> gradient(const Array& target, const std::vector<Array>& sources) const;

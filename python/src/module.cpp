@@ -126,10 +126,21 @@ AxisArg to_axis(py::handle h) {
 
 /// A NumPy view of a concrete array's storage (read-only: graft's arrays are immutable). bf16 arrays
 /// come back as a float32 copy.
-py::array to_numpy(const Array& x) {
-  if (!x.is_concrete())
-    throw ConcretizationError("this value is traced (" + x.aval().str() +
+/// The value a traced array stands for where its transformation knows it (grad, jvp, a tape), else null.
+std::optional<Array> known_value(const Array& x) {
+  if (x.is_concrete()) return x;
+  if (!x.is_tracer()) return std::nullopt;
+  std::optional<Array> v = x.tracer()->concrete_value();
+  while (v && !v->is_concrete() && v->is_tracer()) v = v->tracer()->concrete_value();
+  return v && v->is_concrete() ? v : std::nullopt;
+}
+
+py::array to_numpy(const Array& arg) {
+  std::optional<Array> known = known_value(arg);
+  if (!known)
+    throw ConcretizationError("this value is traced (" + arg.aval().str() +
                               "): it has no data until the transformed function runs (NumPy conversion)");
+  const Array& x = *known;
   if (x.dtype() == DType::bf16) return to_numpy(x.astype(DType::f32));
   std::vector<py::ssize_t> shape(x.shape().begin(), x.shape().end()), strides(shape.size());
   py::ssize_t st = static_cast<py::ssize_t>(itemsize(x.dtype()));
@@ -173,7 +184,7 @@ Index to_index(py::handle h) {
 
 // ---- printing ------------------------------------------------------------------------------------------
 std::string array_repr(const Array& x) {
-  if (!x.is_concrete()) return "Traced<" + x.aval().str() + ">";
+  if (!known_value(x)) return "Traced<" + x.aval().str() + ">";
   py::object np = py::module_::import("numpy");
   py::array a = to_numpy(x);
   std::string body = py::str(np.attr("array2string")(a, "separator"_a = ", ", "prefix"_a = "Array("));
@@ -288,7 +299,7 @@ PYBIND11_MODULE(_graft, m) {
       .def("__repr__", &array_repr)
       .def("__str__",
            [](const Array& x) {
-             if (!x.is_concrete()) return array_repr(x);
+             if (!known_value(x)) return array_repr(x);
              return std::string(py::str(to_numpy(x)));
            })
       .def("__array__",
@@ -611,6 +622,46 @@ PYBIND11_MODULE(_graft, m) {
     s << make_jaxpr_flat(flat_fn(f), avals);
     return s.str();
   });
+  // ---- the seeds' other paradigms ------------------------------------------------------------------
+  // PyTorch's tape: x.requires_grad_(), y.backward(), x.grad
+  arr.def("requires_grad_", [](py::object self) {
+        self.cast<Array&>().requires_grad_();
+        return self;
+      })
+      .def("backward", [](const Array& y) { y.backward(); })
+      .def_property_readonly("grad", [](const Array& x) -> py::object {
+        Array g = x.grad();
+        return g.valid() ? py::cast(g) : py::none();
+      })
+      .def("zero_grad_", [](const Array& x) { x.zero_grad_(); })
+      .def("_assign", [](Array& self, const Array& v) { self = v; });
+  // TF2's GradientTape (graft/python/graft/_paradigms.py gives it TF's `with` and watch semantics)
+  py::class_<GradientTape>(m, "_Tape")
+      .def(py::init<>())
+      .def("watch", &GradientTape::watch)
+      .def("stop_recording", &GradientTape::stop_recording)
+      .def("gradient", [](const GradientTape& t, const Array& target, const std::vector<Array>& sources) {
+        return t.gradient(target, sources);
+      });
+  // Theano / TF1: placeholders build a graph; function() closes it into a callable
+  py::class_<Function>(m, "Function")
+      .def("__call__", [](const Function& f, py::args args) { return f(to_arrays(args)); })
+      .def_property_readonly("jaxpr", [](const Function& f) {
+        std::ostringstream s;
+        s << f.jaxpr();
+        return s.str();
+      })
+      .def_property_readonly("name", &Function::name);
+  py::class_<Graph>(m, "_Graph")
+      .def(py::init<std::string>(), "name"_a = "graph")
+      .def("placeholder", [](Graph& g, py::handle shape, py::handle d) { return g.placeholder(to_shape(shape), to_dtype(d)); },
+           "shape"_a = py::tuple(), "dtype"_a = "float32")
+      .def("function", [](Graph& g, const std::vector<Array>& in, const std::vector<Array>& out) {
+        return g.function(in, out);
+      });
+  m.def("graph_grad", [](const Function& f, std::vector<int> argnums) { return grad(f, argnums); }, "f"_a,
+        "argnums"_a = std::vector<int>{0});
+
   py::class_<PyJit>(m, "Jit")
       .def(py::init<std::string, std::vector<int>>(), "name"_a, "donate_argnums"_a = std::vector<int>{})
       .def("call", &PyJit::call)

@@ -11,11 +11,11 @@ from ._api import (ClosedJaxpr, grad, hessian, jacfwd, jacrev, jit, jvp, make_ja
                    vmap)
 from . import _array  # noqa: F401  (NumPy-style methods and .at[] on Array)
 from ._paradigms import GradientTape, Graph, graph_grad
-from . import lax, numpy, random
+from . import data, lax, nn, numpy, optim, random
 
 __all__ = ["Array", "ConcretizationError", "Error", "ShapeError", "UnexpectedTracerError", "ClosedJaxpr", "grad",
            "hessian", "jacfwd", "jacrev", "jit", "jvp", "make_jaxpr", "value_and_grad", "vjp", "vmap", "lax",
-           "numpy", "random", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
+           "numpy", "random", "nn", "optim", "data", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
            "device_get", "GradientTape", "Graph", "graph_grad"]
 
 

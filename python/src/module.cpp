@@ -571,6 +571,47 @@ PYBIND11_MODULE(_graft, m) {
   }, "key"_a, "p"_a = 0.5, "shape"_a = py::none());
   m.def("random_permutation", [](py::handle k, int64_t n) { return random::permutation(to_array(k), n); });
 
+  // neural-network layers' functional forms (graft.nn builds its layers on these)
+  auto padding_of = [](py::handle h) -> nn::Padding {
+    if (py::isinstance<py::str>(h)) return nn::Padding(h.cast<std::string>());
+    return nn::Padding(h.cast<std::vector<std::pair<int64_t, int64_t>>>());
+  };
+  m.def("conv2d", [padding_of](py::handle x, py::handle w, std::array<int64_t, 2> stride, py::handle padding,
+                               std::array<int64_t, 2> dilation, int64_t groups) {
+    Array xa = to_array(x), wa = to_array(w);
+    if (xa.ndim() != 4 || wa.ndim() != 4)
+      throw graft::ShapeError("conv2d: expects x [N, C, H, W] and w [O, C / groups, KH, KW], got " + xa.aval().str() +
+                              " and " + wa.aval().str());
+    Shape spatial{xa.shape()[2], xa.shape()[3]}, s{stride[0], stride[1]};
+    Shape dk{(wa.shape()[2] - 1) * dilation[0] + 1, (wa.shape()[3] - 1) * dilation[1] + 1};
+    return lax::conv_general_dilated(xa, wa.astype(xa.dtype()), s, padding_of(padding).resolve(spatial, dk, s), {1, 1},
+                                     {dilation[0], dilation[1]}, lax::ConvDims::nchw(2), groups);
+  }, "x"_a, "w"_a, "stride"_a = std::array<int64_t, 2>{1, 1}, "padding"_a = "VALID",
+        "dilation"_a = std::array<int64_t, 2>{1, 1}, "groups"_a = 1);
+  m.def("max_pool2d", [padding_of](py::handle x, std::array<int64_t, 2> window,
+                                   std::optional<std::array<int64_t, 2>> stride, py::handle padding) {
+    return nn::max_pool2d(to_array(x), window, stride, padding_of(padding));
+  }, "x"_a, "window"_a, "stride"_a = py::none(), "padding"_a = "VALID");
+  m.def("avg_pool2d", [padding_of](py::handle x, std::array<int64_t, 2> window,
+                                   std::optional<std::array<int64_t, 2>> stride, py::handle padding) {
+    return nn::avg_pool2d(to_array(x), window, stride, padding_of(padding));
+  }, "x"_a, "window"_a, "stride"_a = py::none(), "padding"_a = "VALID");
+  m.def("dropout", [](py::handle key, py::handle x, double rate, bool train) {
+    return nn::dropout(to_array(key), to_array(x), rate, train);
+  }, "key"_a, "x"_a, "rate"_a, "train"_a = true);
+  m.def("cross_entropy", [](py::handle l, py::handle y) { return nn::cross_entropy(to_array(l), to_array(y)); });
+  m.def("softmax_cross_entropy", [](py::handle l, py::handle y) { return nn::softmax_cross_entropy(to_array(l), to_array(y)); });
+  m.def("accuracy", [](py::handle l, py::handle y) { return nn::accuracy(to_array(l), to_array(y)); });
+  m.def("load_fashion_mnist", [](const std::string& dir) {
+    data::FashionMnist d = data::load_fashion_mnist(dir);
+    py::dict r;
+    r["train_images"] = d.train_images;
+    r["train_labels"] = d.train_labels;
+    r["test_images"] = d.test_images;
+    r["test_labels"] = d.test_labels;
+    return r;
+  }, "dir"_a = data::kFashionMnistDir);
+
   // ---- transformations over flat lists ----------------------------------------------------------------
   m.def("jvp", [](py::function f, py::handle primals, py::handle tangents) {
     return jvp_flat(flat_fn(f), to_arrays(primals), to_arrays(tangents));

@@ -239,11 +239,17 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
     static_argnums = _argnums_tuple(static_argnums)
     static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     donate = _argnums_tuple(donate_argnums)
-    state = _graft.Jit(getattr(fun, "__name__", "<lambda>"), [])
+    state = _graft.Jit(getattr(fun, "__name__", "<lambda>"), list(donate), tree_unflatten)
     out_trees = {}
+    fast_ok = not static_argnums and not static_argnames
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
+        if fast_ok and not kwargs:
+            # positional arrays, seen before: the call stays in C++
+            res = state.call_cached(*args)
+            if res is not None:
+                return res
         statics = tuple((i, args[i]) for i in static_argnums if i < len(args))
         static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_argnames))
         dyn_pos = [i for i in range(len(args)) if i not in static_argnums]
@@ -253,8 +259,9 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
             hash((statics, static_kw))
         except TypeError:
             raise ValueError("jit: static arguments must be hashable") from None
+        fast = fast_ok and not kwargs and all(type(a) is Array for a in args)
         leaves, in_tree = _flat_arrays((dyn_args, dyn_kw), "jit")
-        key = repr((in_tree, statics, static_kw))
+        key = _graft.Jit.fast_prefix(len(args)) if fast else repr((in_tree, statics, static_kw))
 
         def flat(xs):
             d_args, d_kw = tree_unflatten(in_tree, xs)
@@ -270,7 +277,11 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
             donated += [i in donate] * tree_structure(a).num_leaves
         donated += [False] * (len(leaves) - len(donated))
         outs = state.call(flat, key, leaves, donated if any(donated) else [])
-        return tree_unflatten(out_trees[key], outs)
+        out_tree = out_trees[key]
+        if fast:
+            flat_tuple = out_tree.kind == "tuple" and all(c.kind == "leaf" for c in out_tree.children)
+            state.remember(args, out_tree, "leaf" if out_tree.kind == "leaf" else "tuple" if flat_tuple else "other")
+        return tree_unflatten(out_tree, outs)
 
     wrapped._num_traces = lambda: state.num_traces
     return wrapped

@@ -214,9 +214,14 @@ std::vector<std::optional<int64_t>> to_axes_list(const py::handle& h) {
 
 /// jit's per-function state over flat arguments; the Python side keys the cache on the pytree
 /// structure and the static arguments, and this appends the arrays' types.
+///
+/// The common call — positional arrays only, no static arguments — has a fast path that stays in C++
+/// (call_cached): its key is the arrays' types, and the entry remembers how to rebuild the outputs.
 class PyJit {
  public:
-  PyJit(std::string name, std::vector<int> donate) : state_(JitOptions{std::move(name), std::move(donate)}) {}
+  PyJit(std::string name, std::vector<int> donate, py::object unflatten)
+      : state_(JitOptions{std::move(name), {}}), donate_(std::move(donate)), unflatten_(std::move(unflatten)) {}
+
   std::vector<Array> call(py::function f, const std::string& key, const std::vector<Array>& leaves,
                           const std::vector<bool>& donated) {
     std::string k = key;
@@ -229,20 +234,81 @@ class PyJit {
           return make_jaxpr_flat(flat_fn(f), avals, "jit");
         },
         donated);
-    std::vector<Array> out;
-    {
-      // a concrete call runs compiled code only: other Python threads may run meanwhile
-      bool eager = std::all_of(leaves.begin(), leaves.end(), [](const Array& x) { return x.is_concrete(); });
-      std::optional<py::gil_scoped_release> release;
-      if (eager) release.emplace();
-      out = state_.run(*entry, leaves);
+    return run(*entry, leaves);
+  }
+
+  /// The fast path: the cached result for positional arrays `args`, or None when this call needs the
+  /// general path (other arguments, or not traced yet).
+  py::object call_cached(const py::args& args) {
+    std::vector<Array> leaves;
+    leaves.reserve(args.size());
+    for (auto h : args) {
+      if (!py::isinstance<Array>(h)) return py::none();
+      leaves.push_back(h.cast<Array>());
     }
-    return out;
+    std::string k = fast_key(leaves);
+    auto it = fast_.find(k);
+    if (it == fast_.end()) return py::none();
+    std::vector<Array> outs = run(*it->second.entry, leaves);
+    if (it->second.shape == Shape::single) return py::cast(outs[0]);
+    if (it->second.shape == Shape::tuple) {
+      py::tuple t(outs.size());
+      for (size_t i = 0; i < outs.size(); ++i) t[i] = py::cast(std::move(outs[i]));
+      return t;
+    }
+    return unflatten_(it->second.out_tree, outs);
+  }
+
+  /// After the general path traced positional arrays `args`: remember the entry for the fast path.
+  /// `shape`: "leaf" (one array), "tuple" (a flat tuple of arrays) or anything else (unflattened in Python).
+  void remember(const py::tuple& args, py::object out_tree, const std::string& shape) {
+    std::vector<Array> leaves;
+    for (auto h : args) leaves.push_back(h.cast<Array>());
+    std::string k = fast_key(leaves);
+    auto entry = state_.get(k, leaves, [&](TreeDef&) -> ClosedJaxpr {
+      throw graft::ValueError("jit: the fast path's entry is missing (a graft bug)");
+    }, donated_mask(leaves.size()));
+    fast_[k] = Fast{entry, std::move(out_tree),
+                    shape == "leaf" ? Shape::single : shape == "tuple" ? Shape::tuple : Shape::other};
+  }
+
+  /// The key the general path uses for positional arrays, so that both paths share entries.
+  static std::string fast_prefix(size_t n) { return "A" + std::to_string(n) + "|"; }
+  std::vector<bool> donated_mask(size_t n) const {
+    std::vector<bool> d(n, false);
+    bool any = false;
+    for (int i : donate_)
+      if (i >= 0 && static_cast<size_t>(i) < n) d[static_cast<size_t>(i)] = any = true;
+    return any ? d : std::vector<bool>{};
   }
   size_t num_traces() const { return state_.num_traces(); }
 
  private:
+  enum class Shape { single, tuple, other };
+  struct Fast {
+    std::shared_ptr<const detail::JitEntry> entry;
+    py::object out_tree;
+    Shape shape = Shape::other;
+  };
+
+  std::string fast_key(const std::vector<Array>& leaves) const {
+    std::string k = fast_prefix(leaves.size());
+    detail::append_aval_key(k, leaves);
+    return k;
+  }
+
+  std::vector<Array> run(const detail::JitEntry& e, const std::vector<Array>& leaves) {
+    // a concrete call runs compiled code only: other Python threads may run meanwhile
+    bool eager = std::all_of(leaves.begin(), leaves.end(), [](const Array& x) { return x.is_concrete(); });
+    std::optional<py::gil_scoped_release> release;
+    if (eager) release.emplace();
+    return state_.run(e, leaves);
+  }
+
   detail::JitState state_;
+  std::vector<int> donate_;
+  py::object unflatten_;
+  std::unordered_map<std::string, Fast> fast_;
 };
 
 }  // namespace
@@ -704,7 +770,10 @@ PYBIND11_MODULE(_graft, m) {
         "argnums"_a = std::vector<int>{0});
 
   py::class_<PyJit>(m, "Jit")
-      .def(py::init<std::string, std::vector<int>>(), "name"_a, "donate_argnums"_a = std::vector<int>{})
+      .def(py::init<std::string, std::vector<int>, py::object>(), "name"_a, "donate_argnums"_a, "unflatten"_a)
       .def("call", &PyJit::call)
+      .def("call_cached", &PyJit::call_cached)
+      .def("remember", &PyJit::remember)
+      .def_static("fast_prefix", &PyJit::fast_prefix)
       .def_property_readonly("num_traces", &PyJit::num_traces);
 }

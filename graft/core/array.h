@@ -58,7 +58,9 @@ class ConcreteNode final : public ArrayNode {
   /// Whether this array gave its storage away (donated to a jitted function): using it is an error.
   bool deleted() const { return data_ == nullptr; }
   /// Whether the storage is this node's alone: a buffer of its own, not shared with a view.
-  bool owns_storage() const { return buffer_ && buffer_->use_count() == 1 && data_ == buffer_->data(); }
+  bool owns_storage() const {
+    return buffer_ && buffer_->use_count() == 1 && data_ == buffer_->data() && buffer_->reusable();
+  }
   /// Moves the storage into a new node and marks this one deleted, when owns_storage(); otherwise
   /// returns null and changes nothing.
   Ref<ConcreteNode> take_storage();

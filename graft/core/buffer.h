@@ -23,6 +23,10 @@ class Buffer : public RefCounted {
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
+  /// Whether graft may write into this storage when its last array lets go of it (donation, a
+  /// program's outputs reusing an input's memory). False for memory another library lent graft
+  /// (DLPack): it stays read-only, and may be less aligned than graft's own.
+  virtual bool reusable() const { return true; }
 
  private:
   void* data_;

@@ -5,7 +5,7 @@
     gf.grad(lambda w: gnp.sum(gnp.tanh(w) ** 2))(gnp.ones(3))
 """
 from . import _graft
-from ._graft import Array, ConcretizationError, Error, ShapeError, UnexpectedTracerError
+from ._graft import Array, ConcretizationError, Error, ShapeError, UnexpectedTracerError, from_dlpack
 from ._tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 from ._api import (ClosedJaxpr, grad, hessian, jacfwd, jacrev, jit, jvp, make_jaxpr, value_and_grad, vjp,
                    vmap)
@@ -16,7 +16,7 @@ from . import data, lax, nn, numpy, optim, random
 __all__ = ["Array", "ConcretizationError", "Error", "ShapeError", "UnexpectedTracerError", "ClosedJaxpr", "grad",
            "hessian", "jacfwd", "jacrev", "jit", "jvp", "make_jaxpr", "value_and_grad", "vjp", "vmap", "lax",
            "numpy", "random", "nn", "optim", "data", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
-           "device_get", "GradientTape", "Graph", "graph_grad"]
+           "device_get", "from_dlpack", "GradientTape", "Graph", "graph_grad"]
 
 
 def device_get(x):

@@ -40,6 +40,9 @@ def arange(start, stop=None, step=1, dtype=None):
     return _graft.arange(start, stop, step, dtype)
 
 
+from_dlpack = _graft.from_dlpack
+
+
 def asarray(a, dtype=None):
     return _graft.asarray(a, dtype)
 

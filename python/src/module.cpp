@@ -154,6 +154,153 @@ py::array to_numpy(const Array& arg) {
   return a;
 }
 
+// ---- DLPack (the tensor exchange ABI of NumPy, PyTorch, JAX; structures as its specification gives) ------
+struct DLDevice {
+  int32_t device_type;  // kDLCPU = 1
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;  // kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;  // in elements; null: row-major
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(DLManagedTensor* self);
+};
+
+DLDataType dl_dtype(DType d) {
+  uint8_t bits = static_cast<uint8_t>(itemsize(d) * 8);
+  if (d == DType::bool_) return {6, 8, 1};
+  if (d == DType::bf16) return {4, 16, 1};
+  if (is_floating(d)) return {2, bits, 1};
+  return {static_cast<uint8_t>(is_unsigned(d) ? 1 : 0), bits, 1};
+}
+
+DType from_dl_dtype(DLDataType t) {
+  if (t.lanes != 1) throw py::type_error("from_dlpack: vector dtypes (lanes != 1) are not supported");
+  for (int i = 0; i < kNumDTypes; ++i) {
+    DType d = static_cast<DType>(i);
+    DLDataType e = dl_dtype(d);
+    if (e.code == t.code && e.bits == t.bits) return d;
+  }
+  throw py::type_error("from_dlpack: no graft dtype for DLPack type code " + std::to_string(t.code) + " of " +
+                       std::to_string(t.bits) + " bits");
+}
+
+// What an exported tensor keeps alive: the array (its storage) and the shape / strides arrays.
+struct DlExport {
+  Array keep;
+  std::vector<int64_t> shape, strides;
+  DLManagedTensor managed;
+};
+
+/// x.__dlpack__(): a capsule that shares x's storage (no copy).
+py::capsule to_dlpack(const Array& arg) {
+  std::optional<Array> known = known_value(arg);
+  if (!known) throw ConcretizationError("__dlpack__: a traced value (" + arg.aval().str() + ") has no data to share");
+  auto* ex = new DlExport{*known, {}, {}, {}};
+  ex->shape.assign(ex->keep.shape().begin(), ex->keep.shape().end());
+  ex->strides.resize(ex->shape.size());
+  int64_t st = 1;
+  for (size_t k = ex->shape.size(); k-- > 0;) {
+    ex->strides[k] = st;
+    st *= std::max<int64_t>(ex->shape[k], 1);
+  }
+  DLTensor& t = ex->managed.dl_tensor;
+  t.data = const_cast<void*>(ex->keep.raw_data());
+  t.device = {1, 0};
+  t.ndim = static_cast<int32_t>(ex->shape.size());
+  t.dtype = dl_dtype(ex->keep.dtype());
+  t.shape = ex->shape.data();
+  t.strides = ex->strides.data();
+  t.byte_offset = 0;
+  ex->managed.manager_ctx = ex;
+  ex->managed.deleter = [](DLManagedTensor* self) { delete static_cast<DlExport*>(self->manager_ctx); };
+  // a capsule nobody consumed frees the tensor; a consumer renames it "used_dltensor" and owns it
+  return py::capsule(&ex->managed, "dltensor", [](PyObject* cap) {
+    if (PyCapsule_IsValid(cap, "dltensor")) {
+      auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, "dltensor"));
+      if (m && m->deleter) m->deleter(m);
+    }
+  });
+}
+
+// Storage of a tensor received through DLPack: the producer's deleter runs when graft lets go.
+class DlBuffer final : public Buffer {
+ public:
+  DlBuffer(DLManagedTensor* m, void* data, size_t nbytes) : Buffer(data, nbytes, Device::cpu(), nullptr), m_(m) {}
+  ~DlBuffer() override {
+    if (m_ && m_->deleter) m_->deleter(m_);
+  }
+  bool reusable() const override { return false; }  // lent memory: never donated or written by graft
+
+ private:
+  DLManagedTensor* m_;
+};
+
+/// gf.from_dlpack(x): an array over x's memory — no copy when it is row-major (graft never writes into
+/// it: the buffer is not reusable); a copy of a strided tensor.
+Array from_dlpack(py::handle producer) {
+  py::object cap = py::hasattr(producer, "__dlpack__") ? producer.attr("__dlpack__")()
+                                                       : py::reinterpret_borrow<py::object>(producer);
+  if (!PyCapsule_IsValid(cap.ptr(), "dltensor"))
+    throw py::type_error("from_dlpack: expects an object with __dlpack__ or an unused DLPack capsule");
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap.ptr(), "dltensor"));
+  PyCapsule_SetName(cap.ptr(), "used_dltensor");  // graft owns it now
+  struct Release {  // the producer's deleter, unless a buffer took the tensor over
+    DLManagedTensor* m;
+    ~Release() {
+      if (m && m->deleter) m->deleter(m);
+    }
+  } release{m};
+  const DLTensor& t = m->dl_tensor;
+  if (t.device.device_type != 1)
+    throw py::value_error("from_dlpack: only CPU tensors (device type 1), got device type " +
+                          std::to_string(t.device.device_type));
+  DType d = from_dl_dtype(t.dtype);
+  Shape shape(t.shape, t.shape + t.ndim);
+  bool dense = true;
+  int64_t st = 1;
+  for (int32_t k = t.ndim; k-- > 0;) {
+    if (t.strides && shape[static_cast<size_t>(k)] > 1 && t.strides[k] != st) dense = false;
+    st *= std::max<int64_t>(shape[static_cast<size_t>(k)], 1);
+  }
+  char* base = static_cast<char*>(t.data) + t.byte_offset;
+  size_t nbytes = static_cast<size_t>(numel(shape)) * itemsize(d);
+  if (dense && reinterpret_cast<uintptr_t>(base) % itemsize(d) == 0 && nbytes > ConcreteNode::kInlineBytes) {
+    Ref<Buffer> buf(new DlBuffer(m, base, nbytes));
+    release.m = nullptr;
+    return Array(Ref<ArrayNode>(new ConcreteNode(Aval(shape, d), buf, 0)));
+  }
+  // a copy, element by element along the producer's strides
+  Array out = Array::empty(Aval(shape, d));
+  char* dst = static_cast<char*>(out.concrete()->data());
+  size_t isz = itemsize(d);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t e = 0; e < numel(shape); ++e) {
+    int64_t off = 0;
+    for (size_t k = 0; k < shape.size(); ++k) off += idx[k] * (t.strides ? t.strides[k] : 1);
+    if (!t.strides) off = e;
+    std::memcpy(dst + static_cast<size_t>(e) * isz, base + off * static_cast<int64_t>(isz), isz);
+    for (size_t k = shape.size(); k-- > 0;) {
+      if (++idx[k] < shape[k]) break;
+      idx[k] = 0;
+    }
+  }
+  return out;
+}
+
 // ---- indexing ------------------------------------------------------------------------------------------
 IndexItem index_item(py::handle h) {
   if (h.is_none()) return IndexItem(newaxis);
@@ -376,6 +523,8 @@ PYBIND11_MODULE(_graft, m) {
              return a;
            },
            "dtype"_a = py::none(), "copy"_a = py::none())
+      .def("__dlpack__", [](const Array& x, py::object stream) { return to_dlpack(x); }, "stream"_a = py::none())
+      .def("__dlpack_device__", [](const Array&) { return py::make_tuple(1, 0); })
       .def("item", [](const Array& x) -> py::object { return to_numpy(x).attr("item")(); })
       .def("tolist", [](const Array& x) -> py::object { return to_numpy(x).attr("tolist")(); })
       .def("__bool__", [](const Array& x) { return x.item<bool>(); })
@@ -450,6 +599,7 @@ PYBIND11_MODULE(_graft, m) {
   m.def("asarray", [](py::handle h, py::object d) {
     return to_array(h, d.is_none() ? std::nullopt : std::optional<DType>(to_dtype(d)));
   }, "x"_a, "dtype"_a = py::none());
+  m.def("from_dlpack", &from_dlpack, "x"_a);
   m.def("canonical_dtype", [](py::handle d) { return std::string(long_name(to_dtype(d))); });
   using Un = Array (*)(const Array&);
   auto unary = [&](const char* name, Un f) { m.def(name, [f](py::handle x) { return f(to_array(x)); }, "x"_a); };

@@ -241,6 +241,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
     donate = _argnums_tuple(donate_argnums)
     state = _graft.Jit(getattr(fun, "__name__", "<lambda>"), list(donate), tree_unflatten)
     out_trees = {}
+    sig_names = {}
     fast_ok = not static_argnums and not static_argnames
 
     @functools.wraps(fun)
@@ -261,7 +262,14 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
             raise ValueError("jit: static arguments must be hashable") from None
         fast = fast_ok and not kwargs and all(type(a) is Array for a in args)
         leaves, in_tree = _flat_arrays((dyn_args, dyn_kw), "jit")
-        key = _graft.Jit.fast_prefix(len(args)) if fast else repr((in_tree, statics, static_kw))
+        if fast:
+            key = _graft.Jit.fast_prefix(len(args))
+        else:
+            # a short name per (structure, static values): the C++ cache key appends the types
+            sig = (in_tree, statics, static_kw)
+            key = sig_names.get(sig)
+            if key is None:
+                key = sig_names.setdefault(sig, f"S{len(sig_names)}|")
 
         def flat(xs):
             d_args, d_kw = tree_unflatten(in_tree, xs)

@@ -5,25 +5,22 @@ the leaves, flattened in JAX's order (dict keys sorted)."""
 class PyTreeDef:
     """The structure of a pytree: what tree_unflatten needs to rebuild it from its leaves."""
 
-    __slots__ = ("kind", "meta", "children", "num_leaves")
+    __slots__ = ("kind", "meta", "children", "num_leaves", "_k", "_h")
 
     def __init__(self, kind, meta, children):
         self.kind = kind  # "leaf", "none", "tuple", "list", "dict", "namedtuple"
         self.meta = meta  # dict keys, or the namedtuple class
         self.children = children
         self.num_leaves = 1 if kind == "leaf" else sum(c.num_leaves for c in children)
-
-    def _key(self):
-        meta = self.meta
-        if self.kind == "namedtuple":
-            meta = (meta.__module__, meta.__qualname__)
-        return (self.kind, meta, tuple(c._key() for c in self.children))
+        # the structure as a nested tuple, built once from the children's (jit keys its cache on it)
+        self._k = (kind, meta, tuple(c._k for c in children))
+        self._h = hash(self._k)
 
     def __eq__(self, other):
-        return isinstance(other, PyTreeDef) and self._key() == other._key()
+        return isinstance(other, PyTreeDef) and self._h == other._h and self._k == other._k
 
     def __hash__(self):
-        return hash(self._key())
+        return self._h
 
     def __repr__(self):
         if self.kind == "leaf":

@@ -326,3 +326,104 @@ def make_jaxpr(fun, static_argnums=()):
         return ClosedJaxpr(_graft.make_jaxpr(flat, leaves))
 
     return wrapped
+
+
+# ---- user-defined derivatives and rematerialization --------------------------------------------------
+class custom_jvp:
+    """A function with its own JVP rule (JAX's jax.custom_jvp):
+
+        @gf.custom_jvp
+        def f(x): return gnp.log1p(gnp.exp(x))
+        @f.defjvp
+        def f_jvp(primals, tangents): (x,), (t,) = primals, tangents; return f(x), t * lax.logistic(x)
+    """
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun, self.jvp = fun, None
+
+    def defjvp(self, jvp):
+        self.jvp = jvp
+        return jvp
+
+    def __call__(self, *args):
+        if self.jvp is None:
+            raise TypeError(f"custom_jvp {getattr(self.fun, '__name__', '')}: no JVP rule (use @f.defjvp)")
+        leaves, tree = _flat_arrays(args, "custom_jvp")
+        box = {}
+
+        def flat(xs):
+            o, box["out"] = tree_flatten(self.fun(*tree_unflatten(tree, xs)))
+            return o
+
+        def rule(ps, ts):
+            out, tan = self.jvp(tree_unflatten(tree, ps), tree_unflatten(tree, ts))
+            return tree_flatten(out)[0], tree_flatten(tan)[0]
+
+        outs = _graft.custom_jvp(flat, rule, leaves, getattr(self.fun, "__name__", "custom_jvp"))
+        if "out" not in box:
+            box["out"] = tree_structure(self.fun(*args))
+        return tree_unflatten(box["out"], outs)
+
+
+class custom_vjp:
+    """A function with its own VJP (JAX's jax.custom_vjp): f.defvjp(fwd, bwd), fwd(*args) -> (out,
+    residuals), bwd(residuals, cotangent) -> one cotangent per argument (a tuple)."""
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun, self.fwd, self.bwd = fun, None, None
+
+    def defvjp(self, fwd, bwd):
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args):
+        if self.fwd is None:
+            raise TypeError(f"custom_vjp {getattr(self.fun, '__name__', '')}: no VJP (use f.defvjp(fwd, bwd))")
+        leaves, tree = _flat_arrays(args, "custom_vjp")
+        box = {}
+
+        def flat(xs):
+            o, box["out"] = tree_flatten(self.fun(*tree_unflatten(tree, xs)))
+            return o
+
+        def fwd(xs):
+            out, res = self.fwd(*tree_unflatten(tree, xs))
+            o, box["out"] = tree_flatten(out)
+            r, box["res"] = tree_flatten(res)
+            return o, r
+
+        def bwd(res, cts):
+            g = self.bwd(tree_unflatten(box["res"], res), tree_unflatten(box["out"], cts))
+            if not isinstance(g, tuple):
+                raise TypeError("custom_vjp: bwd must return a tuple with one cotangent per argument")
+            return tree_flatten(g)[0]
+
+        outs = _graft.custom_vjp(flat, fwd, bwd, leaves, getattr(self.fun, "__name__", "custom_vjp"))
+        if "out" not in box:
+            box["out"] = tree_structure(self.fun(*args))
+        return tree_unflatten(box["out"], outs)
+
+
+def checkpoint(fun, policy=None, names=()):
+    """fun whose intermediate values reverse mode recomputes instead of storing (JAX's jax.checkpoint /
+    remat). policy: None (save nothing), "dots_saveable", "everything_saveable", or
+    "save_only_these_names" with names marked by graft.checkpoint_name(x, name)."""
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        leaves, tree = _flat_arrays(args, "checkpoint")
+        box = {}
+
+        def flat(xs):
+            o, box["out"] = tree_flatten(fun(*tree_unflatten(tree, xs)))
+            return o
+
+        outs = _graft.checkpoint(flat, leaves, policy or "nothing_saveable", list(names))
+        return tree_unflatten(box["out"], outs)
+
+    return wrapped
+
+
+remat = checkpoint
+checkpoint_name = _graft.checkpoint_name

@@ -919,6 +919,37 @@ PYBIND11_MODULE(_graft, m) {
   m.def("graph_grad", [](const Function& f, std::vector<int> argnums) { return grad(f, argnums); }, "f"_a,
         "argnums"_a = std::vector<int>{0});
 
+  // user-defined derivatives and rematerialization (graft.custom_jvp / custom_vjp / checkpoint wrap these)
+  auto pair_of_lists = [](py::handle h) {
+    py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+    if (t.size() != 2) throw py::type_error("expected a pair (outputs, second list)");
+    return std::pair<std::vector<Array>, std::vector<Array>>(to_arrays(t[0]), to_arrays(t[1]));
+  };
+  m.def("custom_jvp", [pair_of_lists](py::function f, py::function rule, py::handle args, const std::string& name) {
+    CustomJvpRule r = [rule, pair_of_lists](const std::vector<Array>& p, const std::vector<Array>& t) {
+      return pair_of_lists(rule(p, t));
+    };
+    return custom_jvp_apply(flat_fn(f), r, to_arrays(args), name);
+  });
+  m.def("custom_vjp", [pair_of_lists](py::function f, py::function fwd, py::function bwd, py::handle args,
+                                      const std::string& name) {
+    CustomFwd fw = [fwd, pair_of_lists](const std::vector<Array>& p) { return pair_of_lists(fwd(p)); };
+    CustomBwd bw = [bwd](const std::vector<Array>& res, const std::vector<Array>& ct) {
+      std::vector<Array> r;
+      for (auto h : bwd(res, ct)) r.push_back(h.is_none() ? Array() : to_array(h));
+      return r;
+    };
+    return custom_vjp_apply(flat_fn(f), fw, bw, to_arrays(args), name);
+  });
+  m.def("checkpoint", [](py::function f, py::handle args, const std::string& policy, std::vector<std::string> names) {
+    CheckpointPolicy p = policy == "dots_saveable"         ? CheckpointPolicy::dots_saveable()
+                         : policy == "everything_saveable" ? CheckpointPolicy::everything_saveable()
+                         : policy == "save_only_these_names" ? CheckpointPolicy::save_only_these_names(names)
+                                                             : CheckpointPolicy::nothing_saveable();
+    return checkpoint_flat(flat_fn(f), to_arrays(args), p);
+  }, "f"_a, "args"_a, "policy"_a = "nothing_saveable", "names"_a = std::vector<std::string>{});
+  m.def("checkpoint_name", [](py::handle x, const std::string& n) { return checkpoint_name(to_array(x), n); });
+
   py::class_<PyJit>(m, "Jit")
       .def(py::init<std::string, std::vector<int>, py::object>(), "name"_a, "donate_argnums"_a, "unflatten"_a)
       .def("call", &PyJit::call)

@@ -209,3 +209,36 @@ def test_random():
     k1, k2 = gf.random.split(k)
     assert not np.array_equal(np.asarray(gf.random.uniform(k1, (4,))), np.asarray(gf.random.uniform(k2, (4,))))
     np.testing.assert_array_equal(np.asarray(gf.random.normal(k, (3,))), np.asarray(gf.random.normal(k, (3,))))
+
+
+def test_custom_jvp_and_vjp():
+    @gf.custom_jvp
+    def softplus(x):
+        return gnp.log1p(gnp.exp(x))
+
+    @softplus.defjvp
+    def softplus_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return softplus(x), t * lax.logistic(x) * 2.0  # deliberately twice the true derivative
+
+    assert abs(float(softplus(0.5)) - np.log1p(np.exp(0.5))) < 1e-12
+    assert abs(float(gf.grad(softplus)(0.5)) - 2 / (1 + np.exp(-0.5))) < 1e-12  # the rule is used
+    assert abs(float(gf.jit(gf.grad(softplus))(0.5)) - 2 / (1 + np.exp(-0.5))) < 1e-12
+
+    @gf.custom_vjp
+    def clip_gradient(x):
+        return x
+
+    clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (gnp.clip(g, -1.0, 1.0),))
+    assert float(gf.grad(lambda v: 10.0 * clip_gradient(v))(2.0)) == 1.0
+    assert float(gf.grad(lambda v: 0.5 * clip_gradient(v))(2.0)) == 0.5
+
+
+def test_checkpoint_recomputes_and_keeps_the_gradient():
+    f = lambda v: gnp.sin(gnp.sin(v))
+    g = gf.checkpoint(f)
+    assert float(gf.grad(g)(0.3)) == float(gf.grad(f)(0.3))
+    text = str(gf.make_jaxpr(gf.grad(g))(0.3))
+    assert text.count("checkpoint[") == 2 and "policy=nothing_saveable" in text
+    h = gf.checkpoint(f, policy="dots_saveable")
+    assert abs(float(gf.grad(h)(0.3)) - float(gf.grad(f)(0.3))) < 1e-15

@@ -427,3 +427,52 @@ def checkpoint(fun, policy=None, names=()):
 
 remat = checkpoint
 checkpoint_name = _graft.checkpoint_name
+
+
+# ---- SPMD ----------------------------------------------------------------------------------------------
+def shard_map(fun, mesh, in_specs, out_specs):
+    """fun run on every device's block of its arguments (JAX's shard_map): in_specs / out_specs give,
+    per argument / output (a PartitionSpec each, or one for all), the mesh axes each dimension is split
+    over; collectives inside (lax.psum(x, "data"), ...) combine the devices. On one process the
+    arguments are whole arrays; under mpirun each process passes its own blocks."""
+    from .sharding import PartitionSpec
+
+    is_spec = lambda p: isinstance(p, PartitionSpec)
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        leaves, tree = _flat_arrays(args, "shard_map")
+        per_arg = in_specs if isinstance(in_specs, (tuple, list)) and not is_spec(in_specs) else (in_specs,) * len(args)
+        if len(per_arg) != len(args):
+            raise ValueError(f"shard_map: in_specs has {len(per_arg)} entries for {len(args)} arguments")
+        ins = broadcast_prefix(tuple(per_arg), args, "shard_map in_specs", is_spec)
+        box = {}
+
+        def flat(xs):
+            o, box["out"] = tree_flatten(fun(*tree_unflatten(tree, xs)))
+            return o
+
+        single = isinstance(out_specs, PartitionSpec) or out_specs is None
+        outs_spec = [out_specs] if single else list(out_specs)
+        outs = _graft.shard_map(flat, mesh, [tuple(s) if s is not None else None for s in ins],
+                                [tuple(s) if s is not None else None for s in outs_spec], leaves)
+        return tree_unflatten(box["out"], outs)
+
+    return wrapped
+
+
+def pmap(fun, axis_name="i"):
+    """fun on each device's slice of the leading axis of every argument, results stacked (JAX's pmap)."""
+    from .sharding import P
+    from ._graft import Mesh, devices
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        def body(*blocks):
+            out = fun(*[b[0] for b in blocks])
+            return tree_map(lambda o: _graft.expand_dims(o, 0), out)
+
+        mesh = Mesh(devices(), [axis_name])
+        return shard_map(body, mesh, tuple(P(axis_name) for _ in args), P(axis_name))(*args)
+
+    return wrapped

@@ -106,13 +106,14 @@ def tree_map(f, tree, *rest):
     return tree_unflatten(d, [f(*xs) for xs in zip(leaves, *others)])
 
 
-def broadcast_prefix(prefix, tree, what):
+def broadcast_prefix(prefix, tree, what, is_leaf=None):
     """The leaves of `prefix` (a pytree prefix of `tree`, e.g. vmap's in_axes) repeated for every leaf
-    of `tree` below them."""
+    of `tree` below them; is_leaf(p) marks prefix nodes that are leaves themselves (partition specs)."""
     out = []
 
     def go(p, t):
-        if p is None or isinstance(p, int) or not isinstance(p, (list, tuple, dict)):
+        if (p is None or isinstance(p, int) or not isinstance(p, (list, tuple, dict))
+                or (is_leaf is not None and is_leaf(p))):
             out.extend([p] * tree_structure(t).num_leaves)
             return
         if isinstance(p, dict):

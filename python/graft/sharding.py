@@ -1,0 +1,21 @@
+"""Devices, meshes and partition specs (JAX's jax.sharding), for graft.shard_map and graft.pmap."""
+from . import _graft
+from ._graft import Mesh, devices, local_devices, process_count, process_index  # noqa: F401
+
+
+class PartitionSpec(tuple):
+    """For each dimension, the mesh axis it is split over (None: not split): P("data", None)."""
+
+    def __new__(cls, *dims):
+        return super().__new__(cls, dims)
+
+    def __repr__(self):
+        return "P(" + ", ".join(repr(d) for d in self) + ")"
+
+
+P = PartitionSpec
+
+
+def initialize():
+    """Joins the job mpirun started (one process per rank); alone, the process runs by itself."""
+    _graft.distributed_initialize()

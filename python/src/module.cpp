@@ -567,13 +567,22 @@ PYBIND11_MODULE(_graft, m) {
 
   // binary operators, both ways round (a Python scalar on either side stays weakly typed)
   using Bin = Array (*)(const Array&, const Array&);
-  auto binop = [&](const char* name, const char* rname, Bin f) {
-    arr.def(name, [f](const Array& a, py::handle b) { return f(a, to_array(b)); }, py::is_operator());
+  // `same` (the primitive itself) when both operands are arrays of one type and shape: NumPy's
+  // promotion and broadcasting have nothing to do then, and the eager call is that much cheaper
+  auto binop = [&](const char* name, const char* rname, Bin f, Bin same = nullptr) {
+    arr.def(name, [f, same](const Array& a, py::handle b) {
+      if (same && py::isinstance<Array>(b)) {
+        const Array& y = b.cast<const Array&>();
+        if (a.dtype() == y.dtype() && !a.weak_type() && !y.weak_type() && a.shape() == y.shape()) return same(a, y);
+        return f(a, y);
+      }
+      return f(a, to_array(b));
+    }, py::is_operator());
     if (rname) arr.def(rname, [f](const Array& a, py::handle b) { return f(to_array(b), a); }, py::is_operator());
   };
-  binop("__add__", "__radd__", &add);
-  binop("__sub__", "__rsub__", &subtract);
-  binop("__mul__", "__rmul__", &multiply);
+  binop("__add__", "__radd__", &add, &lax::add);
+  binop("__sub__", "__rsub__", &subtract, &lax::sub);
+  binop("__mul__", "__rmul__", &multiply, &lax::mul);
   binop("__truediv__", "__rtruediv__", &divide);
   binop("__floordiv__", "__rfloordiv__", &floor_divide);
   binop("__mod__", "__rmod__", &remainder);

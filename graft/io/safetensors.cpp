@@ -58,10 +58,8 @@ void name_leaves(const Tree& t, const std::string& prefix, std::vector<std::stri
 
 }  // namespace
 
-namespace {
-
-// Reads a whole regular file; every failure is an IOError naming it (a directory, a missing file, a
-// read error), never a std::ios_base::failure.
+// Every failure is an IOError naming the file (a directory, a missing file, a read error), never a
+// std::ios_base::failure.
 std::string read_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail<IOError>("cannot open '", path, "': ", std::strerror(errno));
@@ -86,6 +84,8 @@ std::string read_file(const std::string& path) {
   ::close(fd);
   return bytes;
 }
+
+namespace {
 
 // A temporary name in the target's directory that no other writer (thread or process) uses at the same
 // time: pid, a per-process counter and the clock.

@@ -38,6 +38,8 @@ void save(const std::string& path, const Tree& tree, const Metadata& metadata = 
 /// shape and dtype (IOError otherwise).
 Tree load(const std::string& path, const Tree& like, Metadata* metadata = nullptr);
 
+/// Reads a whole regular file (IOError naming it when it cannot).
+std::string read_file(const std::string& path);
 /// Writes `bytes` to `path` atomically (temporary file + fsync + rename).
 void write_file_atomic(const std::string& path, const std::string& bytes);
 

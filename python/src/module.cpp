@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "graft/graft.h"
+#include "graft/io/npy.h"
 #include "graft/transforms/jit.h"
 
 namespace py = pybind11;
@@ -836,6 +837,20 @@ PYBIND11_MODULE(_graft, m) {
     r["test_labels"] = d.test_labels;
     return r;
   }, "dir"_a = data::kFashionMnistDir);
+
+  // NumPy's files (graft.io)
+  m.def("save_npy", [](const std::string& path, py::handle x) { io::save_npy(path, to_array(x)); });
+  m.def("load_npy", &io::load_npy);
+  m.def("save_npz", [](const std::string& path, const py::dict& arrays) {
+    io::TensorMap t;
+    for (auto [k, v] : arrays) t[k.cast<std::string>()] = to_array(v);
+    io::save_npz(path, t);
+  });
+  m.def("load_npz", [](const std::string& path) {
+    py::dict d;
+    for (auto& [k, v] : io::load_npz(path)) d[py::str(k)] = v;
+    return d;
+  });
 
   // ---- transformations over flat lists ----------------------------------------------------------------
   m.def("jvp", [](py::function f, py::handle primals, py::handle tangents) {

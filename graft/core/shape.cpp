@@ -40,7 +40,8 @@ Shape strides_of(const Shape& s) {
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= s[i];
+    // an empty array may have huge other dimensions: its strides saturate (nothing is addressed)
+    if (__builtin_mul_overflow(acc, s[i], &acc)) acc = INT64_MAX;
   }
   return st;
 }

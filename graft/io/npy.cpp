@@ -185,8 +185,9 @@ Array parse_npy(const std::string& b, const std::string& name) {
     fail<IOError>("'", name, "': ", Aval(shape, d).str(), " needs ", static_cast<uint64_t>(n) * isz, " bytes of data, the file has ",
                   b.size() - data);
   // a Fortran-ordered array is the C-ordered array of the reversed shape, transposed
+  bool fortran = fo == "True" && shape.size() > 1 && n > 0;  // an empty array has no order to undo
   Shape stored = shape;
-  if (fo == "True") std::reverse(stored.begin(), stored.end());
+  if (fortran) std::reverse(stored.begin(), stored.end());
   Array out = Array::empty(Aval(stored, d));
   char* dst = static_cast<char*>(out.concrete()->data());
   if (n > 0) std::memcpy(dst, b.data() + data, static_cast<size_t>(n) * isz);
@@ -194,7 +195,7 @@ Array parse_npy(const std::string& b, const std::string& name) {
     for (int64_t e = 0; e < n; ++e) std::reverse(dst + e * static_cast<int64_t>(isz), dst + (e + 1) * static_cast<int64_t>(isz));
   if (d == DType::bool_)
     for (int64_t e = 0; e < n; ++e) dst[e] = dst[e] != 0;  // any nonzero byte is true
-  if (fo == "True" && shape.size() > 1) {
+  if (fortran) {
     Axes rev;
     for (int64_t k = static_cast<int64_t>(shape.size()); k-- > 0;) rev.push_back(k);
     return lax::transpose(out, rev);

@@ -60,6 +60,11 @@ TEST(Npy, ReadsWhatNumPyWrites) {
   EXPECT_TRUE(close(io::parse_npy(npy(">f4", false, "(3,)", be, 2)), arange(3, DType::f32) + 0.5f, 0, 0));
   // a scalar
   EXPECT_EQ(io::parse_npy(npy("<f4", false, "()", le32(2.5f))).item<float>(), 2.5f);
+  // an empty Fortran-ordered array with huge other dimensions (found by fuzz_npy: its strides overflowed)
+  Array e = io::parse_npy(npy("|i1", true, "(800000000, 511, 46, 500010, 0, 0, 2)", ""));
+  EXPECT_EQ(e.size(), 0);
+  EXPECT_EQ(e.shape(), (Shape{800000000, 511, 46, 500010, 0, 0, 2}));
+  EXPECT_EQ(strides_of({1000000000000, 1000000000000, 0}).size(), 3u);  // saturates, no overflow
 }
 
 TEST(Npz, RoundTripAndNumPysZip) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graft/graft.h"
+#include "graft/io/jaxpr_text.h"
 
 namespace graft::testing {
 
@@ -91,6 +92,21 @@ inline Array num_grad(const std::function<Array(const Array&)>& f, const Array& 
            (2 * eps);
   }
   return concrete(g, x.shape(), DType::f64);
+}
+
+/// The text of a jaxpr for golden tests, after checking that it parses back (graft/io/jaxpr_text.h)
+/// to the same program and the same text: every golden jaxpr is a parser test too.
+inline std::string golden(const ClosedJaxpr& j) {
+  std::string text = j.str();
+  try {
+    ClosedJaxpr back = parse_jaxpr(text, jaxpr_constants(j));
+    std::string why;
+    EXPECT_TRUE(same_program(j, back, &why)) << "the parsed jaxpr differs: " << why << "\n" << text;
+    EXPECT_EQ(back.str(), text) << "the parsed jaxpr prints differently";
+  } catch (const Error& e) {
+    ADD_FAILURE() << "parse_jaxpr failed: " << e.what() << "\n" << text;
+  }
+  return text;
 }
 
 }  // namespace graft::testing

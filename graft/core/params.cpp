@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cstring>
 #include <functional>
 
@@ -94,6 +95,33 @@ bool operator==(const Params& a, const Params& b) {
   return true;
 }
 
+namespace {
+// Strings print bare, as JAX prints names (`name=f`), when they read back as strings; others (empty,
+// with spaces, or spelled like a number, a dtype or None) are quoted, so that the text parses back.
+bool bare_string(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_' || s[0] == '<')) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("_<>.:-", c)) return false;
+  if (s == "None" || s == "True" || s == "False" || s == "nan" || s == "inf") return false;
+  for (int d = 0; d < kNumDTypes; ++d)
+    if (long_name(static_cast<DType>(d)) == s) return false;
+  return true;
+}
+
+void print_string(std::ostream& os, const std::string& s) {
+  if (bare_string(s)) {
+    os << s;
+    return;
+  }
+  os << '\'';
+  for (char c : s) {
+    if (c == '\'' || c == '\\') os << '\\';
+    os << c;
+  }
+  os << '\'';
+}
+}  // namespace
+
 void print_param_value(std::ostream& os, const ParamValue& v,
                        void (*print_jaxpr)(std::ostream&, const ClosedJaxpr&, void*), void* ctx) {
   std::visit(
@@ -108,7 +136,7 @@ void print_param_value(std::ostream& os, const ParamValue& v,
         } else if constexpr (std::is_same_v<T, double>) {
           os << format_float_repr(x, DType::f64);
         } else if constexpr (std::is_same_v<T, std::string>) {
-          os << x;
+          print_string(os, x);
         } else if constexpr (std::is_same_v<T, DType>) {
           os << long_name(x);
         } else if constexpr (std::is_same_v<T, IntList>) {

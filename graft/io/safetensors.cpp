@@ -143,7 +143,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   }
 }
 
-void save_tensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata) {
+std::string tensors_to_bytes(const TensorMap& tensors, const Metadata& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t offset = 0;
@@ -165,7 +165,11 @@ void save_tensors(const std::string& path, const TensorMap& tensors, const Metad
   bytes += h;
   bytes.reserve(bytes.size() + offset);
   for (auto& c : order) bytes.append(static_cast<const char*>(c.raw_data()), c.nbytes());
-  write_file_atomic(path, bytes);
+  return bytes;
+}
+
+void save_tensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata) {
+  write_file_atomic(path, tensors_to_bytes(tensors, metadata));
 }
 
 namespace {

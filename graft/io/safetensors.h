@@ -24,6 +24,8 @@ using Metadata = std::map<std::string, std::string>;
 
 /// Writes named arrays (concrete) and optional string metadata.
 void save_tensors(const std::string& path, const TensorMap& tensors, const Metadata& metadata = {});
+/// The bytes of a safetensors file holding `tensors` (what save_tensors writes).
+std::string tensors_to_bytes(const TensorMap& tensors, const Metadata& metadata = {});
 /// Reads every tensor of a file; metadata (if any) into *metadata.
 TensorMap load_tensors(const std::string& path, Metadata* metadata = nullptr);
 /// The same for a file's bytes already in memory (`path` names it in errors).

@@ -37,6 +37,11 @@ struct PolicyParam final : ParamObject {
   CheckpointPolicy policy;
   explicit PolicyParam(CheckpointPolicy p) : policy(std::move(p)) {}
   void print(std::ostream& os) const override { os << policy.str(); }
+  size_t hash() const override { return std::hash<std::string>{}(policy.str()); }
+  bool equals(const ParamObject& o) const override {
+    auto* q = dynamic_cast<const PolicyParam*>(&o);
+    return q && q->policy.str() == policy.str();
+  }
 };
 
 const ClosedJaxpr& body_of(const Params& p) { return p.get_jaxpr("jaxpr"); }
@@ -249,6 +254,10 @@ const Primitive checkpoint_p{"checkpoint",          kHigherOrder | kMultipleResu
                              &checkpoint_batch,     &checkpoint_linearize};
 const Primitive name_p{"name", 0, &name_shape, &name_impl, &name_jvp, &name_transpose, &name_batch};
 
+Ref<const ParamObject> checkpoint_policy_param(const CheckpointPolicy& policy) {
+  return Ref<const ParamObject>(new PolicyParam(policy));
+}
+
 Array checkpoint_name(const Array& x, const std::string& name) {
   register_all();
   return bind1(name_p, {x}, {{"name", name}});
@@ -262,7 +271,7 @@ std::vector<Array> checkpoint_flat(const FlatFn& f, const std::vector<Array>& ar
   std::vector<Array> in = t.consts;
   in.insert(in.end(), args.begin(), args.end());
   Arrays r = bind(checkpoint_p, in,
-                  {{"jaxpr", t.jaxpr}, {"policy", Ref<const ParamObject>(new PolicyParam(policy))}});
+                  {{"jaxpr", t.jaxpr}, {"policy", checkpoint_policy_param(policy)}});
   return std::vector<Array>(r.begin(), r.end());
 }
 

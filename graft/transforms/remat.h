@@ -43,6 +43,9 @@ struct CheckpointPolicy {
   std::string str() const;
 };
 
+/// The `policy` parameter of a checkpoint equation (what graft/io builds when it reads one back).
+Ref<const ParamObject> checkpoint_policy_param(const CheckpointPolicy& policy);
+
 /// Marks x with a name for CheckpointPolicy::save_only_these_names.
 Array checkpoint_name(const Array& x, const std::string& name);
 

@@ -16,7 +16,7 @@ class Passes : public ::testing::Test {
 
   template <class F, class... A>
   std::string after(const char* pass, F f, const A&... args) {
-    return compiler::run_pass(pass, make_jaxpr(f)(args...)).str();
+    return testing::golden(compiler::run_pass(pass, make_jaxpr(f)(args...)));
   }
 };
 
@@ -175,7 +175,7 @@ TEST_F(Passes, fuse_copies_scalar_broadcasts_per_reader) {
   // loop exporting a materialized array of zeros
   auto f = [](const Array& x, const Array& w) { return relu(matmul(relu(x), w)); };
   ClosedJaxpr j = compiler::run_pass("cse", make_jaxpr(f)(ones({2, 3}), ones({3, 3})));
-  EXPECT_EQ(compiler::run_pass("fuse", j).str(), R"({ lambda ; a:f32[2,3] b:f32[3,3]. let
+  EXPECT_EQ(testing::golden(compiler::run_pass("fuse", j)), R"({ lambda ; a:f32[2,3] b:f32[3,3]. let
     c:f32[2,3] = fusion[
       jaxpr={ lambda ; d:f32[2,3]. let
           e:bool[2,3] = gt d 0.0:f32[]

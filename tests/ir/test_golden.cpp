@@ -6,7 +6,7 @@
 namespace graft {
 namespace {
 
-std::string str(const ClosedJaxpr& j) { return j.str(); }
+std::string str(const ClosedJaxpr& j) { return testing::golden(j); }
 
 class Golden : public ::testing::Test {
  protected:

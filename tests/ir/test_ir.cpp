@@ -20,7 +20,7 @@ ClosedJaxpr sin_times() {
 TEST(IR, BuildPrintVerifyEvaluate) {
   ClosedJaxpr j = sin_times();
   EXPECT_NO_THROW(verify(*j.jaxpr));
-  EXPECT_EQ(j.str(), "{ lambda ; a:f32[3] b:f32[3]. let c:f32[3] = sin a; d:f32[3] = mul c b in (d,) }");
+  EXPECT_EQ(testing::golden(j), "{ lambda ; a:f32[3] b:f32[3]. let c:f32[3] = sin a; d:f32[3] = mul c b in (d,) }");
   Array x = array({0.5f, 1.0f, 2.0f}), y = array({2.0f, 3.0f, 4.0f});
   Arrays out = eval_jaxpr(j, std::vector<Array>{x, y});
   EXPECT_TRUE(close(out[0], sin(x) * y));
@@ -52,7 +52,7 @@ TEST(IR, ConstvarsAndLiterals) {
   ClosedJaxpr j = bld.build();
   verify(*j.jaxpr);
   // 84 columns on one line: more than 80, so one equation per line
-  EXPECT_EQ(j.str(),
+  EXPECT_EQ(testing::golden(j),
             "{ lambda a:f32[2]; b:f32[2]. let\n    c:f32[2] = mul b a\n    d:f32[2] = add c 1.0:f32[]\n  in (d,) }");
   EXPECT_TRUE(close(eval_jaxpr(j, std::vector<Array>{array({3.0f, 4.0f})})[0], array({4.0f, 9.0f})));
 }
@@ -121,17 +121,17 @@ TEST(IR, UnusedResultsPrintAsUnderscore) {
     (void)unused;
     return x * 2.0;
   };
-  EXPECT_EQ(make_jaxpr(f)(array(1.0f)).str(),
+  EXPECT_EQ(testing::golden(make_jaxpr(f)(array(1.0f))),
             "{ lambda ; a:f32[]. let _:f32[] = exp a; b:f32[] = mul a 2.0:f32[] in (b,) }");
 }
 
 TEST(IR, LiteralSpellings) {
   auto f = [](const Array& x) { return x * 1e-05 + 1e16 + 0.1; };
-  EXPECT_EQ(make_jaxpr(f)(array(1.0f)).str(),
+  EXPECT_EQ(testing::golden(make_jaxpr(f)(array(1.0f))),
             "{ lambda ; a:f32[]. let\n    b:f32[] = mul a 1e-05:f32[]\n    c:f32[] = add b 1e+16:f32[]\n"
             "    d:f32[] = add c 0.1:f32[]\n  in (d,) }");
   auto g = [](const Array& x) { return where(x > 0, x, x + 3); };
-  EXPECT_EQ(make_jaxpr(g)(array({1, 2})).str(),
+  EXPECT_EQ(testing::golden(make_jaxpr(g)(array({1, 2}))),
             "{ lambda ; a:i32[2]. let\n    b:i32[2] = add a 3:i32[]\n    c:bool[2] = gt a 0:i32[]\n"
             "    d:i32[2] = select_n c b a\n  in (d,) }");
 }

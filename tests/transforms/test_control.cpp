@@ -63,7 +63,7 @@ TEST(Cond, GoldenJaxpr) {
   auto f = [](const Array& x) {
     return cond(x > 0.0f, [](const Array& v) { return sin(v); }, [](const Array& v) { return cos(v); }, x);
   };
-  EXPECT_EQ(make_jaxpr(f)(array(1.0f)).str(),
+  EXPECT_EQ(testing::golden(make_jaxpr(f)(array(1.0f))),
             "{ lambda ; a:f32[]. let\n"
             "    b:bool[] = gt a 0.0:f32[]\n"
             "    c:i32[] = convert_element_type[new_dtype=int32 weak_type=False] b\n"
@@ -182,7 +182,7 @@ TEST(Scan, GoldenJaxpr) {
   auto f = [](const Array& c, const Array& xs) {
     return scan([](const Array& c, const Array& x) { return std::pair{c + x, c * x}; }, c, xs);
   };
-  EXPECT_EQ(make_jaxpr(f)(array(0.0f), array({1.0f, 2.0f})).str(),
+  EXPECT_EQ(testing::golden(make_jaxpr(f)(array(0.0f), array({1.0f, 2.0f}))),
             "{ lambda ; a:f32[] b:f32[2]. let\n"
             "    c:f32[] d:f32[2] = scan[\n"
             "      jaxpr={ lambda ; e:f32[] f:f32[]. let\n"
@@ -291,7 +291,7 @@ TEST(While, GoldenJaxpr) {
   auto f = [](const Array& x) {
     return while_loop([](const Array& v) { return v < 10.0f; }, [](const Array& v) { return v * 2.0f; }, x);
   };
-  EXPECT_EQ(make_jaxpr(f)(array(1.0f)).str(),
+  EXPECT_EQ(testing::golden(make_jaxpr(f)(array(1.0f))),
             "{ lambda ; a:f32[]. let\n"
             "    b:f32[] = while[\n"
             "      body_jaxpr={ lambda ; c:f32[]. let d:f32[] = mul c 2.0:f32[] in (d,) }\n"

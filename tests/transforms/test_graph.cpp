@@ -13,7 +13,7 @@ TEST(Graph, PlaceholdersBuildAJaxprThatRuns) {
     Array y = sum(sin(x) * w + c);
     return g.function({x, w}, {y});
   }();
-  EXPECT_EQ(f.jaxpr().str(),
+  EXPECT_EQ(testing::golden(f.jaxpr()),
             "{ lambda a:f32[3]; b:f32[3] c:f32[3]. let\n"
             "    d:f32[3] = sin b\n"
             "    e:f32[3] = mul d c\n"

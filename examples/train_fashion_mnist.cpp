@@ -134,6 +134,8 @@ std::string svg_curves(const std::vector<double>& loss, const std::vector<double
 // while saving keeps the previous checkpoint). --resume <dir> continues from it to the same bits as an
 // uninterrupted run with the same settings.
 constexpr const char* kCheckpointFormat = "graft-train-1";
+// Images per call of the exported classifier.
+constexpr int64_t kExportBatch = 100;
 
 struct Settings {
   std::string model, optimizer, schedule;
@@ -404,6 +406,25 @@ int main(int argc, char** argv) {
                  {"test_accuracy", std::to_string(pr.accs.back())}});
     g::io::write_file_atomic(plot, svg_curves(pr.losses, pr.accs, "Fashion-MNIST " + st.model + ", " + st.optimizer));
     std::printf("saved %s, %s and %s\n", final_path.c_str(), ckpt_path.c_str(), plot.c_str());
+    // The trained classifier as a program of its own: raw uint8 images in, logits and labels out, the
+    // weights and the input normalization inside (run it with build/graft-run, no C++ needed). The
+    // sample file holds test images with this process's predictions for them, to check the export:
+    //   build/graft-run runs/mlp/model.graft --input runs/mlp/sample.safetensors --expect runs/mlp/sample.safetensors
+    auto classify = [&model, &prep](const Tree& p, const Array& images) {
+      Array logits = model.apply(p, prep(images), std::nullopt);
+      return std::make_pair(logits, g::argmax(logits, 1));
+    };
+    int64_t m = std::min<int64_t>(kExportBatch, ds.test_images.shape(0));
+    Array sample = ds.test_images[{g::slice(0, m)}];
+    auto [logits, labels] = g::jit(classify, {.name = "classify"})(params, sample);
+    std::string model_path = out_dir + "/model.graft", sample_path = out_dir + "/sample.safetensors";
+    g::Exported exported = g::export_fn([&](const Array& images) { return classify(params, images); },
+                                        {.name = st.model + "_classifier", .in_names = {"images"},
+                                         .out_names = {"logits", "labels"}})(sample);
+    exported.save(model_path);
+    g::io::save_tensors(sample_path, {{"images", sample}, {"logits", logits}, {"labels", labels}});
+    std::printf("exported %s (%s) with %s\n", model_path.c_str(), exported.in_avals()[0].str().c_str(),
+                sample_path.c_str());
     return 0;
   } catch (const g::Error& e) {
     std::fprintf(stderr, "\nerror: %s\n", e.what());

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "graft/graft.h"
-#include "graft/io/jaxpr_text.h"
+#include "graft/compiler/jaxpr_text.h"
 
 namespace graft::testing {
 
@@ -94,7 +94,7 @@ inline Array num_grad(const std::function<Array(const Array&)>& f, const Array& 
   return concrete(g, x.shape(), DType::f64);
 }
 
-/// The text of a jaxpr for golden tests, after checking that it parses back (graft/io/jaxpr_text.h)
+/// The text of a jaxpr for golden tests, after checking that it parses back (graft/compiler/jaxpr_text.h)
 /// to the same program and the same text: every golden jaxpr is a parser test too.
 inline std::string golden(const ClosedJaxpr& j) {
   std::string text = j.str();

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstring>
 #include <functional>
+#include <mutex>
 
 #include "graft/core/error.h"
 #include "graft/core/format.h"
@@ -169,6 +170,36 @@ void print_param_value(std::ostream& os, const ParamValue& v,
         }
       },
       v);
+}
+
+namespace {
+struct Readers {
+  std::mutex mu;
+  std::vector<std::pair<const char*, ParamReader>> list;
+};
+Readers& readers() {
+  static Readers r;
+  return r;
+}
+}  // namespace
+
+void register_param_reader(const char* key, ParamReader reader) {
+  Readers& r = readers();
+  std::lock_guard<std::mutex> lk(r.mu);
+  for (auto& [k, f] : r.list)
+    if (std::string_view(k) == key) {
+      f = reader;
+      return;
+    }
+  r.list.emplace_back(key, reader);
+}
+
+ParamReader find_param_reader(std::string_view key) {
+  Readers& r = readers();
+  std::lock_guard<std::mutex> lk(r.mu);
+  for (auto& [k, f] : r.list)
+    if (key == k) return f;
+  return nullptr;
 }
 
 }  // namespace graft

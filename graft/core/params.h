@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -87,6 +88,15 @@ class Params {
   [[noreturn]] void wrong_type(std::string_view key) const;
   std::vector<Item> items_;  // sorted by key
 };
+
+/// Reads a structured parameter back from its printed text (parse_jaxpr, graft/compiler/jaxpr_text.h).
+/// Parameter objects defined in layers above the parser register one for their key; the reader
+/// returns nullopt when the text is not its object.
+using ParamReader = std::optional<ParamValue> (*)(std::string_view text);
+/// Registers the reader of parameter `key` (static storage); a later registration replaces it.
+void register_param_reader(const char* key, ParamReader reader);
+/// The reader registered for `key`, or null.
+ParamReader find_param_reader(std::string_view key);
 
 /// Prints a value in the jaxpr spelling (None, True, 3, (0, 1), float32, ...). Jaxprs are printed by
 /// the IR printer, which passes itself in through `print_jaxpr`.

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "graft/io/jaxpr_text.h"
+#include "graft/compiler/jaxpr_text.h"
 #include "graft/io/safetensors.h"
 #include "graft/transforms/control.h"
 #include "graft/transforms/custom.h"
@@ -113,6 +113,7 @@ Exported Exported::from_jaxpr(const ClosedJaxpr& program, const ExportOptions& o
 }
 
 Exported Exported::make(const ClosedJaxpr& program, const ExportOptions& options, bool check) {
+  register_transform_primitives();  // the text names them; custom calls become jit calls here
   Exported e;
   e.name_ = options.name;
   e.program_ = portable(program, options.name);
@@ -220,6 +221,7 @@ Exported deserialize_exported(const std::string& bytes, const std::string& path)
   opts.in_names = string_list(path, meta, "graft.in_names");
   opts.out_names = string_list(path, meta, "graft.out_names");
   ClosedJaxpr program;
+  register_transform_primitives();  // a fresh process may not have used them yet
   try {
     program = parse_jaxpr(get("graft.jaxpr"), consts);
   } catch (const ValueError& e) {

@@ -10,7 +10,7 @@
 //   auto g = grad([&](const Array& x) { return sum(m({x})[0]); })(x);  // derivatives from the rules
 //
 // A .graft file is a safetensors file (any safetensors reader lists its constants): the program's
-// jaxpr in graft's text format (graft/io/jaxpr_text.h) and the format version in its metadata, and
+// jaxpr in graft's text format (graft/compiler/jaxpr_text.h) and the format version in its metadata, and
 // the jaxpr's constants (the values the function captured: a model's weights) as tensors. Calling an
 // Exported binds the jit primitive on the program, so it composes with jit, vmap, grad, jvp and
 // vjp like a jitted function. Inputs and outputs are flat lists of arrays.

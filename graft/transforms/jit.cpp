@@ -14,6 +14,9 @@
 #include "graft/prims/primitives.h"
 #include "graft/prims/rules.h"
 #include "graft/transforms/control_util.h"
+#include "graft/transforms/control.h"
+#include "graft/transforms/custom.h"
+#include "graft/transforms/remat.h"
 
 namespace graft {
 
@@ -167,6 +170,16 @@ JaxprPtr hoisted(const ClosedJaxpr& j) {
     if (!c.is_concrete())
       fail<ValueError>("jit: a derived jaxpr captured a traced value (", c.aval().str(), "); this is a graft bug");
   return std::make_shared<const ClosedJaxpr>(j.jaxpr, j.consts);
+}
+
+void register_transform_primitives() {
+  static const bool registered = [] {
+    for (const Primitive* p : {&jit_p, &cond_p, &while_p, &scan_p, &call_p, &checkpoint_p, &name_p, &custom_jvp_call_p,
+                               &custom_vjp_call_p, &custom_lin_p})
+      prims::register_primitive(p);
+    return true;
+  }();
+  (void)registered;
 }
 
 Arrays jit_call(const JaxprPtr& call, std::span<const Array> args, const std::string& name) {

@@ -71,6 +71,11 @@ bool log_compiles();
 
 }  // namespace detail
 
+/// Registers the primitives of the transformations (jit, cond, while, scan, call, checkpoint, the
+/// custom derivative calls) and their parameter readers, which otherwise register on first use: a
+/// process that reads programs (graft/io/export.h) calls it before parsing.
+void register_transform_primitives();
+
 /// Binds jit_p on `args` for a closed jaxpr whose consts are hoisted (what jit and the compiler use).
 Arrays jit_call(const JaxprPtr& call, std::span<const Array> args, const std::string& name);
 /// A shared copy of a closed jaxpr whose consts are all concrete (checked), for jit_p's parameter.

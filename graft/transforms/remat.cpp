@@ -242,6 +242,26 @@ BatchResult checkpoint_batch(const Primitive& p, std::span<const Array> vals, st
   return {outs, BatchDims(outs.size(), 0)};
 }
 
+// The policy as printed (CheckpointPolicy::str), for parse_jaxpr.
+std::optional<ParamValue> read_policy(std::string_view text) {
+  for (auto p : {CheckpointPolicy::nothing_saveable(), CheckpointPolicy::dots_saveable(),
+                 CheckpointPolicy::everything_saveable()})
+    if (text == p.str()) return checkpoint_policy_param(p);
+  constexpr std::string_view head = "save_only_these_names(";
+  if (text.substr(0, head.size()) != head || text.back() != ')') return std::nullopt;
+  std::vector<std::string> names;
+  std::string_view rest = text.substr(head.size(), text.size() - head.size() - 1);
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    names.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return checkpoint_policy_param(CheckpointPolicy::save_only_these_names(std::move(names)));
+}
+
+// at load time: a process that only reads programs never calls checkpoint()
+const bool kPolicyReader = (register_param_reader("policy", &read_policy), true);
+
 void register_all() {
   static bool registered = (prims::register_primitive(&checkpoint_p), prims::register_primitive(&name_p), true);
   (void)registered;

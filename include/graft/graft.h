@@ -24,7 +24,7 @@
 #include "graft/prims/primitives.h"
 #include "graft/data/data.h"
 #include "graft/io/export.h"
-#include "graft/io/jaxpr_text.h"
+#include "graft/compiler/jaxpr_text.h"
 #include "graft/io/npy.h"
 #include "graft/io/safetensors.h"
 #include "graft/nn/nn.h"

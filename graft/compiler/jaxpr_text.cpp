@@ -5,7 +5,7 @@
 // may be an IntList, a padding configuration or a tuple of axis names. The second step (param_value)
 // gives each value its type from the primitive and key it belongs to. Anything the printer cannot
 // write is rejected with the line and column where reading stopped.
-#include "graft/io/jaxpr_text.h"
+#include "graft/compiler/jaxpr_text.h"
 
 #include <charconv>
 #include <cmath>
@@ -18,13 +18,8 @@
 #include "graft/compiler/accumulate.h"
 #include "graft/compiler/fusion.h"
 #include "graft/core/format.h"
-#include "graft/ops/ops.h"
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
-#include "graft/transforms/control.h"
-#include "graft/transforms/custom.h"
-#include "graft/transforms/jit.h"
-#include "graft/transforms/remat.h"
 
 namespace graft {
 
@@ -40,14 +35,13 @@ const char* intern(std::string_view key) {
   return it->c_str();
 }
 
-// The higher-order and compiler primitives register themselves on first use; a fresh process reading
-// a program may not have used them yet.
+// Primitives outside primitives.def are found once registered: the compiler's here; those of the
+// transformations (jit, cond, ...) register when first used, or all at once by
+// register_transform_primitives() (graft/transforms/api.h), which a process loading programs calls.
 const Primitive* lookup_primitive(std::string_view name) {
   static const bool registered = [] {
-    for (const Primitive* p : {&jit_p, &cond_p, &while_p, &scan_p, &call_p, &checkpoint_p, &name_p,
-                               &custom_jvp_call_p, &custom_vjp_call_p, &custom_lin_p, &compiler::fusion_p,
-                               &compiler::dot_general_add_p})
-      prims::register_primitive(p);
+    prims::register_primitive(&compiler::fusion_p);
+    prims::register_primitive(&compiler::dot_general_add_p);
     return true;
   }();
   (void)registered;
@@ -325,7 +319,7 @@ class Parser {
   }
 
   Array const_value(const Aval& a) {
-    if (zero_consts_) return zeros(a.shape, a.dtype);
+    if (zero_consts_) return lax::full(a.shape, 0.0, a.dtype);
     if (next_const_ >= consts_.size())
       fail<ValueError>("parse_jaxpr: the text has more constvars than the ", consts_.size(), " constants given");
     const Array& c = consts_[next_const_++];
@@ -361,11 +355,12 @@ class Parser {
         std::string key = ident();
         if (key.empty()) error("expected a parameter name or ']'");
         expect("=");
+        size_t value_at = p_;
         PV v = value(true);
         size_t end = p_;
         p_ = key_at;
         if (e.params.has(key)) error("parameter '" + key + "' is given twice");
-        e.params.set(intern(key), param_value(*e.prim, key, v));
+        e.params.set(intern(key), param_value(*e.prim, key, v, t_.substr(value_at, end - value_at)));
         p_ = end;
       }
       ++p_;
@@ -529,12 +524,13 @@ class Parser {
     return Ref<const ParamObject>(new AxisNames(std::move(names)));
   }
 
-  ParamValue param_value(const Primitive& prim, const std::string& key, const PV& v) const {
+  ParamValue param_value(const Primitive& prim, const std::string& key, const PV& v, std::string_view text) const {
+    if (ParamReader read = find_param_reader(key))
+      if (std::optional<ParamValue> r = read(text)) return *r;
     bool names_axes = (prim.flags & kCollective) && (key == "axes" || key == "axis_name");
     if (names_axes) return axis_names(prim, key, v);
     if (key == "padding_config" || key == "perm" || (key == "padding" && v.kind == PV::kTuple))
       return int_tuples(prim, key, v);
-    if (&prim == &checkpoint_p && key == "policy") return policy(prim, key, v);
     switch (v.kind) {
       case PV::kNone: return std::monostate{};
       case PV::kBool: return v.b;
@@ -588,20 +584,6 @@ class Parser {
       return Ref<const ParamObject>(new lax::ConvDims(kw(0, "lhs_spec"), kw(1, "rhs_spec"), kw(2, "out_spec")));
     }
     bad_param(prim, key, "unknown structured value " + v.s + "(...)");
-  }
-
-  ParamValue policy(const Primitive& prim, const std::string& key, const PV& v) const {
-    if (v.kind == PV::kName) {
-      if (v.s == "nothing_saveable") return checkpoint_policy_param(CheckpointPolicy::nothing_saveable());
-      if (v.s == "dots_saveable") return checkpoint_policy_param(CheckpointPolicy::dots_saveable());
-      if (v.s == "everything_saveable") return checkpoint_policy_param(CheckpointPolicy::everything_saveable());
-    }
-    if (v.kind == PV::kCall && v.s == "save_only_these_names" && v.all(PV::kName)) {
-      std::vector<std::string> names;
-      for (auto& x : v.items) names.push_back(x.s);
-      return checkpoint_policy_param(CheckpointPolicy::save_only_these_names(std::move(names)));
-    }
-    bad_param(prim, key, "not a checkpoint policy");
   }
 
   std::string_view t_;

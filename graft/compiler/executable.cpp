@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "graft/compiler/accumulate.h"
 #include "graft/compiler/fusion.h"
 #include "graft/compiler/memory_plan.h"
 #include "graft/compiler/pipeline.h"
+#include "graft/compiler/program_cache.h"
 #include "graft/core/trace.h"
 
 namespace graft {
@@ -87,7 +89,22 @@ Executable::Executable(const ClosedJaxpr& original, const std::string& name, std
   opts.name = name;
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
   auto t0 = std::chrono::steady_clock::now();
-  program_ = compiler::optimize(original, opts);
+  // the optimized program and its memory plan come from the disk cache when another process (or an
+  // earlier run) compiled the same program with this build on this CPU
+  std::string key = compiler::program_cache_key(original, donated_);
+  std::optional<compiler::CachedProgram> cached = compiler::load_cached_program(key);
+  compiler::MemoryPlan plan;
+  if (cached) {
+    program_ = std::move(cached->program);
+    plan.release = std::move(cached->release);
+    plan.peak_bytes = cached->peak_bytes;
+    plan.argument_bytes = cached->argument_bytes;
+    stats_.cached_program = true;
+  } else {
+    program_ = compiler::optimize(original, opts);
+    plan = compiler::plan_memory(program_, donated_);
+    compiler::store_cached_program(key, program_, plan);
+  }
   auto t1 = std::chrono::steady_clock::now();
   const ClosedJaxpr& cj = program_;
   const Jaxpr& j = *cj.jaxpr;
@@ -133,7 +150,6 @@ Executable::Executable(const ClosedJaxpr& original, const std::string& name, std
   for (auto& a : j.outvars) out_slots_.push_back(slot_of(a));
   slot_init_.resize(static_cast<size_t>(num_slots_));
   // release intermediates after their last use, as the memory plan says
-  compiler::MemoryPlan plan = compiler::plan_memory(program_, donated_);
   peak_bytes_ = plan.peak_bytes;
   argument_bytes_ = plan.argument_bytes;
   for (size_t i = 0; i < steps_.size(); ++i)

@@ -39,8 +39,9 @@ class Executable {
   const ClosedJaxpr& program() const { return program_; }
   /// Where compiling went (GRAFT_LOG_COMPILES=1 prints it).
   struct Stats {
-    double optimize_ms = 0, kernels_ms = 0;
+    double optimize_ms = 0, kernels_ms = 0;  ///< optimize_ms includes the program cache's lookup
     int fused_loops = 0;
+    bool cached_program = false;  ///< the optimized program came from the disk cache
   };
   const Stats& stats() const { return stats_; }
 

@@ -22,7 +22,9 @@ namespace graft {
 
 /// Parses a jaxpr. Constvars take their values from `consts` (all of them, in text order); a
 /// ValueError names the line and column of the first thing that is not a well-typed jaxpr.
-ClosedJaxpr parse_jaxpr(std::string_view text, std::span<const Array> consts);
+/// `check_types = false` skips the type check, for texts this process can trust (the compiler's
+/// cache entries, which are hashed and keyed): the result is then only as well typed as the text.
+ClosedJaxpr parse_jaxpr(std::string_view text, std::span<const Array> consts, bool check_types = true);
 /// Parses a jaxpr whose constvars (if any) are given zeros of their types (for reading, printing and
 /// checking programs whose constants are not at hand).
 ClosedJaxpr parse_jaxpr(std::string_view text);

@@ -1,5 +1,7 @@
 #include "graft/parallel/device.h"
 
+#include "graft/compiler/program_cache.h"
+
 #include <mutex>
 
 #include "graft/backend/dist/mpi.h"
@@ -78,6 +80,9 @@ void initialize() {
                          "; every process must expose as many devices");
     j.rank = w->rank();
     j.size = w->size();
+    // a program compiled here may hold this process's index (a folded axis_index): the ranks of a job
+    // must not share their cached optimized programs
+    compiler::set_program_cache_salt("rank " + std::to_string(j.rank) + " of " + std::to_string(j.size));
     j.world = std::move(w);
     j.initialized = true;
   });

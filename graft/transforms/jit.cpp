@@ -286,7 +286,8 @@ std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std:
               << (cacheable ? "" : " (not cached: it closes over a value of an enclosing transformation)");
     std::cerr << " [trace " << ms(t0, t1) << " ms";
     if (e->exe)
-      std::cerr << ", optimize " << e->exe->stats().optimize_ms << " ms, kernels " << e->exe->stats().kernels_ms
+      std::cerr << (e->exe->stats().cached_program ? ", cached program " : ", optimize ") << e->exe->stats().optimize_ms
+                << " ms, kernels " << e->exe->stats().kernels_ms
                 << " ms (" << e->exe->stats().fused_loops << " fused loops)";
     std::cerr << "]\n";
   }

@@ -118,6 +118,8 @@ std::vector<void*> jit_compile(std::unique_ptr<llvm::LLVMContext>, std::unique_p
   fail<NotImplementedError>("code generation: graft was built without LLVM");
 }
 std::string jit_target() { return "none"; }
+void cache_put(const std::string&, const std::string&, const std::string&) {}
+std::optional<std::string> cache_get(const std::string&, const std::string&) { return std::nullopt; }
 
 #else
 
@@ -149,9 +151,14 @@ bool is_hex16(const std::string& s, size_t at) {
     if (!std::isxdigit(static_cast<unsigned char>(s[i])) || std::isupper(static_cast<unsigned char>(s[i]))) return false;
   return true;
 }
-bool is_object_name(const std::string& n) { return n.size() == 21 && n[0] == 'k' && is_hex16(n, 1) && n.substr(17) == ".gko"; }
+// objects (.gko) and cached programs (.gkp, graft/compiler/program_cache.h)
+bool is_object_name(const std::string& n) {
+  return n.size() == 21 && n[0] == 'k' && is_hex16(n, 1) && (n.substr(17) == ".gko" || n.substr(17) == ".gkp");
+}
 bool is_temp_name(const std::string& n) {
-  if (n.size() < 28 || n[0] != '.' || n[1] != 'k' || !is_hex16(n, 2) || n.compare(18, 9, ".gko.tmp.") != 0) return false;
+  if (n.size() < 28 || n[0] != '.' || n[1] != 'k' || !is_hex16(n, 2) ||
+      (n.compare(18, 9, ".gko.tmp.") != 0 && n.compare(18, 9, ".gkp.tmp.") != 0))
+    return false;
   for (size_t i = 27; i < n.size(); ++i)
     if (!std::isdigit(static_cast<unsigned char>(n[i])) && n[i] != '.') return false;
   return true;
@@ -212,6 +219,31 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+// Writes a cache file: a new file of our own (never through a link, never one that exists), renamed
+// into place whole. False when it cannot (a cache that cannot be written is only slower).
+bool write_new_file(const std::string& dir, const std::string& path, const std::string& bytes) {
+  static std::atomic<uint64_t> serial{0};
+  std::string name = std::filesystem::path(path).filename().string();
+  std::string tmp = dir + "/." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = true;
+  for (size_t done = 0; ok && done < bytes.size();) {
+    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    ok = w > 0;
+    if (ok) done += static_cast<size_t>(w);
+  }
+  ok = ::close(fd) == 0 && ok;
+  std::error_code ec;
+  if (ok) std::filesystem::rename(tmp, path, ec);
+  if (!ok || ec) {
+    std::filesystem::remove(tmp, ec);
+    return false;
+  }
+  return true;
+}
+
 // Object files on disk, keyed by the module identifier (set to a hash of the IR and the target).
 // The directory is read for every module, so that a program (or a test) can move it.
 class DiskCache : public llvm::ObjectCache {
@@ -228,23 +260,7 @@ class DiskCache : public llvm::ObjectCache {
     if (key == keys_.end()) return;
     std::string bytes = make_cache_file(key->second, obj.getBufferStart(), obj.getBufferSize());
     std::string path = dir + "/" + id + ".gko";
-    std::string tmp = dir + "/." + id + ".gko.tmp." + std::to_string(::getpid()) + "." + std::to_string(serial_++);
-    // a new file of our own (never through a link, never one that exists), renamed into place whole
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0) return;
-    bool ok = true;
-    for (size_t done = 0; ok && done < bytes.size();) {
-      ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      ok = w > 0;
-      if (ok) done += static_cast<size_t>(w);
-    }
-    ok = ::close(fd) == 0 && ok;
-    if (ok) std::filesystem::rename(tmp, path, ec);
-    if (!ok || ec) {
-      std::filesystem::remove(tmp, ec);
-      return;
-    }
+    if (!write_new_file(dir, path, bytes)) return;
     prune(dir, path);
   }
   // The full key of a module about to be compiled (by its identifier), for its file's header.
@@ -253,7 +269,6 @@ class DiskCache : public llvm::ObjectCache {
   std::unique_ptr<llvm::MemoryBuffer> getObject(const llvm::Module*) override { return nullptr; }
 
  private:
-  std::atomic<uint64_t> serial_{0};
   std::map<std::string, std::string> keys_;  // written under the Jit's mutex
 };
 
@@ -368,6 +383,34 @@ llvm::orc::JITDylib& new_library(Jit& j) {
 }
 
 }  // namespace
+
+void cache_put(const std::string& key, const std::string& payload, const std::string& ext) {
+  std::string dir = cache_dir();
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return;
+  std::string full = key + "|" + host_target();
+  std::string path = dir + "/" + module_id(key) + "." + ext;
+  if (write_new_file(dir, path, make_cache_file(full, payload.data(), payload.size()))) prune(dir, path);
+}
+
+std::optional<std::string> cache_get(const std::string& key, const std::string& ext) {
+  std::string dir = cache_dir();
+  if (dir.empty()) return std::nullopt;
+  std::string path = dir + "/" + module_id(key) + "." + ext;
+  std::string bytes;
+  {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return std::nullopt;
+    bytes.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  }
+  auto where = cached_object_in(bytes, key + "|" + host_target());
+  if (!where) return std::nullopt;
+  std::error_code ec;  // recently used (pruning deletes the least recently used first)
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
+  return bytes.substr(where->first, where->second);
+}
 
 std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std::string>& symbols) {
   std::string dir = cache_dir();

@@ -49,6 +49,12 @@ std::string make_cache_file(const std::string& key, const char* object, size_t n
 /// for `key`; nullopt for anything else (truncated, changed, another key's, not a cache file).
 std::optional<std::pair<size_t, size_t>> cached_object_in(const std::string& file, const std::string& key);
 
+/// Other compiled artifacts in the same disk cache (directory, file header, checks and size limit
+/// as the objects'; "gkp" is the only other extension pruning knows): `payload` stored under `key` (which must identify it) with extension `ext`.
+void cache_put(const std::string& key, const std::string& payload, const std::string& ext);
+/// The payload stored under `key`, if a whole file written for that key and host CPU is there.
+std::optional<std::string> cache_get(const std::string& key, const std::string& ext);
+
 /// Counters for tests and benchmarks: modules compiled by LLVM, and modules found in the disk cache.
 struct JitStats {
   int64_t compiled = 0, cache_hits = 0;

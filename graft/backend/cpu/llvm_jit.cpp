@@ -2,6 +2,7 @@
 #include "graft/core/env.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -219,6 +220,26 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+// Reads a whole cache file with one read (a compile in a fresh process reads several).
+bool read_whole(const std::string& path, std::string& out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st{};
+  bool ok = ::fstat(fd, &st) == 0 && st.st_size >= 0;
+  if (ok) {
+    out.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (ok && done < out.size()) {
+      ssize_t r = ::read(fd, out.data() + done, out.size() - done);
+      if (r < 0 && errno == EINTR) continue;
+      ok = r > 0;
+      if (ok) done += static_cast<size_t>(r);
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
 // Writes a cache file: a new file of our own (never through a link, never one that exists), renamed
 // into place whole. False when it cannot (a cache that cannot be written is only slower).
 bool write_new_file(const std::string& dir, const std::string& path, const std::string& bytes) {
@@ -400,11 +421,7 @@ std::optional<std::string> cache_get(const std::string& key, const std::string& 
   if (dir.empty()) return std::nullopt;
   std::string path = dir + "/" + module_id(key) + "." + ext;
   std::string bytes;
-  {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return std::nullopt;
-    bytes.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  }
+  if (!read_whole(path, bytes)) return std::nullopt;
   auto where = cached_object_in(bytes, key + "|" + host_target());
   if (!where) return std::nullopt;
   std::error_code ec;  // recently used (pruning deletes the least recently used first)
@@ -417,11 +434,7 @@ std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std
   if (dir.empty()) return {};
   std::string path = dir + "/" + module_id(key) + ".gko";
   std::string bytes;
-  {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return {};
-    bytes.assign((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  }
+  if (!read_whole(path, bytes)) return {};
   // a damaged file (truncated, overwritten, written for another key) is compiled again, never trusted
   auto where = cached_object_in(bytes, key + "|" + host_target());
   if (!where) return {};

@@ -11,7 +11,7 @@ from ._api import (ClosedJaxpr, checkpoint, checkpoint_name, custom_jvp, custom_
                    jacrev, jit, jvp, make_jaxpr, pmap, remat, shard_map, value_and_grad, vjp, vmap)
 from . import _array  # noqa: F401  (NumPy-style methods and .at[] on Array)
 from ._paradigms import GradientTape, Graph, graph_grad
-from . import data, io, lax, nn, numpy, optim, random, sharding
+from . import data, export, io, lax, nn, numpy, optim, random, sharding
 from .sharding import devices, local_devices, process_count, process_index
 
 __all__ = ["Array", "ConcretizationError", "Error", "ShapeError", "UnexpectedTracerError", "ClosedJaxpr", "grad",

@@ -14,7 +14,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BU
 cmake --build "$build"
 export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0
 status=0
-for t in safetensors idx kernel_cache verify npy; do
+for t in safetensors idx kernel_cache verify npy jaxpr_text; do
   mkdir -p "$work/$t/corpus" "$work/$t/crashes"
   cp -r "$root/fuzz/corpus/$t/." "$work/$t/corpus/"
   echo "== fuzz_$t: ${secs}s"

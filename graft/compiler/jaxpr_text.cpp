@@ -88,6 +88,8 @@ class Parser {
       verify(*j->jaxpr);
     } catch (const Error& e) {
       fail<ValueError>("parse_jaxpr: the text is not a well-typed jaxpr: ", e.what());
+    } catch (const std::exception& e) {  // a rule that met a parameter of a type it does not expect
+      fail<ValueError>("parse_jaxpr: the text is not a well-typed jaxpr: ", e.what());
     }
     return *j;
   }
@@ -267,7 +269,18 @@ class Parser {
   }
 
   // ---- jaxprs ----------------------------------------------------------------------------------------
+  // Nesting (sub-jaxprs, tuples) is bounded: a hostile text must not exhaust the stack.
+  struct Depth {
+    Parser& p;
+    explicit Depth(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxDepth) p.error("nested more than " + std::to_string(kMaxDepth) + " levels deep");
+    }
+    ~Depth() { --p.depth_; }
+  };
+  static constexpr int kMaxDepth = 100;
+
   JaxprPtr jaxpr() {
+    Depth guard(*this);
     expect("{");
     skip_ws();
     expect("lambda");
@@ -378,6 +391,7 @@ class Parser {
   // ---- parameter values ------------------------------------------------------------------------------
   /// A value; `top`: directly after `key=` (a bare word runs to the next space or ']').
   PV value(bool top) {
+    Depth guard(*this);
     PV v;
     char c = peek();
     if (c == '{') {
@@ -391,12 +405,9 @@ class Parser {
       for (;;) {
         skip_ws();
         if (peek() == ')') break;
-        if (starts_with("None")) {
-          p_ += 4;
-          v.jaxprs.push_back(nullptr);
-        } else {
-          v.jaxprs.push_back(jaxpr());
-        }
+        // the printer writes None for a missing entry, which no primitive's rules accept
+        if (starts_with("None")) error("a list of jaxprs with a missing entry (None)");
+        v.jaxprs.push_back(jaxpr());
       }
       ++p_;
       return v;
@@ -526,8 +537,10 @@ class Parser {
   }
 
   ParamValue param_value(const Primitive& prim, const std::string& key, const PV& v, std::string_view text) const {
-    if (ParamReader read = find_param_reader(key))
+    if (ParamReader read = find_param_reader(key)) {
       if (std::optional<ParamValue> r = read(text)) return *r;
+      bad_param(prim, key, "'" + std::string(text) + "' is not a value of it");
+    }
     bool names_axes = (prim.flags & kCollective) && (key == "axes" || key == "axis_name");
     if (names_axes) return axis_names(prim, key, v);
     if (key == "padding_config" || key == "perm" || (key == "padding" && v.kind == PV::kTuple))
@@ -592,6 +605,7 @@ class Parser {
   std::span<const Array> consts_;
   bool zero_consts_, check_types_;
   size_t next_const_ = 0;
+  int depth_ = 0;
 };
 
 void collect_constants(const ClosedJaxpr& j, std::vector<Array>& out) {

@@ -91,7 +91,7 @@ class Params {
 
 /// Reads a structured parameter back from its printed text (parse_jaxpr, graft/compiler/jaxpr_text.h).
 /// Parameter objects defined in layers above the parser register one for their key; the reader
-/// returns nullopt when the text is not its object.
+/// returns nullopt when the text is not one of its values (the parser then reports it).
 using ParamReader = std::optional<ParamValue> (*)(std::string_view text);
 /// Registers the reader of parameter `key` (static storage); a later registration replaces it.
 void register_param_reader(const char* key, ParamReader reader);

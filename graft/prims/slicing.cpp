@@ -13,7 +13,7 @@ namespace {
 IntList slice_strides(const Params& params, size_t n) {
   const ParamValue* v = params.find("strides");
   if (!v || std::holds_alternative<std::monostate>(*v)) return IntList(n, 1);
-  return std::get<IntList>(*v);
+  return params.get_ints("strides");  // a TypeError names a parameter of another type
 }
 
 Avals slice_shape(const Primitive& p, AvalPtrs in, const Params& params) {

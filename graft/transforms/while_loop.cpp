@@ -32,7 +32,7 @@ WhileInfo info_of(const Params& p) {
           &p.get_jaxpr("body_jaxpr"),
           static_cast<size_t>(p.get_int("cond_nconsts")),
           static_cast<size_t>(p.get_int("body_nconsts")),
-          m ? std::get<int64_t>(*m) : -1,
+          m ? p.get_int("max_steps") : -1,
           p.get<JaxprPtr>("cond_jaxpr"),
           p.get<JaxprPtr>("body_jaxpr")};
 }

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "graft/compiler/pipeline.h"
 #include "graft/io/export.h"
 #include "testing.h"
 
@@ -136,6 +137,73 @@ TEST(Parse, NamesTheLineAndColumnOfBadText) {
   expect_error("{ lambda ; a:f32[3]. let b:f32[] = reduce_sum[axes=GatherDimensionNumbers(x=1)] a in (b,) }",
                "parameter 'axes' of reduce_sum");
   expect_error("", "expected '{'");
+  expect_error(std::string(5000, '(') , "expected '{'");
+  std::string deep = "{ lambda ; a:f32[]. let b:f32[] = reduce_sum[axes=" + std::string(3000, '(') + "] a in (b,) }";
+  expect_error(deep, "levels deep");
+  // higher-order primitives with malformed parameters are errors, not crashes
+  register_transform_primitives();
+  for (const char* text : {
+           "{ lambda ; a:f32[] b:i32[]. let c:f32[] = cond[branches=(\n)] b a in (c,) }",
+           "{ lambda ; a:f32[] b:i32[]. let c:f32[] = cond[branches=(\n  None\n)] b a in (c,) }",
+           "{ lambda ; a:f32[] b:i32[]. let c:f32[] = cond b a in (c,) }",
+           "{ lambda ; a:f32[]. let b:f32[] = jit[jaxpr={ lambda ; c:f32[3]. let  in (c,) } name=f] a in (b,) }",
+           "{ lambda ; a:f32[]. let b:f32[] = jit[name=f] a in (b,) }",
+           "{ lambda ; a:f32[]. let b:f32[] = while[body_jaxpr={ lambda ; c:f32[]. let  in (c,) }] a in (b,) }",
+           "{ lambda ; a:f32[2]. let b:f32[] c:f32[2] = scan[jaxpr={ lambda ; d:f32[] e:f32[]. let  in (d, e) } length=5 "
+           "num_carry=1 num_consts=0 reverse=False] 1.0:f32[] a in (b,) }",
+           "{ lambda ; a:f32[]. let b:f32[] = custom_jvp_call[num_consts=3] a in (b,) }",
+           "{ lambda ; a:f32[]. let b:f32[] = fusion[jaxpr=None] a in (b,) }",
+           "{ lambda ; a:f32[]. let b:f32[] = checkpoint[jaxpr={ lambda ; c:f32[]. let  in (c,) } policy=everything] a "
+           "in (b,) }"}) {
+    std::string t = text;
+    for (size_t k; (k = t.find("\\n")) != std::string::npos;) t.replace(k, 2, "\n");
+    try {
+      parse_jaxpr(t);
+      ADD_FAILURE() << "accepted: " << t;
+    } catch (const Error&) {
+    }
+  }
+}
+
+TEST(Parse, MutatedTextsNeverCrashAndPrintStably) {
+  // the fuzz target's property (fuzz/fuzz_jaxpr_text.cpp) over 20,000 mutations of real programs
+  register_transform_primitives();
+  auto f = [](const Array& x) {
+    Array c = cond(sum(x) > 0.0, [&] { return x * 2.0; }, [&] { return x - 1.0; });
+    auto [h, ys] = scan([](const Array& a, const Array& b) { return std::make_pair(a + b, a * b); }, array(0.0f), c);
+    Array w = fori_loop(array(0), array(3), [](const Array&, const Array& v) { return v * 0.5; }, ys, {.max_steps = 3});
+    Array k = checkpoint([](const Array& v) { return sin(v) * 2.0; })(w);
+    return sum(jit([](const Array& v) { return exp(v); })(k)) + h;
+  };
+  std::vector<std::string> texts{make_jaxpr(f)(ones({4})).str(), make_jaxpr(grad(f))(ones({4})).str(),
+                                 compiler::optimize(make_jaxpr(grad(f))(ones({4}))).str()};
+  Rng rng(9);
+  const std::string alphabet = "{}()[],;:=._ \n'abcdefxyzf32i64[]0123456789-";
+  int parsed = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string t = texts[static_cast<size_t>(i) % texts.size()];
+    int edits = static_cast<int>(rng.integer(1, 4));
+    for (int e = 0; e < edits && !t.empty(); ++e) {
+      size_t at = static_cast<size_t>(rng.integer(0, static_cast<int64_t>(t.size()) - 1));
+      switch (rng.integer(0, 3)) {
+        case 0: t[at] = alphabet[static_cast<size_t>(rng.integer(0, static_cast<int64_t>(alphabet.size()) - 1))]; break;
+        case 1: t.erase(at, static_cast<size_t>(rng.integer(1, 8))); break;
+        case 2: t.insert(at, t.substr(static_cast<size_t>(rng.integer(0, static_cast<int64_t>(at))), 6)); break;
+        default: t.insert(at, 1, alphabet[static_cast<size_t>(rng.integer(0, static_cast<int64_t>(alphabet.size()) - 1))]);
+      }
+    }
+    std::string printed;
+    try {
+      printed = parse_jaxpr(t, {}).str();
+    } catch (const Error&) {
+      continue;
+    } catch (const std::exception& e) {
+      FAIL() << "not a graft::Error: " << e.what() << "\n" << t;
+    }
+    ++parsed;
+    ASSERT_EQ(parse_jaxpr(printed, {}).str(), printed) << "from:\n" << t;
+  }
+  EXPECT_GT(parsed, 0);
 }
 
 TEST(Export, SavesLoadsAndCallsBitForBit) {

@@ -4,6 +4,7 @@
 //   graft-run model.graft --input x.npz --output y.npz          (NumPy's files work too)
 //   graft-run model.graft --input x.safetensors --expect y.safetensors   (exit status 1 on a difference)
 //   graft-run model.graft --print                                (the program's signature and jaxpr)
+//   graft-run model.graft --onnx model.onnx                       (the program as an ONNX model)
 //
 // Inputs are matched to the program's inputs by name; a file holding a single array may feed a
 // program with a single input whatever its name. Outputs are written under the program's output names.
@@ -91,12 +92,18 @@ int main(int argc, char** argv) {
   app.add_option("--rtol", rtol, "relative tolerance of --expect (default: bit for bit)")->check(CLI::NonNegativeNumber);
   app.add_option("--atol", atol, "absolute tolerance of --expect")->check(CLI::NonNegativeNumber);
   app.add_flag("--print", print, "print the program's signature and jaxpr");
+  std::string onnx;
+  app.add_option("--onnx", onnx, "write the program as an ONNX model (opset 17) to this file");
   CLI11_PARSE(app, argc, argv);
   try {
     g::Exported m = g::load_exported(model);
     if (print) std::printf("%s\n%s\n", signature(m).c_str(), m.jaxpr().str().c_str());
+    if (!onnx.empty()) {
+      g::io::save_onnx(onnx, m);
+      std::printf("wrote %s\n", onnx.c_str());
+    }
     if (input.empty() && !m.in_avals().empty()) {
-      if (print) return 0;
+      if (print || !onnx.empty()) return 0;
       throw g::ValueError("the program takes inputs " + signature(m) + "; give them with --input");
     }
     g::io::TensorMap given = input.empty() ? g::io::TensorMap{} : read_arrays(input);

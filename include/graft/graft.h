@@ -26,6 +26,7 @@
 #include "graft/io/export.h"
 #include "graft/compiler/jaxpr_text.h"
 #include "graft/io/npy.h"
+#include "graft/io/onnx.h"
 #include "graft/io/safetensors.h"
 #include "graft/nn/nn.h"
 #include "graft/optim/optim.h"

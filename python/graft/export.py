@@ -40,6 +40,10 @@ class Exported:
     def serialize(self):
         return self._impl.serialize()
 
+    def to_onnx(self):
+        """The program as an ONNX model's bytes (opset 17; inference primitives only)."""
+        return self._impl.onnx()
+
     def __repr__(self):
         ins = ", ".join(f"{n}: {t}" for n, t in zip(self.in_names, self.in_types))
         outs = ", ".join(f"{n}: {t}" for n, t in zip(self.out_names, self.out_types))

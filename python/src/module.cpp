@@ -15,6 +15,7 @@
 
 #include "graft/graft.h"
 #include "graft/io/npy.h"
+#include "graft/io/onnx.h"
 #include "graft/transforms/jit.h"
 
 namespace py = pybind11;
@@ -873,7 +874,8 @@ PYBIND11_MODULE(_graft, m) {
         py::gil_scoped_release nogil;
         e.save(path);
       })
-      .def("serialize", [](const Exported& e) { return py::bytes(e.serialize()); });
+      .def("serialize", [](const Exported& e) { return py::bytes(e.serialize()); })
+      .def("onnx", [](const Exported& e) { return py::bytes(io::onnx_model_bytes(e)); });
   m.def("export", [](py::function f, py::handle args, const std::string& name, std::vector<std::string> in_names,
                      std::vector<std::string> out_names) {
     std::vector<Aval> avals;

@@ -26,6 +26,11 @@ for model in mlp cnn; do
   check "$model: graft-run's predictions are the training process's" "$run" "$m" --input "$s" --expect "$s"
   check "$model: to .npz" "$run" "$m" --input "$s" --output "$dir/$model/y.npz"
   check "$model: .npz read back" "$run" "$m" --input "$s" --expect "$dir/$model/y.npz"
+  check "$model: --onnx" "$run" "$m" --onnx "$dir/$model/model.onnx"
+  if /usr/bin/python3 -c "import onnx" 2>/dev/null; then
+    check "$model: the ONNX model passes onnx's checker" /usr/bin/python3 -c \
+      "import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]), full_check=True)" "$dir/$model/model.onnx"
+  fi
   check "$model: --print" "$run" "$m" --print
   grep -q "images: u8\[100,28,28\]" "$dir/out.log" || { echo "FAIL: --print shows no signature"; fails=$((fails + 1)); }
 done

@@ -229,6 +229,14 @@ const Executable& Executable::of(const ClosedJaxpr& j, const std::string& name) 
     if (j.compiled) return *static_cast<const Executable*>(j.compiled.get());
   }
   auto exe = std::make_shared<Executable>(j, name);
+  if (env::flag("GRAFT_LOG_COMPILES")) {  // jit's own cache logs its compiles; these are jit_p's (exported programs)
+    std::string types;
+    for (auto& a : j.in_avals()) types += (types.empty() ? "" : ", ") + a.str();
+    const Stats& st = exe->stats();
+    std::fprintf(stderr, "graft: compiling %s for (%s) [%s %g ms, kernels %g ms (%d fused loops)]\n", name.c_str(),
+                 types.c_str(), st.cached_program ? "cached program" : "optimize", st.optimize_ms, st.kernels_ms,
+                 st.fused_loops);
+  }
   std::lock_guard<std::mutex> lk(mu);
   if (!j.compiled) j.compiled = std::move(exe);
   return *static_cast<const Executable*>(j.compiled.get());

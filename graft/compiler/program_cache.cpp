@@ -24,9 +24,10 @@ namespace {
 
 constexpr const char* kExt = "gkp";
 constexpr std::string_view kMagic = "graft-program-1\n";
-// Larger constants are a model's weights in an exported program: hashing and storing them on every
-// compile would cost more than optimizing again.
-constexpr size_t kMaxConstBytes = size_t(1) << 20;
+// Constants are hashed into the key on every compile and stored in the entry: an exported program's
+// weights (a few MiB: optimizing it costs 100 ms or more, hashing them well under that) are worth it,
+// larger models are compiled each time.
+constexpr size_t kMaxConstBytes = size_t(64) << 20;
 
 // The graft binary this code is linked into: a rebuild changes its size or time.
 const std::string& binary_id() {

@@ -48,9 +48,9 @@ Avals jit_shape(const Primitive& p, AvalPtrs in, const Params& params) {
 
 Arrays jit_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval>, const Params& params) {
   const ClosedJaxpr& body = call_of(params);
-  if (!config::debug_numerics()) return Executable::of(body).run(in);
+  if (!config::debug_numerics()) return Executable::of(body, name_of(params)).run(in);
   DebugScope scope("jit(" + name_of(params) + ")");
-  Arrays out = Executable::of(body).run(in);
+  Arrays out = Executable::of(body, name_of(params)).run(in);
   try {
     check_numerics(p, in, params, out);
   } catch (const FloatingPointError& whole) {

@@ -5,11 +5,14 @@
 //   graft-run model.graft --input x.safetensors --expect y.safetensors   (exit status 1 on a difference)
 //   graft-run model.graft --print                                (the program's signature and jaxpr)
 //   graft-run model.graft --onnx model.onnx                       (the program as an ONNX model)
+//   graft-run model.graft --input many.npy --split-batch          (any number of rows, in calls of the
+//                                                                  program's batch size)
 //
 // Inputs are matched to the program's inputs by name; a file holding a single array may feed a
 // program with a single input whatever its name. Outputs are written under the program's output names.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -78,6 +81,58 @@ std::string compare(const g::Array& got, const g::Array& want, double rtol, doub
          "; largest difference " + std::to_string(worst) + ")";
 }
 
+// Calls of the program on consecutive blocks of rows (see --split-batch).
+std::vector<g::Array> split_batch(const g::Exported& m, const std::vector<g::Array>& args) {
+  if (args.empty() || m.in_avals()[0].shape.empty())
+    throw g::ValueError("--split-batch: the program's first input has no rows (" + signature(m) + ")");
+  int64_t b = m.in_avals()[0].shape[0], n = args[0].ndim() ? args[0].shape(0) : -1;
+  std::vector<bool> rows(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const g::Aval& want = m.in_avals()[i];
+    rows[i] = !want.shape.empty() && want.shape[0] == b && args[i].ndim() == static_cast<int64_t>(want.shape.size()) &&
+              args[i].shape(0) == n;
+    g::Shape rest_a(args[i].shape().begin() + (rows[i] ? 1 : 0), args[i].shape().end());
+    g::Shape rest_w(want.shape.begin() + (rows[i] ? 1 : 0), want.shape.end());
+    if (rest_a != rest_w || args[i].dtype() != want.dtype)
+      throw g::TypeError("--split-batch: input '" + m.in_names()[i] + "' has type " + args[i].aval().str() +
+                         ", the program takes " + want.str() + " (any number of rows)");
+  }
+  std::vector<std::vector<g::Array>> parts;
+  for (int64_t start = 0; start < n; start += b) {
+    int64_t len = std::min(b, n - start);
+    std::vector<g::Array> call;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!rows[i]) {
+        call.push_back(args[i]);
+        continue;
+      }
+      g::Array block = args[i][{g::slice(start, start + len)}];
+      if (len < b) {
+        std::vector<std::pair<int64_t, int64_t>> widths(static_cast<size_t>(block.ndim()), {0, 0});
+        widths[0] = {0, b - len};
+        block = g::pad(block, widths);
+      }
+      call.push_back(block);
+    }
+    std::vector<g::Array> out = m(call);
+    for (auto& o : out)
+      if (o.ndim() && o.shape(0) == b) o = o[{g::slice(0, len)}];
+    parts.push_back(out);
+  }
+  if (parts.empty()) throw g::ValueError("--split-batch: the inputs have no rows");
+  std::vector<g::Array> joined;
+  for (size_t k = 0; k < parts[0].size(); ++k) {
+    std::vector<g::Array> pieces;
+    for (auto& p : parts) pieces.push_back(p[k]);
+    bool per_row = m.out_avals()[k].shape.size() > 0 && m.out_avals()[k].shape[0] == b;
+    if (!per_row)
+      throw g::ValueError("--split-batch: output '" + m.out_names()[k] + "' (" + m.out_avals()[k].str() +
+                          ") has no row per input row; only programs whose outputs are per row can be split");
+    joined.push_back(g::concatenate(pieces, 0));
+  }
+  return joined;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,6 +149,11 @@ int main(int argc, char** argv) {
   app.add_flag("--print", print, "print the program's signature and jaxpr");
   std::string onnx;
   app.add_option("--onnx", onnx, "write the program as an ONNX model (opset 17) to this file");
+  bool split = false;
+  app.add_flag("--split-batch", split,
+               "run inputs with any number of rows in calls of the program's batch size (the leading dimension "
+               "of its first input), the last one padded with zeros, and join the outputs' rows: for programs "
+               "whose rows are independent, such as a classifier");
   CLI11_PARSE(app, argc, argv);
   try {
     g::Exported m = g::load_exported(model);
@@ -119,7 +179,7 @@ int main(int argc, char** argv) {
       }
       args.push_back(it->second);
     }
-    std::vector<g::Array> outs = m(args);
+    std::vector<g::Array> outs = split ? split_batch(m, args) : m(args);
     g::io::TensorMap results;
     for (size_t i = 0; i < outs.size(); ++i) results[m.out_names()[i]] = outs[i].concretize("graft-run");
     if (!output.empty()) write_arrays(output, results);

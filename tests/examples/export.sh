@@ -34,6 +34,19 @@ for model in mlp cnn; do
   check "$model: --print" "$run" "$m" --print
   grep -q "images: u8\[100,28,28\]" "$dir/out.log" || { echo "FAIL: --print shows no signature"; fails=$((fails + 1)); }
 done
+# any number of images in calls of 100 (the last padded): rows equal to whole-batch calls
+if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  /usr/bin/python3 -c "import numpy as np; np.save('$dir/x250.npy', np.random.default_rng(0).integers(0, 256, (250, 28, 28)).astype(np.uint8)); np.save('$dir/x100.npy', np.load('$dir/x250.npy')[150:250])"
+  check "--split-batch" "$run" "$dir/mlp/model.graft" --input "$dir/x250.npy" --split-batch --output "$dir/y250.npz"
+  check "--split-batch: one whole call" "$run" "$dir/mlp/model.graft" --input "$dir/x100.npy" --output "$dir/y100.npz"
+  # rows 150..249 came from two calls (the second padded); here from one
+  check "--split-batch: the rows are those of a whole call" /usr/bin/python3 -c "
+import numpy as np
+a, b = np.load('$dir/y250.npz'), np.load('$dir/y100.npz')
+assert a['logits'].shape == (250, 10) and b['logits'].shape == (100, 10)
+assert np.allclose(a['logits'][150:], b['logits'], rtol=1e-5, atol=1e-5)
+assert np.array_equal(a['labels'][150:], b['labels'])"
+fi
 refuse "has no array 'images'" "$run" "$dir/mlp/model.graft" --input "$dir/mlp/model.safetensors"
 refuse "the program takes inputs" "$run" "$dir/mlp/model.graft"
 refuse "not an exported graft program" "$run" "$dir/mlp/model.safetensors" --print

@@ -315,7 +315,11 @@ int main(int argc, char** argv) {
                   (long long)(st.batch / nproc));
     Array root = g::random::key(st.seed);
     Tree params = model.init(g::random::fold_in(root, 0u));
-    int64_t steps_per_epoch = n / st.batch;  // full batches (the last partial one is dropped)
+    // One process trains on every image: the last, partial batch runs in the full batches' compiled
+    // program (jit's batch polymorphism). Data parallel, the batches must split over the ranks, so
+    // the partial one is dropped.
+    const bool partial = nproc == 1;
+    int64_t steps_per_epoch = partial ? (n + st.batch - 1) / st.batch : n / st.batch;
     auto opt = make_optimizer(st.optimizer, st.schedule == "cosine" ? g::optim::cosine_decay(st.lr, st.epochs * steps_per_epoch)
                                                                     : g::optim::Schedule(st.lr));
     Tree opt_state = opt.init(params);
@@ -354,19 +358,23 @@ int main(int argc, char** argv) {
       body = g::shard_map(local_step, g::Mesh(g::devices(), {"data"}),
                           {g::P(), g::P(), g::P("data"), g::P("data"), g::P()}, {g::P()});
     // the old parameters and optimizer state are donated: the step updates them in place
-    auto step = g::jit(body, {.name = "train_step", .donate_argnums = {0, 1}});
+    // one compile for full and partial batches: x and y have a batch dimension
+    auto step = g::jit(body, {.name = "train_step",
+                              .donate_argnums = {0, 1},
+                              .polymorphic = partial ? std::vector<std::string>{"", "", "b, ...", "b", ""}
+                                                     : std::vector<std::string>{}});
     const int64_t share = st.batch / nproc;  // this rank's rows of each global batch
     auto correct = g::jit(
         [&model](const Tree& p, const Array& x, const Array& y) {
           return g::sum(g::argmax(model.apply(p, x, std::nullopt), 1) == y);
         },
-        {.name = "eval"});
+        {.name = "eval", .polymorphic = {"", "b, ...", "b"}});
     for (int epoch = pr.epoch + 1; epoch <= st.epochs; ++epoch) {
       auto batches = g::data::batches(x_train, ds.train_labels, st.batch,
-                                      g::random::fold_in(root, static_cast<uint32_t>(epoch)));
+                                      g::random::fold_in(root, static_cast<uint32_t>(epoch)), !partial);
       auto t0 = std::chrono::steady_clock::now();
       double total = 0;
-      int64_t i = 0;
+      int64_t i = 0, seen = 0;
       Array epoch_key = g::random::fold_in(root, static_cast<uint32_t>(1000 + epoch));
       for (auto [xb, yb] : batches) {
         Array loss;
@@ -381,20 +389,22 @@ int main(int argc, char** argv) {
         if (!std::isfinite(l))
           throw g::ValueError("the training loss became " + std::to_string(l) + " at epoch " + std::to_string(epoch) +
                               ", step " + std::to_string(i + 1) + ": training diverged (try a lower --lr)");
-        total += l;
+        total += l * double(xb.shape(0));
+        seen += xb.shape(0);
         ++i;
-        if (i % 20 == 0 || i == batches.size()) progress(epoch, i, batches.size(), total / double(i));
+        if (i % 20 == 0 || i == batches.size()) progress(epoch, i, batches.size(), total / double(seen));
       }
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       int64_t right = 0;
-      for (auto [xb, yb] : g::data::batches(x_test, ds.test_labels, 1000, std::nullopt, false))
+      // batches of 1024: the last holds 784 images and runs in the same program
+      for (auto [xb, yb] : g::data::batches(x_test, ds.test_labels, 1024, std::nullopt, false))
         right += correct(params, xb, yb).item<int64_t>();
       double acc = double(right) / double(x_test.shape(0));
-      pr.losses.push_back(total / double(batches.size()));
+      pr.losses.push_back(total / double(seen));
       pr.accs.push_back(acc);
       pr.epoch = epoch;
       std::printf("\repoch %d: %.2f s, %.0f examples/s, train loss %.4f, test accuracy %.4f%20s\n", epoch, secs,
-                  double(batches.size() * st.batch) / secs, pr.losses.back(), acc, "");
+                  double(seen * nproc) / secs, pr.losses.back(), acc, "");
       if (rank == 0) save_checkpoint(ckpt_path, st, pr, params, opt_state, root);
       std::printf("checkpoint: epoch %d saved\n", epoch);
       std::fflush(stdout);

@@ -25,6 +25,7 @@
 #include "graft/transforms/custom.h"
 #include "graft/transforms/flat.h"
 #include "graft/transforms/jit.h"
+#include "graft/transforms/polymorphic.h"
 #include "graft/transforms/pytree.h"
 
 namespace graft {
@@ -430,13 +431,34 @@ VmapFn<F> vmap(F f, VmapOptions o = {}) {
 template <class F>
 class Jitted {
  public:
-  Jitted(F f, JitOptions o) : f_(std::move(f)), st_(std::make_shared<detail::JitState>(std::move(o))) {}
+  Jitted(F f, JitOptions o)
+      : f_(std::move(f)),
+        poly_(o.polymorphic.empty() ? nullptr : std::make_shared<detail::PolyState>(o)),
+        st_(std::make_shared<detail::JitState>(std::move(o))) {}
   template <class... Args>
     requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
     using Out = detail::result_t<F, Args...>;
     std::tuple<const Args&...> targs(args...);
     auto fa = detail::flatten_args(targs);
+    if (poly_ && current_trace() == eval_trace()) {
+      // called eagerly: batch sizes share the program of a bucket (graft/transforms/polymorphic.h)
+      std::vector<int64_t> axes = poly_->leaf_axes(fa.leaves, fa.offset.data(), fa.selected.data(), sizeof...(Args));
+      bool concrete = true;
+      for (auto& x : fa.leaves) concrete = concrete && x.valid() && x.is_concrete();
+      if (concrete) {
+        auto r = poly_->call(
+            fa.key, fa.leaves, axes,
+            [&](const std::vector<Aval>& avals, TreeDef& out_def) {
+              auto def = std::make_shared<TreeDef>();
+              ClosedJaxpr c = make_jaxpr_flat(detail::flat_fn(f_, fa, targs, def), avals, "jit");
+              out_def = *def;
+              return c;
+            },
+            donated_leaves(fa));
+        if (r) return tree_unflatten<Out>(r->out_def, r->outs);
+      }
+    }
     std::string key = fa.key;
     detail::append_aval_key(key, fa.leaves);
     auto entry = st_->get(
@@ -452,8 +474,10 @@ class Jitted {
         donated_leaves(fa));
     return tree_unflatten<Out>(entry->out_def, st_->run(*entry, fa.leaves));
   }
-  /// Number of times the function was traced (cache misses).
+  /// Number of times the function was traced (cache misses) for an exact signature.
   size_t num_traces() const { return st_->num_traces(); }
+  /// Number of programs compiled: one per exact signature, and with `polymorphic` one per bucket.
+  size_t num_compiles() const { return st_->num_traces() + (poly_ ? poly_->num_compiles() : 0); }
 
  private:
   template <class FA>
@@ -473,6 +497,7 @@ class Jitted {
     return d;
   }
   F f_;
+  std::shared_ptr<detail::PolyState> poly_;
   std::shared_ptr<detail::JitState> st_;
 };
 

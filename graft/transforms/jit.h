@@ -30,6 +30,22 @@ struct JitOptions {
   ///   std::tie(params, opt_state, loss) = step(params, opt_state, x, y);
   /// Donation applies when the call runs eagerly (not while it is traced inside another jit).
   std::vector<int> donate_argnums;
+  /// Shape polymorphism over a batch dimension (JAX's polymorphic_shapes): one spec per positional
+  /// argument naming the batch among its arrays' dimensions, "" for arguments without one:
+  ///   auto step = jit(train_step, {.name = "step", .polymorphic = {"", "", "b, ...", "b"}});
+  /// ("b, ..." is axis 0 of arrays of any rank, "(b, 784)" that exact shape, "_, b" axis 1 of a
+  /// rank-2 array). Every batch size up to a bucket then runs in that bucket's one compiled program:
+  /// the batch is padded (its last row repeated) and masked, so that sums, means, maxima and
+  /// contractions over it see only its real rows, and the batch-sized results are sliced back. A
+  /// new size costs a trace (to check the function does the same thing at that size), not a compile;
+  /// a function that cannot be masked (it sorts along the batch, or branches on its size in C++)
+  /// compiles per size as without this option, and GRAFT_LOG_COMPILES=1 says why.
+  std::vector<std::string> polymorphic;
+  /// The bucket sizes (with `polymorphic`): a batch runs in the smallest bucket that holds it. Without
+  /// buckets, and for a batch larger than every bucket, a batch runs in the smallest program compiled
+  /// so far that holds it, or compiles one of its own size (the first, full batches of a training
+  /// loop set the size; its last, partial batch runs in their program).
+  std::vector<int64_t> buckets;
 };
 
 namespace detail {

@@ -441,7 +441,7 @@ class Jitted {
     using Out = detail::result_t<F, Args...>;
     std::tuple<const Args&...> targs(args...);
     auto fa = detail::flatten_args(targs);
-    if (poly_ && current_trace() == eval_trace()) {
+    if (poly_ && detail::PolyState::eager_here()) {
       // called eagerly: batch sizes share the program of a bucket (graft/transforms/polymorphic.h)
       std::vector<int64_t> axes = poly_->leaf_axes(fa.leaves, fa.offset.data(), fa.selected.data(), sizeof...(Args));
       bool concrete = true;

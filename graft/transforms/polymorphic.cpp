@@ -129,6 +129,11 @@ std::vector<int64_t> PolyState::leaf_axes(const std::vector<Array>& leaves, cons
   return axes;
 }
 
+bool PolyState::eager_here() {
+  Trace* t = current_trace();
+  return t == eval_trace() || (t->kind() == "tape" && t->parent() == eval_trace());
+}
+
 int64_t PolyState::bucket_for(int64_t n) const {
   for (int64_t b : opts_.buckets)
     if (b >= n) return b;

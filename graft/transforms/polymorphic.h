@@ -38,6 +38,10 @@ struct BatchSpec {
 class PolyState {
  public:
   explicit PolyState(const JitOptions& o);
+  /// Whether a call made now runs eagerly: at top level, or under the thread's default gradient
+  /// tape (PyTorch-style requires_grad_), which leaves concrete arrays alone. Elsewhere (inside
+  /// grad, vmap, another jit) a polymorphic function traces exactly, as without the option.
+  static bool eager_here();
   using TraceAt = std::function<ClosedJaxpr(const std::vector<Aval>& avals, TreeDef& out_def)>;
   struct Result {
     TreeDef out_def;

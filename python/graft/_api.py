@@ -231,18 +231,26 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
 
 
 # ---- jit and make_jaxpr ---------------------------------------------------------------------------------
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
-    """fun traced once per argument structure, types and static values, and compiled (JAX's jax.jit)."""
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), polymorphic=(), buckets=()):
+    """fun traced once per argument structure, types and static values, and compiled (JAX's jax.jit).
+
+    polymorphic: one spec per positional argument naming its batch dimension ("b, ..." for axis 0 of
+    arrays of any rank, "(b, 784)", "_, b"; "" for none): every batch size up to a bucket runs in that
+    bucket's one compiled program, padded and masked so that reductions over the batch see only its
+    rows. buckets: the bucket sizes (default: the sizes of the first, largest batches).
+    """
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums)
+                             donate_argnums=donate_argnums, polymorphic=polymorphic, buckets=buckets)
     static_argnums = _argnums_tuple(static_argnums)
     static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     donate = _argnums_tuple(donate_argnums)
-    state = _graft.Jit(getattr(fun, "__name__", "<lambda>"), list(donate), tree_unflatten)
+    polymorphic = [polymorphic] if isinstance(polymorphic, str) else list(polymorphic)
+    state = _graft.Jit(getattr(fun, "__name__", "<lambda>"), list(donate), tree_unflatten, polymorphic,
+                       [int(b) for b in buckets])
     out_trees = {}
     sig_names = {}
-    fast_ok = not static_argnums and not static_argnames
+    fast_ok = not static_argnums and not static_argnames and not polymorphic
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
@@ -284,6 +292,15 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
         for i, a in zip(dyn_pos, dyn_args):
             donated += [i in donate] * tree_structure(a).num_leaves
         donated += [False] * (len(leaves) - len(donated))
+        if polymorphic:
+            offset, selected = [0], []
+            for i, a in enumerate(args):
+                dyn = i not in static_argnums
+                selected.append(dyn)
+                offset.append(offset[-1] + (tree_structure(a).num_leaves if dyn else 0))
+            outs = state.call_poly(flat, key, leaves, offset, selected, donated if any(donated) else [])
+            if outs is not None:
+                return tree_unflatten(out_trees[key], outs)
         outs = state.call(flat, key, leaves, donated if any(donated) else [])
         out_tree = out_trees[key]
         if fast:
@@ -292,6 +309,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
         return tree_unflatten(out_tree, outs)
 
     wrapped._num_traces = lambda: state.num_traces
+    wrapped._num_compiles = lambda: state.num_compiles
     return wrapped
 
 

@@ -368,8 +368,33 @@ std::vector<std::optional<int64_t>> to_axes_list(const py::handle& h) {
 /// (call_cached): its key is the arrays' types, and the entry remembers how to rebuild the outputs.
 class PyJit {
  public:
-  PyJit(std::string name, std::vector<int> donate, py::object unflatten)
-      : state_(JitOptions{std::move(name), {}}), donate_(std::move(donate)), unflatten_(std::move(unflatten)) {}
+  PyJit(std::string name, std::vector<int> donate, py::object unflatten, std::vector<std::string> polymorphic,
+        std::vector<int64_t> buckets)
+      : state_(JitOptions{std::move(name), {}}), donate_(std::move(donate)), unflatten_(std::move(unflatten)) {
+    if (!polymorphic.empty()) {
+      JitOptions o{state_.opts.name, {}, std::move(polymorphic), std::move(buckets)};
+      poly_ = std::make_shared<detail::PolyState>(o);
+    }
+  }
+
+  /// A call served by a bucket's masked program (graft/transforms/polymorphic.h), or None for the
+  /// exact path. `offset[a]`: where positional argument a's leaves start (len(args) + 1 entries).
+  py::object call_poly(py::function f, const std::string& key, const std::vector<Array>& leaves,
+                       const std::vector<size_t>& offset, const std::vector<bool>& selected,
+                       const std::vector<bool>& donated) {
+    if (!poly_ || !detail::PolyState::eager_here()) return py::none();
+    for (auto& x : leaves)
+      if (!x.is_concrete()) return py::none();
+    std::vector<char> sel(selected.begin(), selected.end());
+    std::vector<int64_t> axes =
+        poly_->leaf_axes(leaves, offset.data(), reinterpret_cast<const bool*>(sel.data()), selected.size());
+    auto r = poly_->call(
+        key, leaves, axes,
+        [&](const std::vector<Aval>& avals, TreeDef&) { return make_jaxpr_flat(flat_fn(f), avals, "jit"); }, donated);
+    if (!r) return py::none();
+    return py::cast(r->outs);
+  }
+  size_t num_compiles() const { return state_.num_traces() + (poly_ ? poly_->num_compiles() : 0); }
 
   std::vector<Array> call(py::function f, const std::string& key, const std::vector<Array>& leaves,
                           const std::vector<bool>& donated) {
@@ -455,6 +480,7 @@ class PyJit {
   }
 
   detail::JitState state_;
+  std::shared_ptr<detail::PolyState> poly_;
   std::vector<int> donate_;
   py::object unflatten_;
   std::unordered_map<std::string, Fast> fast_;
@@ -1043,8 +1069,12 @@ PYBIND11_MODULE(_graft, m) {
   });
 
   py::class_<PyJit>(m, "Jit")
-      .def(py::init<std::string, std::vector<int>, py::object>(), "name"_a, "donate_argnums"_a, "unflatten"_a)
+      .def(py::init<std::string, std::vector<int>, py::object, std::vector<std::string>, std::vector<int64_t>>(),
+           "name"_a, "donate_argnums"_a, "unflatten"_a, "polymorphic"_a = std::vector<std::string>{},
+           "buckets"_a = std::vector<int64_t>{})
       .def("call", &PyJit::call)
+      .def("call_poly", &PyJit::call_poly)
+      .def_property_readonly("num_compiles", &PyJit::num_compiles)
       .def("call_cached", &PyJit::call_cached)
       .def("remember", &PyJit::remember)
       .def_static("fast_prefix", &PyJit::fast_prefix)

@@ -159,9 +159,21 @@ std::shared_ptr<PolyState::Program> PolyState::build(const std::vector<Array>& l
     return av;
   };
   auto prog = std::make_shared<Program>();
+  // a size other than the call's that the function does not accept (it reshapes the batch into
+  // pairs, say) means it cannot be masked; an error at the call's own size is the caller's
+  auto trace_at = [&](int64_t size, TreeDef& def) {
+    if (size == n) return trace(avals_at(size), def);
+    try {
+      return trace(avals_at(size), def);
+    } catch (const NotImplementedError&) {
+      throw;
+    } catch (const Error& e) {
+      fail<NotImplementedError>("batch polymorphism: the function does not trace at batch size ", size, ": ", e.what());
+    }
+  };
   TreeDef def_p;
-  ClosedJaxpr jb = trace(avals_at(b), prog->out_def);
-  ClosedJaxpr jp = trace(avals_at(p), def_p);
+  ClosedJaxpr jb = trace_at(b, prog->out_def);
+  ClosedJaxpr jp = trace_at(p, def_p);
   if (def_p.repr != prog->out_def.repr)
     fail<NotImplementedError>("batch polymorphism: the function returns another structure at batch size ", p);
   for (auto& c : jb.consts)

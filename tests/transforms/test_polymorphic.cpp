@@ -171,6 +171,16 @@ TEST(Polymorphic, WhatCannotBeMaskedCompilesPerSizeAndStaysRight) {
   EXPECT_EQ(pb.num_compiles(), 3u);  // bucket 16 (serving 12 and 13), then 5 and 4 exactly
 }
 
+TEST(Polymorphic, AFunctionThatOnlyTakesSomeSizesCompilesPerSize) {
+  // pairs of rows: the probe at 7 rows fails to trace, so each size compiles, and errors stay the caller's
+  auto pairs = [](const Array& x) { return sum(reshape(x, {x.shape(0) / 2, 2}), 1); };
+  auto poly = jit(pairs, {.name = "pairs", .polymorphic = {"b"}});
+  auto exact = jit(pairs, {.name = "pairs"});
+  expect_same_as_exact(poly, exact, {8, 6}, 1e-6, data(19, {8}));
+  EXPECT_EQ(poly.num_compiles(), 2u);
+  expect_throws<ShapeError>([&] { poly(data(19, {5})); }, "reshape");
+}
+
 TEST(Polymorphic, OutputsKeepTheirBatchAxisWhereverItIs) {
   auto f = [](const Array& x) { return std::make_pair(transpose(x), reshape(x, {-1})); };
   auto poly = jit(f, {.name = "t", .polymorphic = {"b, 3"}});

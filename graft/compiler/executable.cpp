@@ -164,6 +164,15 @@ Executable::Executable(const ClosedJaxpr& original, const std::string& name, std
 Arrays Executable::run(std::span<const Array> args) const {
   if (args.size() != in_slots_.size())
     fail<ValueError>("jit: expected ", in_slots_.size(), " arguments, got ", args.size());
+  // Compiled loops run on the CPU. With an operand on another device, or another default device, the
+  // program runs op by op, each primitive on its device (jit's GPU code generation is not built yet).
+  bool elsewhere = !default_device().is_cpu();
+  for (const Array& a : args) elsewhere = elsewhere || (a.is_concrete() && !a.concrete()->device().is_cpu());
+  for (const Array& a : program_.consts) elsewhere = elsewhere || (a.is_concrete() && !a.concrete()->device().is_cpu());
+  if (elsewhere) {
+    TraceScope eager(eval_trace());
+    return eval_jaxpr(program_, args);
+  }
   std::vector<Array> slots(slot_init_);
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].valid() || !args[i].is_concrete() || !args[i].aval().same_type(in_avals_[i]))

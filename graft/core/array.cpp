@@ -70,14 +70,50 @@ const void* Array::raw_data() const {
   if (!node_) fail<ValueError>("raw_data: the array is null");
   if (auto* c = concrete()) {
     check_not_deleted(*this, "raw_data");
+    if (!c->device().is_cpu())
+      fail<ValueError>("raw_data: the array ", aval().str(), " lives on ", c->device(),
+                       "; read it with to_vector() or item(), or move it with device_put(x, Device::cpu())");
     return c->data();
   }
   fail<ConcretizationError>("raw_data: ", aval().str(), " is a tracer of ", tracer()->trace()->describe(),
                             "; its data is not available while the transformation runs");
 }
 
+const Array& Array::block_until_ready() const {
+  if (auto* c = concrete(); c && !c->device().is_cpu()) usable_backend(c->device(), "block_until_ready").synchronize(c->device());
+  return *this;
+}
+
+Array Array::empty_on(const Aval& a, Device d) {
+  if (d.is_cpu()) return empty(a);
+  checked_numel(a.shape, "array");
+  Ref<Buffer> buf = usable_backend(d, "array").allocate(a.nbytes(), d);
+  return Array(Ref<ArrayNode>(new ConcreteNode(a, std::move(buf), 0)));
+}
+
+Array transfer(const Array& x, Device d) {
+  ConcreteNode* c = x.concrete();
+  if (!c) fail<ValueError>("device_put: a tracer reached the transfer of ", x.aval().str());
+  check_not_deleted(x, "device_put");
+  Device from = c->device();
+  if (from == d) return x;
+  Array out = Array::empty_on(x.aval(), d);
+  size_t nb = x.nbytes();
+  if (nb) {
+    if (from.is_cpu() || d.is_cpu() || from.type == d.type) {
+      usable_backend(d.is_cpu() ? from : d, "device_put").copy(c->data(), from, out.concrete()->data(), d, nb);
+    } else {  // between devices of two backends: through the host
+      Array host = transfer(x, Device::cpu());
+      return transfer(host, d);
+    }
+  }
+  out.concrete()->set_committed(c->committed());
+  return out;
+}
+
 Array Array::concretize(const char* what) const {
   if (!node_) fail<ValueError>(what, ": the array is null");
+  if (auto* c = concrete(); c && !c->device().is_cpu() && !c->deleted()) return transfer(*this, Device::cpu());
   if (is_concrete()) return *this;
   Tracer* t = tracer();
   if (auto v = t->concrete_value()) return v->concretize(what);

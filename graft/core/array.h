@@ -64,10 +64,16 @@ class ConcreteNode final : public ArrayNode {
   /// Moves the storage into a new node and marks this one deleted, when owns_storage(); otherwise
   /// returns null and changes nothing.
   Ref<ConcreteNode> take_storage();
+  /// Whether the array is committed to its device (JAX's notion): placed there by device_put, or
+  /// computed from committed operands. Operations run where their committed operands live (operands
+  /// committed to two devices are an error); uncommitted operands move to them freely.
+  bool committed() const { return committed_; }
+  void set_committed(bool c) { committed_ = c; }
 
  private:
   Ref<Buffer> buffer_;
   void* data_;
+  bool committed_ = false;
   alignas(16) unsigned char inline_[kInlineBytes];
 };
 
@@ -118,8 +124,12 @@ class Array {
   const Ref<ArrayNode>& node_ref() const { return node_; }
   Device device() const;
 
-  /// Raw pointer to the data of a concrete array (throws ConcretizationError for tracers and
-  /// ValueError for arrays donated to a jitted function).
+  /// Blocks until the array's value has been computed (work on an accelerator is queued and runs
+  /// asynchronously); raises the errors that work produced. JAX's block_until_ready. Returns *this.
+  const Array& block_until_ready() const;
+
+  /// Raw pointer to the data of a concrete array on the CPU (throws ConcretizationError for tracers,
+  /// ValueError for arrays donated to a jitted function and for arrays on another device).
   const void* raw_data() const;
   template <class T>
   const T* data() const {
@@ -160,6 +170,8 @@ class Array {
 
   /// Uninitialized CPU array.
   static Array empty(const Aval& a);
+  /// Uninitialized array on device `d`.
+  static Array empty_on(const Aval& a, Device d);
   /// CPU array copied from `data` (which holds numel(shape) elements of `d`).
   static Array from_data(const void* data, Shape shape, DType d, bool weak = false);
   /// A rank-0 array holding v converted to d.
@@ -173,6 +185,10 @@ class Array {
 /// Prints like NumPy/JAX: `Array([1., 2., 3.], dtype=float32)`; tracers print their aval.
 std::ostream& operator<<(std::ostream& os, const Array& a);
 std::string to_string(const Array& a);
+
+/// A concrete x's value on device `d` (x itself when it is there already), keeping x's commitment.
+/// The transfer under device_put and the dispatcher's moves of uncommitted operands.
+Array transfer(const Array& x, Device d);
 
 /// Throws ValueError naming `what` when x was donated to a jitted function (its storage is gone).
 void check_not_deleted(const Array& x, const char* what);

@@ -1,7 +1,9 @@
 #include "graft/core/buffer.h"
 #include "graft/core/env.h"
 
+#include <array>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <string>
@@ -91,6 +93,97 @@ Ref<Buffer> Buffer::allocate_cpu(size_t nbytes) {
     fail<MemoryError>("out of memory: cannot allocate ", nbytes, " bytes (", static_cast<double>(nbytes) / (1 << 30),
                       " GiB) of host memory for an array");
   return make_ref<Buffer>(p, nbytes, Device::cpu(), &free_cpu);
+}
+
+// ---- backends ---------------------------------------------------------------------------------------
+namespace {
+class CpuBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu"; }
+  bool available(int index, std::string* why) const override {
+    if (index == 0) return true;
+    if (why) *why = "there is one CPU device, cpu:0";
+    return false;
+  }
+  Ref<Buffer> allocate(size_t nbytes, Device) override { return Buffer::allocate_cpu(nbytes); }
+  void copy(const void* src, Device, void* dst, Device, size_t n) override { std::memcpy(dst, src, n); }
+  void synchronize(Device) override {}
+};
+
+constexpr int kMaxTypes = 8;
+std::array<Backend*, kMaxTypes>& registry() {
+  static CpuBackend cpu;
+  static std::array<Backend*, kMaxTypes> r = {&cpu};
+  return r;
+}
+}  // namespace
+
+Backend* backend_for(int16_t type) {
+  if (type < 0 || type >= kMaxTypes) return nullptr;
+  return registry()[static_cast<size_t>(type)];
+}
+
+void register_backend(int16_t type, Backend* b) {
+  if (type <= 0 || type >= kMaxTypes) fail<ValueError>("register_backend: bad device type ", type);
+  registry()[static_cast<size_t>(type)] = b;
+}
+
+Backend& usable_backend(Device d, const char* what) {
+  Backend* b = backend_for(d.type);
+  if (!b)
+    fail<ValueError>(what, ": device ", d, " is not available: graft was built without ",
+                     d.type == 1 ? "CUDA (configure with -DGRAFT_WITH_CUDA=ON where the CUDA toolkit is installed)"
+                                 : "a backend for it");
+  std::string why;
+  if (!b->available(d.index, &why)) fail<ValueError>(what, ": device ", d, " is not available: ", why);
+  return *b;
+}
+
+// ---- devices ---------------------------------------------------------------------------------------
+Device parse_device(std::string_view s) {
+  std::string_view kind = s, idx;
+  if (auto colon = s.find(':'); colon != std::string_view::npos) {
+    kind = s.substr(0, colon);
+    idx = s.substr(colon + 1);
+  }
+  int index = 0;
+  if (!idx.empty()) {
+    index = -1;
+    if (idx.size() <= 4 && idx.find_first_not_of("0123456789") == std::string_view::npos) index = std::stoi(std::string(idx));
+  }
+  if (index >= 0) {
+    if (kind == "cpu" && index == 0) return Device::cpu();
+    if (kind == "cuda" || kind == "gpu") return Device::cuda(index);
+  }
+  fail<ValueError>("unknown device '", s, "': expected cpu, cuda or cuda:N");
+}
+
+namespace {
+Device process_default() {
+  static const Device d = [] {
+    auto v = env::get("GRAFT_DEFAULT_DEVICE");
+    if (!v) return Device::cpu();
+    try {
+      return parse_device(*v);
+    } catch (const ValueError& e) {
+      fail<ValueError>("GRAFT_DEFAULT_DEVICE: ", e.what());
+    }
+  }();
+  return d;
+}
+thread_local Device tl_default;
+thread_local bool tl_has_default = false;
+}  // namespace
+
+Device default_device() { return tl_has_default ? tl_default : process_default(); }
+
+DefaultDevice::DefaultDevice(Device d) : prev_(tl_default), had_prev_(tl_has_default) {
+  tl_default = d;
+  tl_has_default = true;
+}
+DefaultDevice::~DefaultDevice() {
+  tl_default = prev_;
+  tl_has_default = had_prev_;
 }
 
 std::string Device::str() const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 namespace graft {
 
@@ -20,5 +21,27 @@ struct Device {
   std::string str() const;
 };
 std::ostream& operator<<(std::ostream& os, Device d);
+
+/// Parses "cpu", "cuda", "cuda:1" (ValueError otherwise).
+Device parse_device(std::string_view s);
+
+/// Where arrays made without an explicit device go (creation ops, results of operations whose
+/// operands are not committed to a device): GRAFT_DEFAULT_DEVICE (default cpu), overridden on this
+/// thread by a DefaultDevice guard. JAX's jax.default_device.
+Device default_device();
+
+/// Scoped override of the default device on this thread:
+///   { graft::DefaultDevice on(graft::Device::cuda()); auto x = graft::zeros({3}); }  // x on cuda:0
+class DefaultDevice {
+ public:
+  explicit DefaultDevice(Device d);
+  ~DefaultDevice();
+  DefaultDevice(const DefaultDevice&) = delete;
+  DefaultDevice& operator=(const DefaultDevice&) = delete;
+
+ private:
+  Device prev_;
+  bool had_prev_;
+};
 
 }  // namespace graft

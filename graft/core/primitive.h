@@ -104,6 +104,8 @@ enum PrimFlags : uint32_t {
                              ///< its operands, nothing else: the compiler may inline it
   kVmaRule = 1u << 7,        ///< its shape rule sets its outputs' varying named axes (from its body's
                              ///< types: a scan accumulating psums is invariant though its xs vary)
+  kPlacement = 1u << 8,      ///< decides where it runs itself (device_put): the eager dispatcher
+                             ///< passes its operands as they are, wherever they live
   kCollective = 1u << 6,     ///< communicates over named axes (prims/collective.cpp): its shape rule sets
                              ///< its outputs' varying axes, and its transpose rule places the reductions
 };
@@ -129,5 +131,18 @@ struct Primitive {
 
   bool has(PrimFlags f) const { return (flags & f) != 0; }
 };
+
+/// The kernel of primitive `p` on devices of type `device_type` (1 = cuda), registered by that
+/// backend's rules (graft/prims/cuda/). The rule receives operands on that device and returns outputs
+/// there. A primitive without one runs on the device through the host: its operands are copied to the
+/// CPU, the CPU impl runs, and the results are copied back (counted by device_fallbacks()).
+void register_device_impl(int16_t device_type, const Primitive& p, ImplRule fn);
+ImplRule device_impl(int16_t device_type, const Primitive& p);
+/// Runs p on device `dev` through the host: operands copied to the CPU, the CPU impl, results copied
+/// back to `dev` (and counted). For device rules that meet a case their kernels do not cover.
+Arrays host_fallback(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params,
+                     Device dev);
+/// How many times each primitive ran through the host on another device type (name, count).
+std::vector<std::pair<std::string, int64_t>> device_fallbacks(int16_t device_type);
 
 }  // namespace graft

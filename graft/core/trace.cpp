@@ -3,10 +3,16 @@
 #include <pthread.h>
 
 #include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
 #include <sstream>
+#include <unordered_map>
 #include <vector>
 
 #include "graft/core/config.h"
+#include "graft/core/env.h"
 
 namespace graft {
 
@@ -73,6 +79,87 @@ Tracer* Trace::own(const Array& x) const {
 // ---- eager ------------------------------------------------------------------------------------
 EvalTrace::EvalTrace() : Trace(Ref<Trace>(), "eval") {}
 
+namespace {
+
+std::string avals_str(const Aval* const* a, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + a[i]->str();
+  return s;
+}
+
+constexpr int kMaxDeviceTypes = 8;
+struct DeviceImpls {
+  std::mutex mu;
+  std::unordered_map<const Primitive*, ImplRule> impls[kMaxDeviceTypes];
+  std::map<std::string, int64_t> fallbacks[kMaxDeviceTypes];
+  std::set<std::string> warned;
+};
+DeviceImpls& device_impls() {
+  static DeviceImpls* d = new DeviceImpls();  // never destroyed: arrays may be freed during exit
+  return *d;
+}
+
+// Runs p with its operands on `dev` (moving those that are elsewhere): the device's kernel, or the CPU
+// impl through the host.
+Arrays run_on_device(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params,
+                     Device dev, bool moved) {
+  SmallVector<Array, 4> here;
+  if (moved) {
+    here.assign(in.begin(), in.end());
+    for (Array& x : here)
+      if (x.is_concrete()) x = transfer(x, dev);
+    in = std::span<const Array>(here.data(), here.size());
+  }
+  if (dev.is_cpu()) return p.impl(p, in, outs, params);
+  usable_backend(dev, p.name);
+  if (ImplRule fn = device_impl(dev.type, p)) return fn(p, in, outs, params);
+  return host_fallback(p, in, outs, params, dev);
+}
+
+}  // namespace
+
+Arrays host_fallback(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params,
+                     Device dev) {
+  {
+    DeviceImpls& d = device_impls();
+    std::lock_guard<std::mutex> lk(d.mu);
+    ++d.fallbacks[dev.type][p.name];
+    if (d.warned.insert(p.name).second && env::flag("GRAFT_LOG_FALLBACKS"))
+      std::fprintf(stderr, "graft: %s has no %s kernel: it runs on the CPU, its operands and results copied\n", p.name,
+                   dev.str().c_str());
+  }
+  SmallVector<Array, 4> host(in.begin(), in.end());
+  for (Array& x : host) x = transfer(x, Device::cpu());
+  Arrays res = p.impl(p, std::span<const Array>(host.data(), host.size()), outs, params);
+  for (Array& r : res) r = transfer(r, dev);
+  return res;
+}
+
+void register_device_impl(int16_t device_type, const Primitive& p, ImplRule fn) {
+  if (device_type <= 0 || device_type >= kMaxDeviceTypes)
+    fail<ValueError>("register_device_impl: bad device type ", device_type);
+  DeviceImpls& d = device_impls();
+  std::lock_guard<std::mutex> lk(d.mu);
+  d.impls[device_type][&p] = fn;
+}
+
+ImplRule device_impl(int16_t device_type, const Primitive& p) {
+  if (device_type <= 0 || device_type >= kMaxDeviceTypes) return nullptr;
+  DeviceImpls& d = device_impls();
+  std::lock_guard<std::mutex> lk(d.mu);
+  auto it = d.impls[device_type].find(&p);
+  return it == d.impls[device_type].end() ? nullptr : it->second;
+}
+
+std::vector<std::pair<std::string, int64_t>> device_fallbacks(int16_t device_type) {
+  std::vector<std::pair<std::string, int64_t>> out;
+  if (device_type <= 0 || device_type >= kMaxDeviceTypes) return out;
+  DeviceImpls& d = device_impls();
+  std::lock_guard<std::mutex> lk(d.mu);
+  for (auto& [k, v] : d.fallbacks[device_type]) out.emplace_back(k, v);
+  return out;
+}
+
 Arrays eval_primitive(const Primitive& p, std::span<const Array> in, const Params& params) {
   constexpr size_t kMaxStack = 8;
   const Aval* stack[kMaxStack];
@@ -88,7 +175,32 @@ Arrays eval_primitive(const Primitive& p, std::span<const Array> in, const Param
   }
   Avals outs = p.shape(p, AvalPtrs(ptrs, in.size()), params);
   for (const Aval& a : outs) checked_numel(a.shape, p.name);  // before anything is allocated
-  return p.impl(p, in, outs, params);
+  // Placement (JAX's rules): where committed operands live, else the default device; uncommitted
+  // operands elsewhere move there. The common case (everything on the CPU) costs one pass of tests.
+  Device dev = default_device();
+  bool committed = false, moved = false;
+  for (const Array& x : in) {
+    const ConcreteNode* c = x.concrete();
+    if (!c) continue;
+    Device d = c->device();
+    if (c->committed()) {
+      if (committed && d != dev)
+        fail<ValueError>(p.name, ": its operands are committed to different devices, ", dev, " and ", d, " (operands ",
+                         avals_str(ptrs, in.size()), "); move one of them with device_put");
+      dev = d;
+      committed = true;
+    }
+  }
+  // device_put chooses its device; higher-order primitives (jit, control flow) run their bodies,
+  // whose primitives are placed one by one
+  if (p.has(kPlacement) || p.has(kHigherOrder)) return p.impl(p, in, outs, params);
+  for (const Array& x : in) moved |= x.is_concrete() && x.concrete()->device() != dev;
+  if (dev.is_cpu() && !moved && !committed) return p.impl(p, in, outs, params);
+  Arrays res = run_on_device(p, in, outs, params, dev, moved);
+  if (committed)
+    for (Array& r : res)
+      if (auto* c = r.concrete()) c->set_committed(true);
+  return res;
 }
 
 Arrays EvalTrace::process(const Primitive& p, std::span<const Array> in, const Params& params) {
@@ -113,9 +225,10 @@ struct BadCount {
   int64_t nan = 0, inf = 0;
 };
 
-BadCount count_bad(const Array& a) {
+BadCount count_bad(const Array& x) {
   BadCount c;
-  if (!is_floating(a.dtype()) || !a.is_concrete()) return c;
+  if (!is_floating(x.dtype()) || !x.is_concrete()) return c;
+  Array a = x.concretize("debug_nans");  // a device's values are read on the host
   int64_t n = a.size();
   visit_dtype(a.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -15,7 +15,7 @@ const Array& checked(const Array& x, const char* op) {
 
 Array convert(const Array& x, DType d, bool weak) {
   if (x.dtype() == d && x.weak_type() == weak) return x;
-  if (x.is_concrete() && x.ndim() == 0) {
+  if (x.is_concrete() && x.ndim() == 0 && x.device().is_cpu()) {
     Array out = Array::empty(Aval({}, d, weak));
     convert_elements(x.raw_data(), x.dtype(), out.concrete()->data(), d, 1);
     return out;
@@ -146,6 +146,7 @@ Array isinf(const Array& x) {
 Array logical_not(const Array& x) { return lax::bitwise_not(as_bool(checked(x, "logical_not"))); }
 Array bitwise_not(const Array& x) { return lax::bitwise_not(checked(x, "bitwise_not")); }
 Array stop_gradient(const Array& x) { return lax::stop_gradient(checked(x, "stop_gradient")); }
+Array device_put(const Array& x, Device d) { return lax::device_put(checked(x, "device_put"), d); }
 
 Array relu(const Array& x) {
   checked(x, "relu");

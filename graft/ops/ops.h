@@ -137,6 +137,11 @@ Array logical_not(const Array& x);
 Array bitwise_not(const Array& x);
 /// Blocks differentiation: the value passes, the derivative is zero.
 Array stop_gradient(const Array& x);
+/// x copied to device `d` and committed there (JAX's jax.device_put): operations on it run on `d`;
+/// operands committed to two different devices are an error naming both. Differentiable (the
+/// gradient stays on `d`).
+///   graft::Array g = graft::device_put(x, graft::Device::cuda());   // g.device() is cuda:0
+Array device_put(const Array& x, Device d);
 
 // activations
 Array relu(const Array& x);

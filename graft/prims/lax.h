@@ -130,6 +130,8 @@ Array bitwise_not(const Array& x);
 Array population_count(const Array& x);
 Array copy(const Array& x);
 Array stop_gradient(const Array& x);
+/// x moved to device d and committed there.
+Array device_put(const Array& x, Device d);
 
 // ---- binary (same dtype; same shape or one rank-0 operand) ------------------------------------------
 Array add(const Array& a, const Array& b);

@@ -54,7 +54,8 @@ Array stack_rows(const std::vector<Array>& rows, const Aval& row) {
 
 void write_row(const Array& dst, int64_t i, const Array& value) {
   size_t nb = value.nbytes();
-  if (nb) std::memcpy(static_cast<char*>(dst.concrete()->data()) + static_cast<size_t>(i) * nb, value.raw_data(), nb);
+  Array host = value.concretize("write_row");  // a device's value is read on the host
+  if (nb) std::memcpy(static_cast<char*>(dst.concrete()->data()) + static_cast<size_t>(i) * nb, host.raw_data(), nb);
 }
 
 JvpResult linearize_inline(const ClosedJaxpr& body, std::span<const Array> primals, std::span<const Array> tangents) {

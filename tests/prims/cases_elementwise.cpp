@@ -157,6 +157,7 @@ std::vector<Case> elementwise_cases() {
   v.push_back(unary("integer_pow_0", integer_pow_p, -2, 2, [](double) { return 1.0; }, true, {{"y", int64_t(0)}}));
   v.push_back(unary("copy", copy_p, -2, 2, [](double x) { return x; }));
   v.push_back(unary("stop_gradient", stop_gradient_p, -2, 2, [](double x) { return x; }, false));
+  v.push_back(unary("device_put", device_put_p, -2, 2, [](double x) { return x; }, true, {{"device", std::string("cpu:0")}}));
   // ---- unary integer -----------------------------------------------------------------------------------
   v.push_back(unary_int("neg_i32", neg_p, DType::i32, -100, 100, [](double x) { return -x; }));
   v.push_back(unary_int("sign_i32", sign_p, DType::i32, -3, 3, sgn));

@@ -1,0 +1,47 @@
+// CUDA C++ source of graft's GPU kernels, generated from one description per primitive and compiled
+// with NVRTC at first use (graft/backend/cuda/runtime.h caches the cubins on disk). Plain strings:
+// nothing here needs CUDA, so tests compile every kernel for sm_90 on machines without a GPU.
+//
+// Elementwise primitives are described by an expression over `a`, `b`, `c` (the operands, in their
+// compute type: f16/bf16 are computed in f32, as on the CPU) and `p` (an integer parameter), e.g.
+// "a + b" or "g_max(a, b)"; the helpers (g_*) live in the prelude and follow the CPU's semantics
+// (NaN propagation, integer division by zero, shift counts, saturating float-to-int conversion).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graft/core/dtype.h"
+
+namespace graft::cuda_kernels {
+
+/// The expression of elementwise primitive `prim` for operands of `dtype`, or nullopt when it has no
+/// GPU kernel for that type (then it runs through the host).
+std::optional<std::string> elementwise_expr(const std::string& prim, DType dtype);
+/// Every elementwise primitive with a description (for tests).
+std::vector<std::string> elementwise_prims();
+
+/// An elementwise kernel: out[i] = expr(in_0[i], ...), each operand either full-sized or one element
+/// (broadcast). Kernel name: `name`. Arguments: out, in_0..in_{n-1}, n (i64), scalar mask (u32), p (i64).
+/// `first_is_pred`: operand 0 is a selector (select_n), read as an integer whatever the compute type.
+std::string elementwise_source(const std::string& name, const std::string& expr, const std::vector<DType>& in,
+                               DType compute, DType out, bool first_is_pred = false);
+/// Conversion of every element from `from` to `to` (CPU semantics). Arguments: out, in, n.
+std::string convert_source(const std::string& name, DType from, DType to);
+/// For every multi-index k of an iteration shape of up to 8 dims: out[out_offset + k . out_stride] =
+/// in[in_offset + k . in_stride] (input strides may be 0 or negative), elements of `bytes` bytes.
+/// Arguments: out, in, n, StridedArgs (by value; layout in graft/prims/cuda/rules.cpp).
+std::string strided_copy_source(const std::string& name, int bytes);
+/// Reduction of the inner `inner` elements of rows addressed through StridedArgs: one block per output
+/// element. op: sum, max, min, prod, and, or, argmax, argmin. Arguments: out, in, nout, inner, ReduceArgs.
+std::string reduce_source(const std::string& name, const std::string& op, DType in, DType out);
+/// out[i] = (i / inner) % size: the index along one axis. Arguments: out, n, inner, size.
+std::string iota_source(const std::string& name, DType out);
+/// Fills n elements of `bytes` bytes with one value. Arguments: out, n, value (u64 bits).
+std::string fill_source(const std::string& name, int bytes);
+
+/// The CUDA spelling of the storage type of a dtype ("float", "f16", ...).
+std::string storage_type(DType d);
+
+}  // namespace graft::cuda_kernels

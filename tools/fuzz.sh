@@ -10,7 +10,7 @@ build=${2:-$root/build-fuzz}
 work=${3:-$(mktemp -d)}
 "$root/tools/deps.sh" clang-14 libfuzzer-14-dev libclang-rt-14-dev
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DGRAFT_BUILD_TESTS=OFF -DGRAFT_BUILD_EXAMPLES=OFF -DGRAFT_SANITIZE=ON -DGRAFT_FUZZ=ON >/dev/null
+  -DGRAFT_BUILD_TESTS=OFF -DGRAFT_BUILD_EXAMPLES=OFF -DGRAFT_SANITIZE=ON -DGRAFT_FUZZ=ON -DGRAFT_WITH_CUDA=OFF >/dev/null
 cmake --build "$build"
 export ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0
 status=0

@@ -11,7 +11,7 @@ tsan=${2:-$root/build-tsan}
 
 # ASan + UBSan: the whole suite. Allocations beyond the machine return null (graft turns them into a
 # MemoryError, as it does without sanitizers) instead of aborting.
-cmake -S "$root" -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_SANITIZE=ON -DGRAFT_WERROR=ON >/dev/null
+cmake -S "$root" -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_SANITIZE=ON -DGRAFT_WERROR=ON -DGRAFT_WITH_CUDA=OFF >/dev/null
 cmake --build "$asan"
 ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   LSAN_OPTIONS="suppressions=$root/tools/lsan.supp" \
@@ -23,7 +23,7 @@ ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0 UBSAN_OPTIONS=print_stac
 
 # TSan: the concurrency tests. OpenMP (libgomp) is not instrumented, so kernels run on one thread per
 # caller (GRAFT_NUM_THREADS=1): the threads under test are the user's, and their sharing is what TSan sees.
-cmake -S "$root" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_TSAN=ON -DGRAFT_WERROR=ON >/dev/null
+cmake -S "$root" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_TSAN=ON -DGRAFT_WERROR=ON -DGRAFT_WITH_CUDA=OFF >/dev/null
 cmake --build "$tsan" --target test_nn test_backend test_io test_transforms
 export GRAFT_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 "$tsan/tests/test_nn" --gtest_filter='Threads.*'

@@ -159,7 +159,7 @@ bool have_gpu() {
   return false;
 #endif
 }
-std::string no_gpu_why() {
+[[maybe_unused]] std::string no_gpu_why() {
 #ifdef GRAFT_HAVE_CUDA
   return "no GPU: " + cuda::unavailable_reason();
 #else

@@ -1,5 +1,6 @@
 #include "graft/backend/cpu/llvm_jit.h"
 #include "graft/core/env.h"
+#include "graft/core/file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -240,30 +241,6 @@ bool read_whole(const std::string& path, std::string& out) {
   return ok;
 }
 
-// Writes a cache file: a new file of our own (never through a link, never one that exists), renamed
-// into place whole. False when it cannot (a cache that cannot be written is only slower).
-bool write_new_file(const std::string& dir, const std::string& path, const std::string& bytes) {
-  static std::atomic<uint64_t> serial{0};
-  std::string name = std::filesystem::path(path).filename().string();
-  std::string tmp = dir + "/." + name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  bool ok = true;
-  for (size_t done = 0; ok && done < bytes.size();) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    ok = w > 0;
-    if (ok) done += static_cast<size_t>(w);
-  }
-  ok = ::close(fd) == 0 && ok;
-  std::error_code ec;
-  if (ok) std::filesystem::rename(tmp, path, ec);
-  if (!ok || ec) {
-    std::filesystem::remove(tmp, ec);
-    return false;
-  }
-  return true;
-}
 
 // Object files on disk, keyed by the module identifier (set to a hash of the IR and the target).
 // The directory is read for every module, so that a program (or a test) can move it.
@@ -281,7 +258,7 @@ class DiskCache : public llvm::ObjectCache {
     if (key == keys_.end()) return;
     std::string bytes = make_cache_file(key->second, obj.getBufferStart(), obj.getBufferSize());
     std::string path = dir + "/" + id + ".gko";
-    if (!write_new_file(dir, path, bytes)) return;
+    if (!write_file_atomically(dir, path, bytes)) return;
     prune(dir, path);
   }
   // The full key of a module about to be compiled (by its identifier), for its file's header.
@@ -413,7 +390,7 @@ void cache_put(const std::string& key, const std::string& payload, const std::st
   if (ec) return;
   std::string full = key + "|" + host_target();
   std::string path = dir + "/" + module_id(key) + "." + ext;
-  if (write_new_file(dir, path, make_cache_file(full, payload.data(), payload.size()))) prune(dir, path);
+  if (write_file_atomically(dir, path, make_cache_file(full, payload.data(), payload.size()))) prune(dir, path);
 }
 
 std::optional<std::string> cache_get(const std::string& key, const std::string& ext) {

@@ -10,6 +10,7 @@
 #include <iterator>
 
 #include "graft/core/env.h"
+#include "graft/core/file.h"
 
 namespace graft::cuda {
 
@@ -70,25 +71,7 @@ bool kernel_cache_put(const std::string& file, const std::string& key, const std
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return false;
-  static std::atomic<uint64_t> serial{0};
-  std::string tmp = dir + "/." + file + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  std::string bytes = header(key, cubin) + cubin;
-  bool ok = true;
-  for (size_t done = 0; ok && done < bytes.size();) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    ok = w > 0;
-    if (ok) done += static_cast<size_t>(w);
-  }
-  ok = ::close(fd) == 0 && ok;
-  if (ok) std::filesystem::rename(tmp, dir + "/" + file, ec);
-  if (!ok || ec) {
-    std::filesystem::remove(tmp, ec);
-    return false;
-  }
-  return true;
+  return write_file_atomically(dir, dir + "/" + file, header(key, cubin) + cubin);
 }
 
 }  // namespace graft::cuda

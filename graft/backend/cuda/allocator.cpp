@@ -25,10 +25,13 @@ void* CachingAllocator::take_cached(size_t r) {
   auto it = free_.lower_bound(r);
   // best fit, but never a block much larger than asked for (it would sit idle)
   if (it == free_.end() || it->first > r + r / 8) return nullptr;
-  void* p = it->second;
-  st_.cached_bytes -= static_cast<int64_t>(it->first);
-  st_.allocated_bytes += static_cast<int64_t>(it->first);
+  auto [size, p] = *it;
   free_.erase(it);
+  st_.cached_bytes -= static_cast<int64_t>(size);
+  st_.allocated_bytes += static_cast<int64_t>(size);
+  st_.peak_allocated_bytes = std::max(st_.peak_allocated_bytes, st_.allocated_bytes);
+  ++st_.num_cache_hits;
+  live_[p] = size;
   return p;
 }
 
@@ -46,17 +49,8 @@ void* CachingAllocator::allocate(size_t n) {
   size_t r = round_size(n);
   std::lock_guard<std::mutex> lk(mu_);
   ++st_.num_allocs;
-  if (caching_) {
-    auto it = free_.lower_bound(r);
-    if (it != free_.end() && it->first <= r + r / 8) {
-      size_t size = it->first;
-      ++st_.num_cache_hits;
-      void* p = take_cached(r);
-      live_[p] = size;
-      st_.peak_allocated_bytes = std::max(st_.peak_allocated_bytes, st_.allocated_bytes);
-      return p;
-    }
-  }
+  if (caching_)
+    if (void* p = take_cached(r)) return p;
   auto try_device = [&]() -> void* {
     if (limit_ && static_cast<size_t>(st_.reserved_bytes) + r > limit_) return nullptr;
     return mem_.raw_alloc(r);

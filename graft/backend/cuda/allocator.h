@@ -58,6 +58,7 @@ class CachingAllocator {
   static size_t round_size(size_t n);
 
  private:
+  /// A cached block for size class r (best fit), moved to the live blocks; null when none fits.
   void* take_cached(size_t r);
   void free_cached_locked();
   DeviceMemory& mem_;

@@ -21,6 +21,8 @@ size_t CachingAllocator::round_size(size_t n) {
 CachingAllocator::CachingAllocator(DeviceMemory& mem, bool caching, size_t limit)
     : mem_(mem), caching_(caching), limit_(limit) {}
 
+CachingAllocator::~CachingAllocator() { empty_cache(); }
+
 void* CachingAllocator::take_cached(size_t r) {
   auto it = free_.lower_bound(r);
   // best fit, but never a block much larger than asked for (it would sit idle)

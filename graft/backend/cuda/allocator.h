@@ -46,6 +46,10 @@ class CachingAllocator {
  public:
   /// `limit`: the most bytes reserved from the device at once (0: no cap besides the device's own).
   CachingAllocator(DeviceMemory& mem, bool caching, size_t limit);
+  /// Returns the cached blocks to the device (live blocks stay their holders').
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
   /// A block of at least n bytes (n = 0 gives a block too).
   void* allocate(size_t n);
   /// Gives back a block that allocate() returned.

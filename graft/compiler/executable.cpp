@@ -84,7 +84,7 @@ std::string step_label(const Eqn& e) {
 }  // namespace
 
 Executable::Executable(const ClosedJaxpr& original, const std::string& name, std::vector<bool> donated)
-    : donated_(std::move(donated)) {
+    : traced_(original), donated_(std::move(donated)) {
   compiler::OptimizeOptions opts;
   opts.name = name;
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
@@ -165,13 +165,14 @@ Arrays Executable::run(std::span<const Array> args) const {
   if (args.size() != in_slots_.size())
     fail<ValueError>("jit: expected ", in_slots_.size(), " arguments, got ", args.size());
   // Compiled loops run on the CPU. With an operand on another device, or another default device, the
-  // program runs op by op, each primitive on its device (jit's GPU code generation is not built yet).
+  // traced program runs op by op, each primitive on its device (jit's GPU code generation is not
+  // built yet). Not the optimized program: its fused loops and rewrites are the CPU's.
   bool elsewhere = !default_device().is_cpu();
   for (const Array& a : args) elsewhere = elsewhere || (a.is_concrete() && !a.concrete()->device().is_cpu());
-  for (const Array& a : program_.consts) elsewhere = elsewhere || (a.is_concrete() && !a.concrete()->device().is_cpu());
+  for (const Array& a : traced_.consts) elsewhere = elsewhere || (a.is_concrete() && !a.concrete()->device().is_cpu());
   if (elsewhere) {
     TraceScope eager(eval_trace());
-    return eval_jaxpr(program_, args);
+    return eval_jaxpr(traced_, args);
   }
   std::vector<Array> slots(slot_init_);
   for (size_t i = 0; i < args.size(); ++i) {

@@ -60,6 +60,9 @@ class Executable {
     std::string label;                   ///< its row in the GRAFT_PROFILE table (set when profiling)
   };
   ClosedJaxpr program_;
+  /// The program as traced, before the CPU's passes: what runs op by op on another device (fused
+  /// loops and the CPU's rewrites are not for it).
+  ClosedJaxpr traced_;
   Stats stats_;
   std::vector<Step> steps_;
   std::vector<Array> slot_init_;  ///< consts and literals, placed before the run

@@ -1135,6 +1135,10 @@ Avals fusion_shape(const Primitive&, AvalPtrs in, const Params& params) {
 }
 
 Arrays fusion_impl(const Primitive&, std::span<const Array> in, std::span<const Aval>, const Params& params) {
+  // the loops are the CPU's: with an operand on another device the body runs op by op, each
+  // primitive placed as eager code would be
+  for (const Array& a : in)
+    if (a.is_concrete() && !a.concrete()->device().is_cpu()) return eval_jaxpr(fusion_body(params), in);
   return FusedKernel::of(fusion_body(params)).run(in);
 }
 

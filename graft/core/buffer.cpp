@@ -154,6 +154,8 @@ Device parse_device(std::string_view s) {
   if (index >= 0) {
     if (kind == "cpu" && index == 0) return Device::cpu();
     if (kind == "cuda" || kind == "gpu") return Device::cuda(index);
+    for (int16_t t = 2; t < kMaxTypes; ++t)  // other backends, by the name they registered
+      if (Backend* b = backend_for(t); b && b->name() == kind) return Device{t, static_cast<int16_t>(index)};
   }
   fail<ValueError>("unknown device '", s, "': expected cpu, cuda or cuda:N");
 }
@@ -187,8 +189,10 @@ DefaultDevice::~DefaultDevice() {
 }
 
 std::string Device::str() const {
-  return (type == 0 ? std::string("cpu") : type == 1 ? std::string("cuda") : "device" + std::to_string(type)) +
-         ":" + std::to_string(index);
+  std::string kind = type == 0 ? "cpu" : type == 1 ? "cuda" : "device" + std::to_string(type);
+  if (type > 1)
+    if (Backend* b = backend_for(type)) kind = b->name();
+  return kind + ":" + std::to_string(index);
 }
 std::ostream& operator<<(std::ostream& os, Device d) { return os << d.str(); }
 

@@ -22,7 +22,8 @@ struct Device {
 };
 std::ostream& operator<<(std::ostream& os, Device d);
 
-/// Parses "cpu", "cuda", "cuda:1" (ValueError otherwise).
+/// Parses "cpu", "cuda", "cuda:1", or another registered backend's name with an optional index
+/// (ValueError otherwise).
 Device parse_device(std::string_view s);
 
 /// Where arrays made without an explicit device go (creation ops, results of operations whose

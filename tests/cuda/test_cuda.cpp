@@ -9,7 +9,7 @@
 #include "graft/backend/cuda/allocator.h"
 #include "graft/backend/cuda/kernel_cache.h"
 #include "graft/prims/cuda/kernels.h"
-#include "prims/conformance.h"
+#include "cuda/device_checks.h"
 #ifdef GRAFT_HAVE_CUDA
 #include "graft/backend/cuda/runtime.h"
 #endif
@@ -245,36 +245,9 @@ TEST(CudaKernels, ConversionsLayoutAndReductionsCompileForSm90) {
 
 // ---- on a GPU ---------------------------------------------------------------------------------------------------
 #ifdef GRAFT_HAVE_CUDA
-Inputs to_gpu(const Inputs& in) {
-  Inputs out;
-  for (const Array& x : in) out.push_back(device_put(x, Device::cuda()));
-  return out;
-}
-
 TEST(CudaArrays, RoundTripPlacementAndErrors) {
   REQUIRE_GPU();
-  Array x = concrete({1, 2, 3, 4, 5, 6}, {2, 3});
-  Array g = device_put(x, Device::cuda());
-  EXPECT_EQ(g.device(), Device::cuda(0));
-  EXPECT_TRUE(g.concrete()->committed());
-  EXPECT_EQ(g.to_vector<float>(), x.to_vector<float>());
-  Array y = (g * 2.0f + 1.0f).block_until_ready();  // weak scalars move to the committed device
-  EXPECT_EQ(y.device(), Device::cuda(0));
-  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 5, 7, 9, 11, 13}));
-  expect_throws<ValueError>([&] { (void)y.raw_data(); }, "lives on cuda:0");
-  Array c = device_put(x, Device::cpu());  // committed to the CPU
-  expect_throws<ValueError>([&] { (void)(c + g); }, "committed to different devices, cpu:0 and cuda:0");
-  Array u = x + g;  // x is not committed: it moves
-  EXPECT_EQ(u.device(), Device::cuda(0));
-  {
-    DefaultDevice on(Device::cuda());
-    Array z = zeros({4}, DType::f32);
-    EXPECT_EQ(z.device(), Device::cuda(0));
-    EXPECT_FALSE(z.concrete()->committed());
-  }
-  std::ostringstream os;
-  os << g;
-  EXPECT_NE(os.str().find("[[1., 2., 3.]"), std::string::npos) << os.str();
+  check_round_trip_and_placement(Device::cuda());
 }
 
 TEST(CudaArrays, MemoryStatsAndOutOfMemory) {
@@ -296,114 +269,39 @@ TEST(CudaArrays, MemoryStatsAndOutOfMemory) {
 
 TEST(CudaArrays, TransformationsAndControlFlow) {
   REQUIRE_GPU();
-  Rng rng(3);
-  Array w = rng.uniform({5, 4}, DType::f32), x = rng.uniform({8, 5}, DType::f32);
-  auto loss = [](const Array& w, const Array& x) { return mean(square(tanh(matmul(x, w)))); };
-  auto g_cpu = grad([&](const Array& w) { return loss(w, x); })(w);
-  Array wg = device_put(w, Device::cuda()), xg = device_put(x, Device::cuda());
-  auto g_gpu = grad([&](const Array& w) { return loss(w, xg); })(wg);
-  EXPECT_EQ(g_gpu.device(), Device::cuda(0));
-  EXPECT_TRUE(close(g_gpu, g_cpu, 1e-5, 1e-6));
-  // vmap, jit and cond on GPU arrays
-  Array v = vmap([](const Array& r) { return sum(exp(r)); })(xg);
-  EXPECT_TRUE(close(v, vmap([](const Array& r) { return sum(exp(r)); })(x), 1e-5, 1e-5));
-  auto jf = jit([](const Array& a) { return softmax(a, -1); });
-  Array j = jf(xg);
-  EXPECT_EQ(j.device(), Device::cuda(0));
-  EXPECT_TRUE(close(j, jf(x), 1e-5, 1e-6));
-  Array c = cond(sum(xg) > 0.0f, [](const Array& a) { return a * 2.0f; }, [](const Array& a) { return a - 1.0f; }, xg);
-  EXPECT_TRUE(close(c, cond(sum(x) > 0.0f, [](const Array& a) { return a * 2.0f; }, [](const Array& a) { return a - 1.0f; }, x)));
+  check_transformations_and_control_flow(Device::cuda());
 }
 
 // ---- conformance on the device ------------------------------------------------------------------------------
-std::vector<Case> gpu_cases() {
-  std::vector<Case> c = elementwise_cases();
-  auto s = structural_cases();
-  c.insert(c.end(), s.begin(), s.end());
-  return c;
-}
 class CudaConformance : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CudaConformance, ValuesMatchTheCpu) {
   REQUIRE_GPU();
-  const Case& c = GetParam();
-  for (DType d : c.value_dtypes) {
-    SCOPED_TRACE(std::string("dtype ") + std::string(short_name(d)));
-    Rng rng(1);
-    Inputs in = c.inputs(rng, d);
-    Inputs want = run_case(c, in);
-    Inputs got = run_case(c, to_gpu(in));
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k) {
-      if (!in.empty() && c.prim != &prims::device_put_p) {
-        EXPECT_EQ(got[k].device(), Device::cuda(0)) << "output " << k;
-      }
-      EXPECT_EQ(got[k].dtype(), want[k].dtype());
-      bool fl = is_floating(got[k].dtype());
-      double tol = !fl ? 0 : got[k].dtype() == DType::f64 ? 1e-12 : got[k].dtype() == DType::f32 ? 2e-6 : 1e-2;
-      EXPECT_TRUE(close(got[k], want[k], tol, tol)) << "output " << k;
-    }
-  }
+  check_values_match_the_cpu(GetParam(), Device::cuda());
 }
 
 TEST_P(CudaConformance, DerivativesMatchTheCpu) {
   REQUIRE_GPU();
-  const Case& c = GetParam();
-  if (!c.smooth) GTEST_SKIP() << "no derivative";
-  Rng rng(2);
-  Inputs x = c.inputs(rng, DType::f64);
-  Inputs t;
-  for (size_t i = 0; i < x.size(); ++i) t.push_back(c.diff[i] ? rng.uniform(x[i].shape(), x[i].dtype()) : Array());
-  FlatFn f = [&](const Inputs& in) { return run_case(c, in); };
-  auto [y, ty] = jvp_flat(f, x, t);
-  Inputs tg;
-  for (auto& a : t) tg.push_back(a.valid() ? device_put(a, Device::cuda()) : a);
-  auto [yg, tyg] = jvp_flat(f, to_gpu(x), tg);
-  for (size_t k = 0; k < ty.size(); ++k)
-    if (ty[k].valid() && tyg[k].valid()) {
-      EXPECT_TRUE(close(tyg[k], ty[k], 1e-10, 1e-10)) << "jvp output " << k;
-    }
-  VjpResult v = vjp_flat(f, x), vg = vjp_flat(f, to_gpu(x));
-  Inputs ct;
-  for (auto& o : v.outs) ct.push_back(is_floating(o.dtype()) ? rng.uniform(o.shape(), o.dtype()) : Array());
-  Inputs ctg;
-  for (auto& a : ct) ctg.push_back(a.valid() ? device_put(a, Device::cuda()) : a);
-  Inputs g = v.pullback(ct), gg = vg.pullback(ctg);
-  for (size_t i = 0; i < g.size(); ++i)
-    if (c.diff[i] && g[i].valid() && gg[i].valid()) {
-      EXPECT_TRUE(close(gg[i], g[i], 1e-10, 1e-10)) << "vjp input " << i;
-    }
+  if (!GetParam().smooth) GTEST_SKIP() << "no derivative";
+  check_derivatives_match_the_cpu(GetParam(), Device::cuda());
 }
 
 TEST_P(CudaConformance, VmapAndJitMatchTheCpu) {
   REQUIRE_GPU();
-  const Case& c = GetParam();
-  Rng rng(5);
-  Inputs x = c.inputs(rng, DType::f32);
-  if (x.empty()) GTEST_SKIP() << "no inputs";
-  FlatFn f = [&](const Inputs& in) { return run_case(c, in); };
-  Inputs stacked;
-  for (auto& a : x) stacked.push_back(stack({a, a, a}, 0));
-  std::vector<std::optional<int64_t>> axes(x.size(), 0);
-  Inputs want = vmap_flat(f, stacked, axes, {0});
-  Inputs got = vmap_flat(f, to_gpu(stacked), axes, {0});
-  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(close(got[k], want[k], 2e-6, 2e-6)) << "vmap output " << k;
-  auto jf = jit([&c](const std::vector<Array>& in) { return run_case(c, in); });
-  Inputs jw = jf(x), jg = jf(to_gpu(x));
-  for (size_t k = 0; k < jg.size(); ++k) EXPECT_TRUE(close(jg[k], jw[k], 2e-6, 2e-6)) << "jit output " << k;
+  check_vmap_and_jit_match_the_cpu(GetParam(), Device::cuda());
 }
 
 std::string gpu_case_name(const ::testing::TestParamInfo<Case>& info) { return info.param.name; }
-INSTANTIATE_TEST_SUITE_P(Prims, CudaConformance, ::testing::ValuesIn(gpu_cases()), gpu_case_name);
+INSTANTIATE_TEST_SUITE_P(Prims, CudaConformance, ::testing::ValuesIn(device_cases()), gpu_case_name);
 
 // Which primitives still reach the GPU through the host (no kernel yet): printed, and checked against
 // the list of those known to have none, so that a new gap shows up here.
 TEST(CudaCoverage, PrimitivesWithoutAKernel) {
   REQUIRE_GPU();
-  for (const Case& c : gpu_cases()) {
+  for (const Case& c : device_cases()) {
     Rng rng(1);
     Inputs in = c.inputs(rng, DType::f32);
-    run_case(c, to_gpu(in));
+    run_case(c, to_device(in, Device::cuda()));
   }
   std::string list = " ";
   for (auto& [name, n] : device_fallbacks(1)) list += name + " ";

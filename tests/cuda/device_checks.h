@@ -1,0 +1,157 @@
+// Checks that run a program on another device and compare it with the CPU, shared by the CUDA tests
+// (on a GPU) and the simulated device's (everywhere): placement and errors, transformations and
+// control flow on device arrays, and every conformance row's values, derivatives, vmap and jit.
+#pragma once
+
+#include <sstream>
+#include <string>
+
+#include "prims/conformance.h"
+
+namespace graft::testing {
+
+inline Inputs to_device(const Inputs& in, Device d) {
+  Inputs out;
+  for (const Array& x : in) out.push_back(x.valid() ? device_put(x, d) : x);
+  return out;
+}
+
+inline std::vector<Case> device_cases() {
+  std::vector<Case> c = elementwise_cases();
+  auto s = structural_cases();
+  c.insert(c.end(), s.begin(), s.end());
+  return c;
+}
+
+/// device_put, committed placement, moving uncommitted operands, the mixing error, the default
+/// device, reading values back.
+inline void check_round_trip_and_placement(Device d) {
+  const std::string name = d.str();
+  Array x = concrete({1, 2, 3, 4, 5, 6}, {2, 3});
+  Array g = device_put(x, d);
+  EXPECT_EQ(g.device(), d);
+  EXPECT_TRUE(g.concrete()->committed());
+  EXPECT_EQ(g.to_vector<float>(), x.to_vector<float>());
+  Array y = (g * 2.0f + 1.0f).block_until_ready();  // weak scalars move to the committed device
+  EXPECT_EQ(y.device(), d);
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{3, 5, 7, 9, 11, 13}));
+  expect_throws<ValueError>([&] { (void)y.raw_data(); }, "lives on " + name);
+  Array c = device_put(x, Device::cpu());  // committed to the CPU
+  expect_throws<ValueError>([&] { (void)(c + g); }, "committed to different devices, cpu:0 and " + name);
+  Array u = x + g;  // x is not committed: it moves
+  EXPECT_EQ(u.device(), d);
+  {
+    DefaultDevice on(d);
+    Array z = zeros({4}, DType::f32);
+    EXPECT_EQ(z.device(), d);
+    EXPECT_FALSE(z.concrete()->committed());
+  }
+  std::ostringstream os;
+  os << g;
+  EXPECT_NE(os.str().find("[[1., 2., 3.]"), std::string::npos) << os.str();
+}
+
+/// grad, vmap, jit (softmax: a fused program on the CPU), cond and while_loop on device arrays.
+inline void check_transformations_and_control_flow(Device d) {
+  Rng rng(3);
+  Array w = rng.uniform({5, 4}, DType::f32), x = rng.uniform({8, 5}, DType::f32);
+  auto loss = [](const Array& w, const Array& x) { return mean(square(tanh(matmul(x, w)))); };
+  auto g_cpu = grad([&](const Array& w) { return loss(w, x); })(w);
+  Array wg = device_put(w, d), xg = device_put(x, d);
+  auto g_dev = grad([&](const Array& w) { return loss(w, xg); })(wg);
+  EXPECT_EQ(g_dev.device(), d);
+  EXPECT_TRUE(close(g_dev, g_cpu, 1e-5, 1e-6));
+  Array v = vmap([](const Array& r) { return sum(exp(r)); })(xg);
+  EXPECT_EQ(v.device(), d);
+  EXPECT_TRUE(close(v, vmap([](const Array& r) { return sum(exp(r)); })(x), 1e-5, 1e-5));
+  auto jf = jit([](const Array& a) { return softmax(a, -1); });
+  Array want = jf(x);  // compiled for the CPU first: the device call reuses the program
+  Array j = jf(xg);
+  EXPECT_EQ(j.device(), d);
+  EXPECT_TRUE(close(j, want, 1e-5, 1e-6));
+  auto jg = jit(grad([&](const Array& w) { return loss(w, xg); }));
+  Array jgd = jg(wg);
+  EXPECT_EQ(jgd.device(), d);
+  EXPECT_TRUE(close(jgd, g_cpu, 1e-5, 1e-6));
+  auto branch = [](const Array& p, const Array& a) {
+    return cond(p, [](const Array& a) { return a * 2.0f; }, [](const Array& a) { return a - 1.0f; }, a);
+  };
+  Array c = branch(sum(xg) > 0.0f, xg);
+  EXPECT_EQ(c.device(), d);
+  EXPECT_TRUE(close(c, branch(sum(x) > 0.0f, x)));
+  auto loop = [](const Array& a) {
+    return while_loop([](const Array& s) { return sum(s) < 1000.0f; }, [](const Array& s) { return s * 2.0f + 1.0f; }, a);
+  };
+  Array l = loop(xg);
+  EXPECT_EQ(l.device(), d);
+  EXPECT_TRUE(close(l, loop(x)));
+}
+
+/// The row's values on the device equal the CPU's, in every dtype it lists.
+inline void check_values_match_the_cpu(const Case& c, Device d) {
+  for (DType t : c.value_dtypes) {
+    SCOPED_TRACE(std::string("dtype ") + std::string(short_name(t)));
+    Rng rng(1);
+    Inputs in = c.inputs(rng, t);
+    Inputs want = run_case(c, in);
+    Inputs got = run_case(c, to_device(in, d));
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      if (!in.empty() && c.prim != &prims::device_put_p) {
+        EXPECT_EQ(got[k].device(), d) << "output " << k;
+      }
+      EXPECT_EQ(got[k].dtype(), want[k].dtype());
+      bool fl = is_floating(got[k].dtype());
+      double tol = !fl ? 0 : got[k].dtype() == DType::f64 ? 1e-12 : got[k].dtype() == DType::f32 ? 2e-6 : 1e-2;
+      EXPECT_TRUE(close(got[k], want[k], tol, tol)) << "output " << k;
+    }
+  }
+}
+
+/// Forward and reverse derivatives (f64) on the device equal the CPU's.
+inline void check_derivatives_match_the_cpu(const Case& c, Device d) {
+  Rng rng(2);
+  Inputs x = c.inputs(rng, DType::f64);
+  Inputs t;
+  for (size_t i = 0; i < x.size(); ++i) t.push_back(c.diff[i] ? rng.uniform(x[i].shape(), x[i].dtype()) : Array());
+  FlatFn f = [&](const Inputs& in) { return run_case(c, in); };
+  auto [y, ty] = jvp_flat(f, x, t);
+  auto [yg, tyg] = jvp_flat(f, to_device(x, d), to_device(t, d));
+  for (size_t k = 0; k < ty.size(); ++k)
+    if (ty[k].valid() && tyg[k].valid()) {
+      EXPECT_TRUE(close(tyg[k], ty[k], 1e-10, 1e-10)) << "jvp output " << k;
+    }
+  VjpResult v = vjp_flat(f, x), vg = vjp_flat(f, to_device(x, d));
+  Inputs ct;
+  for (auto& o : v.outs) ct.push_back(is_floating(o.dtype()) ? rng.uniform(o.shape(), o.dtype()) : Array());
+  Inputs g = v.pullback(ct), gg = vg.pullback(to_device(ct, d));
+  for (size_t i = 0; i < g.size(); ++i)
+    if (c.diff[i] && g[i].valid() && gg[i].valid()) {
+      EXPECT_TRUE(close(gg[i], g[i], 1e-10, 1e-10)) << "vjp input " << i;
+    }
+}
+
+/// vmap and jit on device arrays equal the CPU's (the jitted function is compiled for the CPU first,
+/// so the device call reuses a CPU program, fused loops included).
+inline void check_vmap_and_jit_match_the_cpu(const Case& c, Device d) {
+  Rng rng(5);
+  Inputs x = c.inputs(rng, DType::f32);
+  if (x.empty()) GTEST_SKIP() << "no inputs";
+  FlatFn f = [&](const Inputs& in) { return run_case(c, in); };
+  Inputs stacked;
+  for (auto& a : x) stacked.push_back(stack({a, a, a}, 0));
+  std::vector<std::optional<int64_t>> axes(x.size(), 0);
+  Inputs want = vmap_flat(f, stacked, axes, {0});
+  Inputs got = vmap_flat(f, to_device(stacked, d), axes, {0});
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(close(got[k], want[k], 2e-6, 2e-6)) << "vmap output " << k;
+  auto jf = jit([&c](const std::vector<Array>& in) { return run_case(c, in); });
+  Inputs jw = jf(x), jg = jf(to_device(x, d));
+  for (size_t k = 0; k < jg.size(); ++k) {
+    if (c.prim != &prims::device_put_p) {
+      EXPECT_EQ(jg[k].device(), d) << "jit output " << k;
+    }
+    EXPECT_TRUE(close(jg[k], jw[k], 2e-6, 2e-6)) << "jit output " << k;
+  }
+}
+
+}  // namespace graft::testing

@@ -134,10 +134,21 @@ struct Primitive {
 
 /// The kernel of primitive `p` on devices of type `device_type` (1 = cuda), registered by that
 /// backend's rules (graft/prims/cuda/). The rule receives operands on that device and returns outputs
-/// there. A primitive without one runs on the device through the host: its operands are copied to the
+/// there. A primitive without one runs its decomposition (below) when it has one, else through the
+/// host: its operands are copied to the
 /// CPU, the CPU impl runs, and the results are copied back (counted by device_fallbacks()).
 void register_device_impl(int16_t device_type, const Primitive& p, ImplRule fn);
 ImplRule device_impl(int16_t device_type, const Primitive& p);
+/// A rule that expresses p through other primitives, for devices with no kernel of their own for p
+/// (graft/prims/decompose.cpp: windows and convolution through pad, slice and dot_general, ...). Any
+/// device type uses it; each primitive it binds is placed and dispatched again. It may itself send a
+/// case it does not cover to host_fallback.
+void register_device_decomposition(const Primitive& p, ImplRule fn);
+ImplRule device_decomposition(const Primitive& p);
+/// Runs p on device `dev` through its decomposition (eagerly, `dev` the default device), or through the
+/// host when it has none. For device rules that meet a case their kernels do not cover.
+Arrays decompose_on_device(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs,
+                           const Params& params, Device dev);
 /// Runs p on device `dev` through the host: operands copied to the CPU, the CPU impl, results copied
 /// back to `dev` (and counted). For device rules that meet a case their kernels do not cover.
 Arrays host_fallback(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params,

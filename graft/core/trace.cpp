@@ -91,6 +91,7 @@ constexpr int kMaxDeviceTypes = 8;
 struct DeviceImpls {
   std::mutex mu;
   std::unordered_map<const Primitive*, ImplRule> impls[kMaxDeviceTypes];
+  std::unordered_map<const Primitive*, ImplRule> decompositions;
   std::map<std::string, int64_t> fallbacks[kMaxDeviceTypes];
   std::set<std::string> warned;
 };
@@ -113,10 +114,21 @@ Arrays run_on_device(const Primitive& p, std::span<const Array> in, std::span<co
   if (dev.is_cpu()) return p.impl(p, in, outs, params);
   usable_backend(dev, p.name);
   if (ImplRule fn = device_impl(dev.type, p)) return fn(p, in, outs, params);
-  return host_fallback(p, in, outs, params, dev);
+  return decompose_on_device(p, in, outs, params, dev);
 }
 
 }  // namespace
+
+Arrays decompose_on_device(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs,
+                           const Params& params, Device dev) {
+  ImplRule fn = device_decomposition(p);
+  if (!fn) return host_fallback(p, in, outs, params, dev);
+  // the primitives it binds run eagerly (below any transformation), and the values it makes (fill
+  // values, masks) are made on this device
+  DefaultDevice here(dev);
+  TraceScope eager(eval_trace());
+  return fn(p, in, outs, params);
+}
 
 Arrays host_fallback(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params,
                      Device dev) {
@@ -149,6 +161,19 @@ ImplRule device_impl(int16_t device_type, const Primitive& p) {
   std::lock_guard<std::mutex> lk(d.mu);
   auto it = d.impls[device_type].find(&p);
   return it == d.impls[device_type].end() ? nullptr : it->second;
+}
+
+void register_device_decomposition(const Primitive& p, ImplRule fn) {
+  DeviceImpls& d = device_impls();
+  std::lock_guard<std::mutex> lk(d.mu);
+  d.decompositions[&p] = fn;
+}
+
+ImplRule device_decomposition(const Primitive& p) {
+  DeviceImpls& d = device_impls();
+  std::lock_guard<std::mutex> lk(d.mu);
+  auto it = d.decompositions.find(&p);
+  return it == d.decompositions.end() ? nullptr : it->second;
 }
 
 std::vector<std::pair<std::string, int64_t>> device_fallbacks(int16_t device_type) {

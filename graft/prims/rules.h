@@ -60,6 +60,10 @@ BatchResult batch_elementwise(const Primitive& p, std::span<const Array> vals, s
 /// Shape rule helper for elementwise ops: all operands equal or rank 0; returns the common shape.
 Shape elementwise_shape(const Primitive& p, AvalPtrs in);
 
+/// Registers the decompositions of graft/prims/decompose.cpp (called once, before main, from the
+/// file of device_put, which every program that uses a device links).
+void register_device_decompositions();
+
 /// JVP rule of primitives linear in all operands: the tangent is the primitive applied to the tangents
 /// (zeros instantiated).
 JvpResult linear_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,

@@ -49,6 +49,44 @@ TEST(SimDevice, NamesAndMissingDevices) {
   expect_throws<ValueError>([&] { device_put(x, Device{kSimType, 1}); }, "sim:1 is not available: the simulated device has one");
 }
 
+int64_t fallbacks_of(const std::string& name) {
+  for (auto& [n, c] : device_fallbacks(kSimType))
+    if (n == name) return c;
+  return 0;
+}
+
+// The decompositions (graft/prims/decompose.cpp) run on the device: the primitives they cover do not
+// go to the host whole (their parts do here, on a device without kernels).
+TEST(SimDevice, DecompositionsKeepPrimitivesOnTheDevice) {
+  int checked = 0;
+  for (const Case& c : device_cases()) {
+    std::string n = c.prim->name;
+    if (n != "conv_general_dilated" && n.rfind("reduce_window_", 0) != 0 && n.rfind("select_and_", 0) != 0) continue;
+    Rng rng(1);
+    Inputs in = c.inputs(rng, DType::f32);
+    int64_t before = fallbacks_of(n);
+    Inputs out = run_case(c, to_device(in, sim()));
+    EXPECT_EQ(out[0].device(), sim());
+    EXPECT_EQ(fallbacks_of(n), before) << c.name << " went through the host";
+    ++checked;
+  }
+  EXPECT_GE(checked, 10);
+  // three cases: two selects of two cases each
+  Array which = device_put(concrete({0, 1, 2, 1}, {4}, DType::i32), sim());
+  Array a = concrete({1, 2, 3, 4}, {4}), b = concrete({5, 6, 7, 8}, {4}), c = concrete({9, 10, 11, 12}, {4});
+  int64_t selects = fallbacks_of("select_n");
+  Array cases[] = {a, b, c};
+  EXPECT_EQ(lax::select_n(which, cases).to_vector<float>(), (std::vector<float>{1, 6, 11, 8}));
+  EXPECT_EQ(fallbacks_of("select_n"), selects + 2);
+  // negative padding: a pad with the positive part, then a slice
+  int64_t pads = fallbacks_of("pad"), slices = fallbacks_of("slice");
+  Array x = device_put(concrete({1, 2, 3, 4, 5}, {5}), sim());
+  Array p = lax::pad(x, lax::scalar(0, DType::f32), {{-2, 1, 1}});
+  EXPECT_EQ(p.to_vector<float>(), (std::vector<float>{2, 0, 3, 0, 4, 0, 5, 0}));
+  EXPECT_EQ(fallbacks_of("pad"), pads + 1);
+  EXPECT_EQ(fallbacks_of("slice"), slices + 1);
+}
+
 class SimConformance : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SimConformance, ValuesMatchTheCpu) { check_values_match_the_cpu(GetParam(), sim()); }

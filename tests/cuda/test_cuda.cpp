@@ -241,6 +241,32 @@ TEST(CudaKernels, ConversionsLayoutAndReductionsCompileForSm90) {
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::reduce_source("r", op, DType::bool_, DType::bool_), "r", 90));
   expect_throws<Error>([] { cuda::compile_cubin("this is not CUDA", "bad", 90); }, "NVRTC could not compile");
 }
+
+TEST(CudaKernels, IndexedRunningAndRandomKernelsCompileForSm90) {
+  EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::threefry_source("tf"), "tf", 90));
+  for (DType d : {DType::bool_, DType::i8, DType::i32, DType::u32, DType::i64, DType::f16, DType::bf16, DType::f32, DType::f64})
+    for (const char* op : {"sum", "max", "min"}) {
+      if (d == DType::bool_ && std::string(op) == "sum") continue;
+      SCOPED_TRACE(std::string(op) + " " + std::string(short_name(d)));
+      EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::cumulative_source("cum", op, d), "cum", 90));
+    }
+  for (DType d : kAll) {
+    auto src = cuda_kernels::scatter_add_source("sa", d);
+    EXPECT_EQ(src.has_value(), d == DType::f32 || d == DType::f64 || d == DType::i32 || d == DType::u32 || d == DType::i64 ||
+                                   d == DType::u64);
+    if (src) {
+      EXPECT_NO_THROW(cuda::compile_cubin(*src, "sa", 90)) << short_name(d);
+    }
+  }
+  for (DType d : kAll)
+    EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::sort_pass_source("sp", {d, DType::i32}), "sp", 90)) << short_name(d);
+  for (int b : {1, 2, 4, 8}) {
+    EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::take_rows_source("tr", b), "tr", 90));
+    EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::gather_source("g", b), "g", 90));
+    EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::dynamic_copy_source("dc", b, {DType::i32, DType::i64}), "dc", 90));
+    EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::dynamic_copy_source("dc", b, {DType::u8, DType::u64, DType::i16}), "dc", 90));
+  }
+}
 #endif
 
 // ---- on a GPU ---------------------------------------------------------------------------------------------------
@@ -307,7 +333,10 @@ TEST(CudaCoverage, PrimitivesWithoutAKernel) {
   for (auto& [name, n] : device_fallbacks(1)) list += name + " ";
   std::cout << "[ cuda ] primitives run through the host: " << list << "\n";
   for (const char* must : {"add", "mul", "exp", "reduce_sum", "dot_general", "transpose", "broadcast_in_dim", "select_n",
-                           "convert_element_type", "argmax", "iota", "concatenate", "slice"})
+                           "convert_element_type", "argmax", "iota", "concatenate", "slice", "pad", "dynamic_slice",
+                           "dynamic_update_slice", "cumsum", "cummax", "threefry2x32", "nextafter", "reduce_window_sum",
+                           "reduce_window_max", "select_and_gather_add", "select_and_scatter_add", "conv_general_dilated", "gather",
+                           "scatter_add", "sort"})
     EXPECT_EQ(list.find(" " + std::string(must) + " "), std::string::npos) << must << " fell back to the host";
 }
 #endif

@@ -140,6 +140,7 @@ const std::map<std::string, std::vector<Desc>>& table() {
       {"max", {{"g_max(a, b)", N}, {"a || b", B}}},
       {"min", {{"g_min(a, b)", N}, {"a && b", B}}},
       {"atan2", {{"atan2(a, b)", F}}},
+      {"nextafter", {{"nextafter(a, b)", bit(DType::f32) | bit(DType::f64)}}},
       {"and", {{"a & b", I}, {"a && b", B}}},
       {"or", {{"a | b", I}, {"a || b", B}}},
       {"xor", {{"a ^ b", I}, {"a != b", B}}},
@@ -351,6 +352,182 @@ std::string fill_source(const std::string& name, int bytes) {
   std::string s = kPrelude;
   s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, i64 n, u64 v) {\n"
        "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) out[i] = (" + t + ")v;\n}\n";
+  return s;
+}
+
+std::string threefry_source(const std::string& name) {
+  // Threefry-2x32, 20 rounds: the same schedule as the CPU's (graft/prims/threefry.cpp)
+  std::string s = kPrelude;
+  s += "__device__ __forceinline__ u32 rotl(u32 x, int r) { return (x << r) | (x >> (32 - r)); }\n"
+       "extern \"C\" __global__ void " + name +
+       "(u32* __restrict__ y0, u32* __restrict__ y1, const u32* __restrict__ k0, const u32* __restrict__ k1,\n"
+       "    const u32* __restrict__ c0, const u32* __restrict__ c1, i64 n, u32 scalar) {\n"
+       "  const int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
+       "    u32 a = k0[scalar & 1 ? 0 : i], b = k1[scalar & 2 ? 0 : i];\n"
+       "    u32 ks[3] = {a, b, a ^ b ^ 0x1BD11BDAu};\n"
+       "    u32 x0 = c0[scalar & 4 ? 0 : i] + ks[0], x1 = c1[scalar & 8 ? 0 : i] + ks[1];\n"
+       "    for (u32 g = 1; g <= 5; ++g) {\n"
+       "      for (int j = 0; j < 4; ++j) { x0 += x1; x1 = rotl(x1, rot[(g - 1) % 2][j]); x1 ^= x0; }\n"
+       "      x0 += ks[g % 3]; x1 += ks[(g + 1) % 3] + g;\n"
+       "    }\n"
+       "    y0[i] = x0; y1[i] = x1;\n  }\n}\n";
+  return s;
+}
+
+std::string cumulative_source(const std::string& name, const std::string& op, DType dtype) {
+  std::string t = storage_type(dtype), c = dtype == DType::bool_ ? std::string("bool") : compute_type(dtype);
+  std::string body;
+  if (op == "sum" && c == "float") {
+    body = "wide = r == 0 ? (double)v : wide + (double)v; out[at] = st<T>((float)wide);";  // as the CPU: in f64
+  } else if (op == "sum" && c == "double") {  // compensated (Neumaier), as the CPU
+    body = "if (r == 0) { acc = v; } else { C u = acc + v; comp += fabs(acc) >= fabs(v) ? (acc - u) + v : (v - u) + acc; acc = u; }"
+           " out[at] = st<T>(acc + comp);";
+  } else if (op == "sum") {  // integers wrap
+    body = "acc = r == 0 ? v : (C)((u64)acc + (u64)v); out[at] = st<T>(acc);";
+  } else {
+    std::string cmp = op == "max" ? "v > acc" : "v < acc";
+    body = "if (r == 0 || " + cmp + " || (g_isnan(v) && !g_isnan(acc))) acc = v; out[at] = st<T>(acc);";
+  }
+  std::string s = kPrelude;
+  s += "typedef " + c + " C; typedef " + t + " T;\n";
+  s += "extern \"C\" __global__ void " + name +
+       "(T* __restrict__ out, const T* __restrict__ in, i64 outer, i64 n, i64 inner, int reverse) {\n"
+       "  for (i64 o = (i64)blockIdx.x * blockDim.x + threadIdx.x; o < outer * inner; o += (i64)gridDim.x * blockDim.x) {\n"
+       "    i64 base = (o / inner) * n * inner + o % inner;\n"
+       "    C acc = 0, comp = 0; double wide = 0; (void)comp; (void)wide;\n"
+       "    for (i64 r = 0; r < n; ++r) {\n"
+       "      i64 at = base + (reverse ? n - 1 - r : r) * inner;\n"
+       "      C v = (C)ld(in[at]);\n"
+       "      " + body + "\n    }\n  }\n}\n";
+  return s;
+}
+
+std::string dynamic_copy_source(const std::string& name, int bytes, const std::vector<DType>& index_types) {
+  std::string t = bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+  std::string s = kPrelude;
+  s += kStrided;
+  s += "struct DynamicArgs { i64 to_out, max[8], stride[8]; };\n";
+  s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, const " + t +
+       "* __restrict__ in, i64 n, StridedArgs a, DynamicArgs d";
+  for (size_t k = 0; k < index_types.size(); ++k)
+    s += ", const " + storage_type(index_types[k]) + "* __restrict__ i" + std::to_string(k);
+  s += ") {\n  i64 off = 0, q;\n";
+  // each start index clamped so that the window fits (the CPU's clamped_offset)
+  for (size_t k = 0; k < index_types.size(); ++k) {
+    std::string ks = std::to_string(k);
+    s += "  q = (i64)ld(i" + ks + "[0]); q = q < 0 ? 0 : q > d.max[" + ks + "] ? d.max[" + ks + "] : q; off += q * d.stride[" + ks +
+         "];\n";
+  }
+  s += "  i64 in0 = a.in_offset + (d.to_out ? 0 : off), out0 = a.out_offset + (d.to_out ? off : 0);\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
+       "    i64 rest = i, src = in0, dst = out0;\n"
+       "    for (int e = (int)a.ndim - 1; e >= 0; --e) { i64 u = rest / a.shape[e], k = rest - u * a.shape[e];\n"
+       "      src += k * a.in_stride[e]; dst += k * a.out_stride[e]; rest = u; }\n"
+       "    out[dst] = in[src];\n  }\n}\n";
+  return s;
+}
+
+namespace {
+const char* kIndexArgs = R"(
+struct IndexArgs { i64 ndim; i64 shape[8], bmul[8], wmul[8]; };
+// element i of the output (gather) or of the updates (scatter): its window (batch) number b and its
+// offset w from the window's start in the operand
+__device__ __forceinline__ void locate(i64 i, const IndexArgs& a, i64& b, i64& w) {
+  b = 0; w = 0;
+  for (int e = (int)a.ndim - 1; e >= 0; --e) { i64 q = i / a.shape[e], c = i - q * a.shape[e]; b += c * a.bmul[e]; w += c * a.wmul[e]; i = q; }
+}
+)";
+}  // namespace
+
+std::string gather_source(const std::string& name, int bytes) {
+  std::string t = bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+  std::string s = kPrelude;
+  s += kIndexArgs;
+  s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, const " + t +
+       "* __restrict__ op, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, IndexArgs a, u64 fill) {\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
+       "    i64 b, w; locate(i, a, b, w);\n"
+       "    out[i] = ok[b].v ? op[starts[b] + w] : (" + t + ")fill;\n  }\n}\n";
+  return s;
+}
+
+std::optional<std::string> scatter_add_source(const std::string& name, DType dtype) {
+  // atomicAdd exists for these; 64-bit integers add as unsigned (the same bits, wrapping)
+  std::string t, at;
+  switch (dtype) {
+    case DType::f32: t = at = "float"; break;
+    case DType::f64: t = at = "double"; break;
+    case DType::i32: t = at = "int"; break;
+    case DType::u32: t = at = "unsigned int"; break;
+    case DType::i64: t = "i64"; at = "unsigned long long"; break;
+    case DType::u64: t = "u64"; at = "unsigned long long"; break;
+    default: return std::nullopt;
+  }
+  std::string s = kPrelude;
+  s += kIndexArgs;
+  s += "extern \"C\" __global__ void " + name + "(" + t + "* out, const " + t +
+       "* __restrict__ upd, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, IndexArgs a) {\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
+       "    i64 b, w; locate(i, a, b, w);\n"
+       "    if (ok[b].v) atomicAdd((" + at + "*)(out + starts[b] + w), (" + at + ")upd[i]);\n  }\n}\n";
+  return s;
+}
+
+std::string sort_pass_source(const std::string& name, const std::vector<DType>& key_types) {
+  std::string s = kPrelude;
+  // the CPU's total order (graft/prims/sort.cpp): NaN last, -0.0 before 0.0
+  s += "template <class C> __device__ __forceinline__ int tcmp(C a, C b) { return a < b ? -1 : (b < a ? 1 : 0); }\n"
+       "template <class C> __device__ __forceinline__ int fcmp(C a, C b) {\n"
+       "  bool na = a != a, nb = b != b;\n"
+       "  if (na || nb) return na == nb ? 0 : (na ? 1 : -1);\n"
+       "  if (a == b) { bool sa = signbit(a), sb = signbit(b); return sa == sb ? 0 : (sa ? -1 : 1); }\n"
+       "  return a < b ? -1 : 1; }\n"
+       "__device__ __forceinline__ int tcmp(float a, float b) { return fcmp(a, b); }\n"
+       "__device__ __forceinline__ int tcmp(double a, double b) { return fcmp(a, b); }\n";
+  std::string params, cmp = "__device__ __forceinline__ int cmp(i64 ro, i32 i, i32 j";
+  for (size_t k = 0; k < key_types.size(); ++k) {
+    std::string ks = std::to_string(k), ct = key_types[k] == DType::bool_ ? std::string("bool") : compute_type(key_types[k]);
+    params += ", const " + storage_type(key_types[k]) + "* __restrict__ k" + ks;
+    cmp += ", const " + storage_type(key_types[k]) + "* k" + ks;
+  }
+  s += cmp + ") {\n  int c;\n";
+  std::string args;
+  for (size_t k = 0; k < key_types.size(); ++k) {
+    std::string ks = std::to_string(k), ct = key_types[k] == DType::bool_ ? std::string("bool") : compute_type(key_types[k]);
+    s += "  c = tcmp((" + ct + ")ld(k" + ks + "[ro + i]), (" + ct + ")ld(k" + ks + "[ro + j])); if (c) return c;\n";
+    args += ", k" + ks;
+  }
+  s += "  return 0;\n}\n";
+  // one pass of a stable merge sort of each row's permutation: runs of `width` merged pairwise, every
+  // element placed by a binary search in the other run (equal keys: the left run's first)
+  s += "extern \"C\" __global__ void " + name + "(i32* __restrict__ out, const i32* __restrict__ in, i64 rows, i64 n, i64 width" +
+       params + ") {\n"
+       "  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < rows * n; t += (i64)gridDim.x * blockDim.x) {\n"
+       "    i64 row = t / n, i = t - row * n, ro = row * n;\n"
+       "    i64 start = (i / (2 * width)) * 2 * width, mid = start + width < n ? start + width : n;\n"
+       "    i64 end = start + 2 * width < n ? start + 2 * width : n;\n"
+       "    i32 me = in[ro + i]; i64 lo, hi, pos;\n"
+       "    if (i < mid) {\n"
+       "      lo = mid; hi = end;\n"
+       "      while (lo < hi) { i64 m = (lo + hi) / 2; if (cmp(ro, in[ro + m], me" + args + ") < 0) lo = m + 1; else hi = m; }\n"
+       "      pos = (i - start) + (lo - mid);\n"
+       "    } else {\n"
+       "      lo = start; hi = mid;\n"
+       "      while (lo < hi) { i64 m = (lo + hi) / 2; if (cmp(ro, in[ro + m], me" + args + ") <= 0) lo = m + 1; else hi = m; }\n"
+       "      pos = (i - mid) + (lo - start);\n"
+       "    }\n"
+       "    out[ro + start + pos] = me;\n  }\n}\n";
+  return s;
+}
+
+std::string take_rows_source(const std::string& name, int bytes) {
+  std::string t = bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+  std::string s = kPrelude;
+  s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, const " + t +
+       "* __restrict__ in, const i32* __restrict__ perm, i64 total, i64 n) {\n"
+       "  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < total; t += (i64)gridDim.x * blockDim.x)\n"
+       "    out[t] = in[(t / n) * n + perm[t]];\n}\n";
   return s;
 }
 

@@ -41,6 +41,35 @@ std::string iota_source(const std::string& name, DType out);
 /// Fills n elements of `bytes` bytes with one value. Arguments: out, n, value (u64 bits).
 std::string fill_source(const std::string& name, int bytes);
 
+/// threefry2x32 (bit-identical to the CPU's). Arguments: y0, y1, k0, k1, c0, c1, n, scalar mask (bit
+/// k: operand k has one element).
+std::string threefry_source(const std::string& name);
+/// A running reduction along one axis, one thread per row, in the CPU's arithmetic (f32 sums kept in
+/// f64, f64 sums compensated, integer sums wrapping, NaN sticking in max/min). op: sum, max, min.
+/// Arguments: out, in, outer, n, inner, reverse (int).
+std::string cumulative_source(const std::string& name, const std::string& op, DType dtype);
+/// The strided copy of strided_copy_source, moved by start indices read on the device (one scalar per
+/// index operand, of the given types, each clamped to [0, max]): added to the input offset
+/// (dynamic_slice) or the output offset (dynamic_update_slice). Arguments: out, in, n, StridedArgs,
+/// DynamicArgs {to_out, max[8], stride[8]}, then the index operands.
+std::string dynamic_copy_source(const std::string& name, int bytes, const std::vector<DType>& index_types);
+
+/// gather: out[i] = window b's start (starts[b], an operand offset) + offset w of element i, or `fill`
+/// where ok[b] is false; (b, w) from IndexArgs {ndim, shape, bmul, wmul} over the output's dims.
+/// Arguments: out, operand, starts (i64), ok (bool), n, IndexArgs, fill (u64 bits).
+std::string gather_source(const std::string& name, int bytes);
+/// scatter_add with atomics: out[starts[b] + w] += updates[i] where ok[b], (b, w) as gather's over the
+/// updates' dims; nullopt for a dtype without atomicAdd. Arguments: out, updates, starts, ok, n, IndexArgs.
+std::optional<std::string> scatter_add_source(const std::string& name, DType dtype);
+
+/// One pass of a stable merge sort of every row's permutation (i32) by the lexicographic total order of
+/// the keys (their types given; NaN last, -0.0 before 0.0, as the CPU's sort): runs of `width` merged in
+/// pairs. Arguments: out, in, rows, n, width, then the keys (rows x n each).
+std::string sort_pass_source(const std::string& name, const std::vector<DType>& key_types);
+/// out[r, j] = in[r, perm[r, j]] over rows of n elements of `bytes` bytes. Arguments: out, in, perm,
+/// total, n.
+std::string take_rows_source(const std::string& name, int bytes);
+
 /// The CUDA spelling of the storage type of a dtype ("float", "f16", ...).
 std::string storage_type(DType d);
 

@@ -260,8 +260,18 @@ TEST(CudaKernels, IndexedRunningAndRandomKernelsCompileForSm90) {
   }
   for (DType d : kAll)
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::sort_pass_source("sp", {d, DType::i32}), "sp", 90)) << short_name(d);
+  EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::scatter_winner_source("sw"), "sw", 90));
+  for (DType d : kAll)
+    for (const char* op : {"mul", "min", "max"}) {
+      auto src = cuda_kernels::scatter_combine_source("sc", op, d);
+      EXPECT_EQ(src.has_value(), d != DType::bool_ && (itemsize(d) == 4 || itemsize(d) == 8));
+      if (src) {
+        EXPECT_NO_THROW(cuda::compile_cubin(*src, "sc", 90)) << op << " " << short_name(d);
+      }
+    }
   for (int b : {1, 2, 4, 8}) {
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::take_rows_source("tr", b), "tr", 90));
+    EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::scatter_set_source("ss", b), "ss", 90));
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::gather_source("g", b), "g", 90));
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::dynamic_copy_source("dc", b, {DType::i32, DType::i64}), "dc", 90));
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::dynamic_copy_source("dc", b, {DType::u8, DType::u64, DType::i16}), "dc", 90));
@@ -336,7 +346,7 @@ TEST(CudaCoverage, PrimitivesWithoutAKernel) {
                            "convert_element_type", "argmax", "iota", "concatenate", "slice", "pad", "dynamic_slice",
                            "dynamic_update_slice", "cumsum", "cummax", "threefry2x32", "nextafter", "reduce_window_sum",
                            "reduce_window_max", "select_and_gather_add", "select_and_scatter_add", "conv_general_dilated", "gather",
-                           "scatter_add", "sort"})
+                           "scatter_add", "scatter", "scatter_max", "sort"})
     EXPECT_EQ(list.find(" " + std::string(must) + " "), std::string::npos) << must << " fell back to the host";
 }
 #endif

@@ -474,6 +474,50 @@ std::optional<std::string> scatter_add_source(const std::string& name, DType dty
   return s;
 }
 
+std::string scatter_winner_source(const std::string& name) {
+  std::string s = kPrelude;
+  s += kIndexArgs;
+  s += "extern \"C\" __global__ void " + name +
+       "(i64* winner, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, IndexArgs a) {\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
+       "    i64 b, w; locate(i, a, b, w);\n"
+       "    if (ok[b].v) atomicMax((long long*)(winner + starts[b] + w), (long long)b);\n  }\n}\n";
+  return s;
+}
+
+std::string scatter_set_source(const std::string& name, int bytes) {
+  std::string t = bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+  std::string s = kPrelude;
+  s += kIndexArgs;
+  s += "extern \"C\" __global__ void " + name + "(" + t + "* out, const " + t +
+       "* __restrict__ upd, const i64* __restrict__ winner, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n,"
+       " IndexArgs a) {\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
+       "    i64 b, w; locate(i, a, b, w);\n"
+       "    if (ok[b].v && winner[starts[b] + w] == b) out[starts[b] + w] = upd[i];\n  }\n}\n";
+  return s;
+}
+
+std::optional<std::string> scatter_combine_source(const std::string& name, const std::string& op, DType dtype) {
+  if (itemsize(dtype) != 4 && itemsize(dtype) != 8) return std::nullopt;
+  if (dtype == DType::bool_) return std::nullopt;
+  std::string t = storage_type(dtype), w = itemsize(dtype) == 4 ? "unsigned int" : "unsigned long long";
+  // the CPU's combination (graft/prims/gather.cpp, scatter_run): a NaN update wins min and max
+  std::string expr = op == "mul" ? "a * v" : op == "min" ? "(v < a || v != v) ? v : a" : "(v > a || v != v) ? v : a";
+  std::string s = kPrelude;
+  s += kIndexArgs;
+  s += "typedef " + t + " T; typedef " + w + " W; union Bits { T t; W w; };\n";
+  s += "extern \"C\" __global__ void " + name + "(T* out, const T* __restrict__ upd, const i64* __restrict__ starts,"
+       " const boolean* __restrict__ ok, i64 n, IndexArgs a) {\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
+       "    i64 b, off; locate(i, a, b, off);\n"
+       "    if (!ok[b].v) continue;\n"
+       "    W* p = (W*)(out + starts[b] + off); T v = upd[i]; W old = *p, seen;\n"
+       "    do { seen = old; Bits x; x.w = seen; T a = x.t; Bits y; y.t = (T)(" + expr + "); old = atomicCAS(p, seen, y.w); } while (old != seen);\n"
+       "  }\n}\n";
+  return s;
+}
+
 std::string sort_pass_source(const std::string& name, const std::vector<DType>& key_types) {
   std::string s = kPrelude;
   // the CPU's total order (graft/prims/sort.cpp): NaN last, -0.0 before 0.0

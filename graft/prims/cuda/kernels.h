@@ -62,6 +62,14 @@ std::string gather_source(const std::string& name, int bytes);
 /// updates' dims; nullopt for a dtype without atomicAdd. Arguments: out, updates, starts, ok, n, IndexArgs.
 std::optional<std::string> scatter_add_source(const std::string& name, DType dtype);
 
+/// scatter with replacement, deterministically as the CPU (the last window wins): first every target's
+/// highest window number (atomicMax into an i64 array filled with -1), then only that window writes.
+/// Arguments: winner, starts, ok, n, IndexArgs; and out, updates, winner, starts, ok, n, IndexArgs.
+std::string scatter_winner_source(const std::string& name);
+std::string scatter_set_source(const std::string& name, int bytes);
+/// scatter_mul / scatter_min / scatter_max (op: mul, min, max) by compare-and-swap, for 4- and 8-byte
+/// types (nullopt otherwise). Arguments: out, updates, starts, ok, n, IndexArgs.
+std::optional<std::string> scatter_combine_source(const std::string& name, const std::string& op, DType dtype);
 /// One pass of a stable merge sort of every row's permutation (i32) by the lexicographic total order of
 /// the keys (their types given; NaN last, -0.0 before 0.0, as the CPU's sort): runs of `width` merged in
 /// pairs. Arguments: out, in, rows, n, width, then the keys (rows x n each).

@@ -303,6 +303,32 @@ TEST(CudaArrays, MemoryStatsAndOutOfMemory) {
   EXPECT_EQ(sum(ok).item<float>(), 16.0f);
 }
 
+// A kernel that faults is queued and the host goes on; the fault reaches the user as a graft::Error at
+// the next synchronization (or the next launch), never as a crash. The fault spoils the CUDA context
+// for good, so the test runs in a fresh process (a death test in "threadsafe" style re-executes).
+TEST(CudaArraysDeathTest, AsyncKernelErrorsRaiseAtTheNextSynchronization) {
+  REQUIRE_GPU();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        Array x = device_put(ones({1024}, DType::f32), Device::cuda());
+        cuda::synchronize();
+        const void* fn = cuda::kernel("extern \"C\" __global__ void bad(float* p) { p[1ll << 40] = 1.0f; }", "bad", 0);
+        void* p = x.concrete()->data();
+        void* args[] = {&p};
+        cuda::launch(fn, 1, 1, args, 0, 0);  // returns at once: the fault happens later, on the device
+        std::fprintf(stderr, "queued\n");
+        try {
+          Array y = (x + 1.0f).block_until_ready();
+          std::exit(1);
+        } catch (const Error& e) {
+          std::fprintf(stderr, "caught: %s\n", e.what());
+          std::exit(3);
+        }
+      },
+      ::testing::ExitedWithCode(3), "queued\ncaught: .*illegal memory access");
+}
+
 TEST(CudaArrays, TransformationsAndControlFlow) {
   REQUIRE_GPU();
   check_transformations_and_control_flow(Device::cuda());

@@ -1,6 +1,7 @@
 #include "graft/optim/optim.h"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "graft/ops/ops.h"
@@ -188,6 +189,59 @@ Optimizer chain(std::vector<Optimizer> parts) {
     return std::make_pair(g, Tree(states));
   };
   return o;
+}
+
+// ---- mixed precision -----------------------------------------------------------------------------------
+LossScaler dynamic_loss_scale(double initial, int64_t period, double factor, double min_scale) {
+  if (!(initial > 0) || !std::isfinite(initial)) fail<ValueError>("dynamic_loss_scale: initial must be finite and positive, got ", initial);
+  if (period < 1) fail<ValueError>("dynamic_loss_scale: period must be at least 1, got ", period);
+  if (!(factor > 1) || !std::isfinite(factor)) fail<ValueError>("dynamic_loss_scale: factor must be finite and > 1, got ", factor);
+  if (!(min_scale > 0) || min_scale > initial)
+    fail<ValueError>("dynamic_loss_scale: min_scale must be in (0, initial], got ", min_scale);
+  LossScaler ls;
+  ls.initial = initial;
+  ls.period = period;
+  ls.factor = factor;
+  ls.min_scale = min_scale;
+  return ls;
+}
+
+Tree LossScaler::init() const { return Tree::dict({{"good_steps", new_count()}, {"scale", array(float(initial))}}); }
+
+Array LossScaler::scale(const Array& loss, const Tree& state) const { return loss * state["scale"].array().astype(loss.dtype()); }
+
+Tree LossScaler::unscale(const Tree& grads, const Tree& state) const {
+  Array inv = 1.0f / state["scale"].array();
+  return tree_map(
+      [&inv](const Array& g) {
+        if (!is_floating(g.dtype())) return g;
+        DType d = g.dtype() == DType::f64 ? DType::f64 : DType::f32;
+        return g.astype(d) * inv.astype(d);
+      },
+      grads);
+}
+
+Tree LossScaler::adjust(const Tree& state, const Array& finite) const {
+  const Array& s = state["scale"].array();
+  Array good = state["good_steps"].array() + 1;
+  Array grow = good >= int(period);
+  Array up = where(grow, minimum(s * float(factor), array(std::numeric_limits<float>::max())), s);
+  Array next_scale = where(finite, up, maximum(s / float(factor), array(float(min_scale))));
+  Array next_good = where(finite, where(grow, array(int32_t(0)), good), array(int32_t(0)));
+  return Tree::dict({{"good_steps", next_good}, {"scale", next_scale}});
+}
+
+Array all_finite(const Tree& t) {
+  Array ok = array(true);
+  for (const Array& x : t.leaves())
+    if (is_floating(x.dtype())) ok = logical_and(ok, all(isfinite(x)));
+  return ok;
+}
+
+Tree select_tree(const Array& pred, const Tree& on_true, const Tree& on_false) {
+  if (pred.ndim() != 0 || pred.dtype() != DType::bool_)
+    fail<TypeError>("select_tree: the predicate must be a bool scalar, got ", pred.aval().str());
+  return tree_map([&pred](const Array& a, const Array& b) { return where(pred, a, b); }, on_true, on_false);
 }
 
 }  // namespace graft::optim

@@ -72,4 +72,42 @@ Optimizer chain(std::vector<Optimizer> parts);
 /// The global L2 norm of all leaves.
 Array global_norm(const Tree& t);
 
+// ---- mixed precision -----------------------------------------------------------------------------------
+/// Dynamic loss scaling for f16 training (jmp's DynamicLossScale, PyTorch's GradScaler), as pure
+/// functions on a state tree {scale: f32, good_steps: i32}, so that a training step stays one jit:
+///
+///   optim::LossScaler ls = optim::dynamic_loss_scale();
+///   Tree ls_state = ls.init();
+///   // in the step:
+///   Tree g = grad([&](const Tree& p) { return ls.scale(loss_fn(p, x, y), ls_state); })(params);
+///   g = ls.unscale(g, ls_state);              // f32 gradients for the f32 master weights
+///   Array ok = optim::all_finite(g);
+///   auto [u, s2] = opt.update(g, opt_state, params);
+///   params = optim::select_tree(ok, optim::apply_updates(params, u), params);  // skipped on overflow
+///   opt_state = optim::select_tree(ok, s2, opt_state);
+///   ls_state = ls.adjust(ls_state, ok);
+///
+/// The loss is multiplied by the scale before differentiation, so that small f16 gradients do not flush
+/// to zero; a step whose gradients overflowed is skipped and the scale divided by `factor` (not below
+/// `min_scale`); after `period` finite steps in a row it is multiplied by `factor`.
+struct LossScaler {
+  double initial = 32768, factor = 2, min_scale = 1;
+  int64_t period = 2000;
+  Tree init() const;
+  /// loss * scale, in the loss's dtype.
+  Array scale(const Array& loss, const Tree& state) const;
+  /// grads / scale, computed in f32: f16 and bf16 leaves come back as f32 (dividing in f16 would flush
+  /// the small gradients the scale saved), f64 leaves stay f64.
+  Tree unscale(const Tree& grads, const Tree& state) const;
+  /// The next state given whether this step's gradients were all finite (a bool scalar).
+  Tree adjust(const Tree& state, const Array& finite) const;
+};
+LossScaler dynamic_loss_scale(double initial = 32768, int64_t period = 2000, double factor = 2, double min_scale = 1);
+
+/// Whether every element of every floating leaf is finite (a bool scalar; true for no leaves).
+Array all_finite(const Tree& t);
+/// Leafwise where(pred, on_true, on_false) for a bool scalar pred: skips an update inside jit without
+/// reading pred on the host.
+Tree select_tree(const Array& pred, const Tree& on_true, const Tree& on_false);
+
 }  // namespace graft::optim

@@ -113,3 +113,74 @@ TEST(Optim, AJittedTrainingStepReducesTheLoss) {
 
 }  // namespace
 }  // namespace graft
+
+namespace graft {
+namespace {
+using namespace graft::testing;
+
+// Loss scaling: the scale halves on overflow and doubles after `period` finite steps, by hand.
+TEST(LossScale, AdjustsByHand) {
+  auto ls = optim::dynamic_loss_scale(8, 2, 2, 2);
+  Tree s = ls.init();
+  auto scale = [](const Tree& t) { return t["scale"].array().item<double>(); };
+  auto good = [](const Tree& t) { return t["good_steps"].array().item<int>(); };
+  EXPECT_EQ(scale(s), 8);
+  s = ls.adjust(s, array(true));
+  EXPECT_EQ(scale(s), 8);
+  EXPECT_EQ(good(s), 1);
+  s = ls.adjust(s, array(true));  // the period's second finite step: doubles, counter restarts
+  EXPECT_EQ(scale(s), 16);
+  EXPECT_EQ(good(s), 0);
+  s = ls.adjust(s, array(false));
+  EXPECT_EQ(scale(s), 8);
+  s = ls.adjust(ls.adjust(ls.adjust(s, array(false)), array(false)), array(false));
+  EXPECT_EQ(scale(s), 2);  // not below min_scale
+  EXPECT_EQ(good(s), 0);
+  EXPECT_EQ(optim::all_finite(Tree::dict({{"a", array({1.0f, 2.0f})}, {"i", array({int32_t(3)})}})).item<bool>(), true);
+  EXPECT_EQ(optim::all_finite(Tree::dict({{"a", array({1.0f, INFINITY})}})).item<bool>(), false);
+  EXPECT_EQ(optim::all_finite(Tree::dict({{"a", array({NAN, 1.0f})}})).item<bool>(), false);
+  expect_throws<ValueError>([] { optim::dynamic_loss_scale(0); }, "initial must be finite and positive");
+  expect_throws<ValueError>([] { optim::dynamic_loss_scale(8, 0); }, "period must be at least 1");
+  expect_throws<TypeError>([] { optim::select_tree(array({true, false}), Tree(), Tree()); }, "bool scalar");
+}
+
+// f16 gradients below f16's smallest subnormal flush to zero unscaled; scaled, they survive and come
+// back as f32 of the right size. An overflowing step is skipped (parameters and optimizer state kept)
+// inside one jitted step, and the scale falls.
+TEST(LossScale, SavesSmallF16GradientsAndSkipsOverflowingSteps) {
+  Array x = array({1e-4f, -2e-4f, 2.5e-4f}).astype(DType::f16);
+  auto loss_fn = [&x](const Tree& p, const Array& k) { return sum(p["w"].array().astype(DType::f16) * x) * k.astype(DType::f16); };
+  Tree params = Tree::dict({{"w", array({0.5f, 0.25f, 1.0f})}});
+  Array tiny = array(1e-4f);  // d loss / d w = x * 1e-4 ~ 1e-8, under f16's 6e-8
+  Tree plain = grad([&](const Tree& p) { return loss_fn(p, tiny).astype(DType::f32); })(params);
+  EXPECT_EQ(sum(abs(plain["w"].array())).item<float>(), 0.0f);
+  auto ls = optim::dynamic_loss_scale(32768, 100);
+  Tree s = ls.init();
+  Tree scaled = grad([&](const Tree& p) { return ls.scale(loss_fn(p, tiny), s).astype(DType::f32); })(params);
+  Tree g = ls.unscale(scaled, s);
+  EXPECT_EQ(g["w"].array().dtype(), DType::f32);
+  std::vector<float> got = g["w"].array().to_vector<float>();
+  float want[] = {1e-8f, -2e-8f, 2.5e-8f};
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[static_cast<size_t>(i)], want[i], 5e-3 * std::fabs(want[i])) << i;
+
+  auto opt = optim::sgd(0.1);
+  auto step = jit([&](const Tree& p, const Tree& os, const Tree& lss, const Array& k) {
+    Tree gr = ls.unscale(grad([&](const Tree& q) { return ls.scale(loss_fn(q, k), lss).astype(DType::f32); })(p), lss);
+    Array ok = optim::all_finite(gr);
+    auto [u, os2] = opt.update(gr, os, p);
+    return std::make_tuple(optim::select_tree(ok, optim::apply_updates(p, u), p), optim::select_tree(ok, os2, os),
+                           ls.adjust(lss, ok));
+  });
+  Tree os = opt.init(params);
+  auto [p1, os1, s1] = step(params, os, s, array(1.0f));  // scaled loss ~ 1e-4 * 32768 * w: finite
+  EXPECT_EQ(s1["good_steps"].array().item<int>(), 1);
+  EXPECT_NE(p1["w"].array().to_vector<float>(), params["w"].array().to_vector<float>());
+  auto [p2, os2, s2] = step(p1, os1, s1, array(1e4f));  // scaled in f16: overflows to inf
+  EXPECT_EQ(p2["w"].array().to_vector<float>(), p1["w"].array().to_vector<float>());
+  EXPECT_EQ(os2["count"].array().item<int>(), os1["count"].array().item<int>());
+  EXPECT_EQ(s2["scale"].array().item<float>(), 16384.0f);
+  EXPECT_EQ(s2["good_steps"].array().item<int>(), 0);
+}
+
+}  // namespace
+}  // namespace graft

@@ -22,7 +22,8 @@ const std::vector<Pass>& pipeline() {
       {"fold_constants", "evaluate what is known before the program runs", &passes::fold_constants},
       {"cse", "compute repeated subexpressions once", &passes::eliminate_common_subexpressions},
       {"dce", "drop results nothing reads", &passes::eliminate_dead_code},
-      {"accumulate_dots", "add scaled products into values of their type in one GEMM", &passes::accumulate_dots},
+      {"accumulate_dots", "add scaled products into values of their type in one GEMM", &passes::accumulate_dots,
+       true},
       {"fuse", "group elementwise chains and row reductions into fused loops", &passes::fuse},
       {"dce", "drop what fusion left unused", &passes::eliminate_dead_code},
   };
@@ -105,7 +106,7 @@ ClosedJaxpr optimize(const ClosedJaxpr& j, const OptimizeOptions& opts) {
   ClosedJaxpr cur = j;
   int index = 1;
   for (const Pass& p : pipeline()) {
-    if (std::find(skip.begin(), skip.end(), p.name) != skip.end()) {
+    if (std::find(skip.begin(), skip.end(), p.name) != skip.end() || (p.cpu_only && opts.target != Target::cpu)) {
       ++index;
       continue;
     }

@@ -5,6 +5,10 @@
 //
 //   inline → simplify → fold_constants → cse → dce → accumulate_dots → fuse → dce
 //
+// A program for a GPU (OptimizeOptions::target) leaves out the passes that rewrite for the CPU's
+// kernels (accumulate_dots: products accumulated in place by the CPU's GEMM); its fused loops are the
+// same groups, compiled by the CUDA generator (graft/compiler/cuda_fusion.h).
+//
 // GRAFT_SKIP_PASSES=name,name leaves passes out (every name must be a pass's). With GRAFT_DUMP_IR=dir
 // every run writes the IR before and after each pass to
 // dir/<program>.<NN>.<pass>.txt; the verifier type-checks the IR after every pass in debug builds
@@ -27,7 +31,11 @@ struct Pass {
   const char* name;
   const char* purpose;
   ClosedJaxpr (*run)(const ClosedJaxpr& j);
+  bool cpu_only = false;  ///< rewrites for the CPU's kernels: left out of programs for other devices
 };
+
+/// Where an optimized program runs.
+enum class Target { cpu, device };
 
 /// The passes `optimize` runs, in order.
 const std::vector<Pass>& pipeline();
@@ -39,6 +47,8 @@ struct OptimizeOptions {
   std::string name = "jit";
   /// Type-check after every pass (default: in debug builds, or when GRAFT_VERIFY_IR=1).
   bool verify = false;
+  /// The CPU, or another device (a GPU): passes marked cpu_only are left out.
+  Target target = Target::cpu;
 };
 
 /// Runs the pipeline on j.

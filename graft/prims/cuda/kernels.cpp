@@ -73,6 +73,8 @@ template <class C> __device__ __forceinline__ C g_ipow(C x, i64 y) {
 __device__ __forceinline__ float g_logistic(float x) { if (x >= 0) return 1.0f / (1.0f + expf(-x)); float e = expf(x); return e / (1.0f + e); }
 __device__ __forceinline__ double g_logistic(double x) { if (x >= 0) return 1.0 / (1.0 + exp(-x)); double e = exp(x); return e / (1.0 + e); }
 template <class C> __device__ __forceinline__ C g_round(C x, i64 m) { return m == 0 ? round(x) : rint(x); }
+template <class T> __device__ __forceinline__ T g_sat(double d, T lo) {
+  T hi = (T)~lo; return d != d ? (T)0 : d <= (double)lo ? lo : d >= (double)hi ? hi : (T)d; }
 template <class C> __device__ __forceinline__ C g_popc(C x) { return sizeof(C) == 8 ? (C)__popcll((u64)x) : (C)__popc((u32)x & (u32)((sizeof(C) == 4) ? 0xffffffffu : ((1u << (8 * sizeof(C))) - 1u))); }
 )";
 
@@ -159,6 +161,8 @@ const std::map<std::string, std::vector<Desc>>& table() {
   return t;
 }
 
+}  // namespace
+
 std::string compute_type(DType d) {
   switch (d) {
     case DType::f16:
@@ -171,7 +175,18 @@ std::string compute_type(DType d) {
   }
 }
 
-}  // namespace
+const char* prelude() { return kPrelude; }
+
+std::string convert_expr(const std::string& x, DType from, DType to) {
+  if (to == DType::bool_) return "(" + x + " != 0)";
+  std::string t = storage_type(to);
+  if (is_integer(to) && is_floating(from)) {
+    // NaN -> 0, out-of-range values saturate (as the CPU's convert)
+    std::string lo = is_unsigned(to) ? "(" + t + ")0" : "(" + t + ")((u64)1 << (sizeof(" + t + ") * 8 - 1))";
+    return "g_sat<" + t + ">((double)(" + x + "), " + lo + ")";
+  }
+  return "(" + compute_type(to) + ")(" + x + ")";
+}
 
 std::string storage_type(DType d) {
   switch (d) {
@@ -231,18 +246,7 @@ std::string convert_source(const std::string& name, DType from, DType to) {
        storage_type(from) + "* __restrict__ in, i64 n) {\n";
   s += "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n";
   s += "    " + compute_type(from) + " x = ld(in[i]);\n";
-  if (to == DType::bool_) {
-    s += "    out[i] = st<boolean>(x != 0);\n";
-  } else if (is_integer(to) && is_floating(from)) {
-    // NaN -> 0, out-of-range values saturate (as the CPU's convert)
-    s += "    double d = (double)x; " + storage_type(to) + " lo = (" + storage_type(to) + ")(" +
-         (is_unsigned(to) ? std::string("0") : "(" + storage_type(to) + ")1 << (sizeof(" + storage_type(to) + ") * 8 - 1)") +
-         "); " + storage_type(to) + " hi = (" + storage_type(to) + ")~lo;\n";
-    s += "    out[i] = d != d ? (" + storage_type(to) + ")0 : d <= (double)lo ? lo : d >= (double)hi ? hi : (" +
-         storage_type(to) + ")d;\n";
-  } else {
-    s += "    out[i] = st<" + storage_type(to) + ">((" + compute_type(to) + ")x);\n";
-  }
+  s += "    out[i] = st<" + storage_type(to) + ">(" + convert_expr("x", from, to) + ");\n";
   s += "  }\n}\n";
   return s;
 }

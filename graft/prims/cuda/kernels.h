@@ -16,6 +16,16 @@
 
 namespace graft::cuda_kernels {
 
+/// The types, f16/bf16 conversions (ld / st<T>) and g_* helpers every kernel source starts with.
+const char* prelude();
+/// The C type values of `d` are computed in (f16/bf16: float, bool: bool, others their storage type).
+std::string compute_type(DType d);
+/// The C type `d` is stored as (f16, bf16 and boolean are structs of the prelude).
+std::string storage_type(DType d);
+/// An expression converting `x` (of from's compute type) to to's compute type, with the CPU's
+/// semantics (NaN to 0 and saturation for float to integer, nonzero to true).
+std::string convert_expr(const std::string& x, DType from, DType to);
+
 /// The expression of elementwise primitive `prim` for operands of `dtype`, or nullopt when it has no
 /// GPU kernel for that type (then it runs through the host).
 std::optional<std::string> elementwise_expr(const std::string& prim, DType dtype);
@@ -77,8 +87,5 @@ std::string sort_pass_source(const std::string& name, const std::vector<DType>& 
 /// out[r, j] = in[r, perm[r, j]] over rows of n elements of `bytes` bytes. Arguments: out, in, perm,
 /// total, n.
 std::string take_rows_source(const std::string& name, int bytes);
-
-/// The CUDA spelling of the storage type of a dtype ("float", "f16", ...).
-std::string storage_type(DType d);
 
 }  // namespace graft::cuda_kernels

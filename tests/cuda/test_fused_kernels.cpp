@@ -1,0 +1,210 @@
+// The CUDA generator for fused loops (graft/compiler/cuda_fusion.h): every fused body of a set of
+// programs (elementwise chains with broadcasts, softmax, log-softmax, layer norm, cross-entropy,
+// reductions to a scalar, 16-bit floats, integers, selects, NaNs) becomes a kernel that
+//   - NVRTC compiles for sm_90 (CUDA builds; no GPU needed), and
+//   - computes, run on the CPU by the emulator (cuda/emulator.h), what the CPU's fused loop computes
+//     for the same operands.
+#include "cuda/emulator.h"
+#include "graft/compiler/cuda_fusion.h"
+#include "graft/compiler/fusion.h"
+#include "graft/compiler/pipeline.h"
+#include "testing.h"
+#ifdef GRAFT_HAVE_CUDA
+#include "graft/backend/cuda/runtime.h"
+#endif
+
+namespace graft::testing {
+namespace {
+
+using compiler::CudaFusedKernel;
+
+// The fused bodies of f's program as optimized for a GPU.
+template <class F, class... A>
+std::vector<ClosedJaxpr> fused_bodies(F f, const A&... args) {
+  ClosedJaxpr opt = compiler::optimize(make_jaxpr(f)(args...), {.target = compiler::Target::device});
+  std::vector<ClosedJaxpr> out;
+  for (auto& e : opt.jaxpr->eqns)
+    if (e.prim == &compiler::fusion_p) out.push_back(compiler::fusion_body(e.params));
+  return out;
+}
+
+Array random_operand(Rng& rng, const Aval& a) {
+  if (a.dtype == DType::bool_) return rng.bools(a.shape);
+  if (is_unsigned(a.dtype)) return rng.ints(a.shape, a.dtype, 0, 100);
+  if (is_integer(a.dtype)) return rng.ints(a.shape, a.dtype, -50, 50);
+  return rng.uniform(a.shape, a.dtype, -2, 2);
+}
+
+struct Run {
+  ClosedJaxpr body;
+  CudaFusedKernel kernel;
+  std::vector<Array> inputs, expected, got;
+};
+
+// Runs every body on the CPU's fused loop and, emulated, as its CUDA kernel (grid: `grid` blocks
+// at most, so that blocks loop over several rows).
+std::vector<Run> run_all(const std::vector<ClosedJaxpr>& bodies, unsigned grid = 3, int max_vector = 8) {
+  std::vector<Run> runs;
+  std::vector<std::string> sources, names;
+  Rng rng(11);
+  for (const ClosedJaxpr& b : bodies) {
+    std::string why;
+    auto k = compiler::cuda_fused_kernel(b, {.max_vector = max_vector}, &why);
+    EXPECT_TRUE(k.has_value()) << why << "\n" << b;
+    if (!k) continue;
+    Run r{b, *k, {}, {}, {}};
+    for (auto& v : b.jaxpr->invars) r.inputs.push_back(random_operand(rng, v->aval));
+    for (Array& a : compiler::FusedKernel::of(b).run(r.inputs)) r.expected.push_back(a);
+    sources.push_back(k->source);
+    names.push_back(CudaFusedKernel::kName);
+    runs.push_back(std::move(r));
+  }
+  if (!EmulatedModule::available()) return runs;
+  EmulatedModule mod(sources, names);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    Run& r = runs[i];
+    std::vector<void*> ptrs;
+    for (const Array& c : r.body.consts) ptrs.push_back(const_cast<void*>(c.raw_data()));
+    for (const Array& x : r.inputs) ptrs.push_back(const_cast<void*>(x.raw_data()));
+    for (auto& a : r.body.jaxpr->outvars) {
+      r.got.push_back(Array::empty(Aval(a.aval().shape, a.aval().dtype)));
+      ptrs.push_back(r.got.back().concrete()->data());
+    }
+    std::vector<void*> args;
+    for (void*& p : ptrs) args.push_back(&p);
+    unsigned g = static_cast<unsigned>(std::min<int64_t>(r.kernel.units, grid));
+    mod.launch(i, g, static_cast<unsigned>(r.kernel.block), args.data());
+  }
+  return runs;
+}
+
+void expect_matches(const std::vector<Run>& runs, double rtol = 2e-5, double atol = 1e-6) {
+  for (const Run& r : runs) {
+    ASSERT_EQ(r.got.size(), r.expected.size()) << r.kernel.describe();
+    for (size_t o = 0; o < r.got.size(); ++o) {
+      DType d = r.expected[o].dtype();
+      double rt = d == DType::bf16 ? 1e-2 : d == DType::f16 ? 2e-3 : rtol;
+      EXPECT_TRUE(close(r.got[o], r.expected[o], rt, atol)) << r.kernel.describe() << ", output " << o << "\n" << r.body;
+    }
+  }
+}
+
+void expect_compiles_for_sm90(const std::vector<Run>& runs) {
+#ifdef GRAFT_HAVE_CUDA
+  for (const Run& r : runs) EXPECT_NO_THROW(cuda::compile_cubin(r.kernel.source, CudaFusedKernel::kName, 90)) << r.kernel.source;
+#else
+  (void)runs;
+#endif
+}
+
+class FusedKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!EmulatedModule::available()) GTEST_SKIP() << "no host C++ compiler for the emulator";
+  }
+};
+
+TEST_F(FusedKernels, ElementwiseChainsWithVectorsAndBroadcasts) {
+  auto chain = [](const Array& x) { return tanh(x) * 0.5 + x * x - 1.0; };
+  auto bias_relu = [](const Array& x, const Array& b) { return relu(x + b) * 2.0; };
+  std::vector<ClosedJaxpr> bodies = fused_bodies(chain, zeros({1000}));
+  ASSERT_EQ(bodies.size(), 1u);
+  auto k = compiler::cuda_fused_kernel(bodies[0]);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->describe(), "elementwise 1000 (vector 4)");
+  EXPECT_NE(k->source.find("g_vec<float, 4>"), std::string::npos);
+  for (auto& b : fused_bodies(chain, zeros({1001}))) bodies.push_back(b);  // no vectors: 1001 is odd
+  for (auto& b : fused_bodies(bias_relu, zeros({37, 64}), zeros({64}))) bodies.push_back(b);
+  for (auto& b : fused_bodies(bias_relu, zeros({37, 64}), zeros({37, 1}))) bodies.push_back(b);
+  auto runs = run_all(bodies);
+  EXPECT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[1].kernel.describe(), "elementwise 1001");
+  expect_matches(runs);
+  expect_compiles_for_sm90(runs);
+  // operands not aligned to vectors: the scalar form, the same values
+  auto scalar = run_all(bodies, 3, 1);
+  EXPECT_EQ(scalar[0].kernel.describe(), "elementwise 1000");
+  EXPECT_EQ(scalar[0].kernel.source.find("g_vec<float"), std::string::npos);
+  expect_matches(scalar);
+}
+
+TEST_F(FusedKernels, RowReductionsSoftmaxLayerNormCrossEntropy) {
+  auto sm = [](const Array& x) { return softmax(x); };
+  auto lsm = [](const Array& x) { return log_softmax(x); };
+  auto ln = [](const Array& x, const Array& g, const Array& b) {
+    Array m = mean(x, -1, true);
+    Array v = mean(square(x - m), -1, true);
+    return (x - m) * rsqrt(v + 1e-5) * g + b;
+  };
+  auto xent = [](const Array& logits, const Array& onehot) { return -sum(onehot * log_softmax(logits), -1); };
+  std::vector<ClosedJaxpr> bodies;
+  auto add = [&](std::vector<ClosedJaxpr> bs) { bodies.insert(bodies.end(), bs.begin(), bs.end()); };
+  add(fused_bodies(sm, zeros({4, 4096})));
+  ASSERT_EQ(bodies.size(), 1u);
+  auto k = compiler::cuda_fused_kernel(bodies[0]);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->describe(), "rows 4x4096, 512 lanes a row, 3 loops, cached");
+  add(fused_bodies(sm, zeros({6, 100})));     // a warp a row
+  add(fused_bodies(sm, zeros({19, 10})));     // 16 lanes a row, 16 rows a block
+  add(fused_bodies(lsm, zeros({5, 3000})));   // the block a row
+  add(fused_bodies(lsm, zeros({3, 20000})));  // more than 16 elements a lane: recomputed, not cached
+  add(fused_bodies(ln, zeros({8, 48}), zeros({48}), zeros({48})));
+  add(fused_bodies(xent, zeros({16, 10}), zeros({16, 10})));
+  auto runs = run_all(bodies);
+  EXPECT_EQ(runs[1].kernel.threads_per_row, 32);
+  EXPECT_EQ(runs[2].kernel.describe(), "rows 19x10, 16 lanes a row, 3 loops, cached");
+  EXPECT_EQ(runs[2].kernel.rows_per_block, 16);
+  bool uncached = false;
+  for (auto& r : runs) uncached = uncached || (r.kernel.row == 20000 && !r.kernel.cached);
+  EXPECT_TRUE(uncached);
+  expect_matches(runs);
+  expect_compiles_for_sm90(runs);
+}
+
+TEST_F(FusedKernels, ScalarsHalfFloatsIntegersSelectsAndNans) {
+  std::vector<ClosedJaxpr> bodies;
+  auto add = [&](std::vector<ClosedJaxpr> bs) { bodies.insert(bodies.end(), bs.begin(), bs.end()); };
+  add(fused_bodies([](const Array& x) { return sum(x * x); }, zeros({1000})));  // one row
+  add(fused_bodies([](const Array& x) { return exp(x.astype(DType::bf16) * 3.0 + 1.0); }, zeros({64, 33})));
+  add(fused_bodies([](const Array& x) { return sum(x.astype(DType::f16) * x.astype(DType::f16), -1); }, zeros({8, 70})));
+  add(fused_bodies([](const Array& i) { return (i * 3 + 7) % 5 + maximum(i, Array(2).astype(DType::i32)); }, zeros({300}, DType::i32)));
+  add(fused_bodies([](const Array& x) { return where(x > 0.0, x, -x * 2.0).astype(DType::i32); }, zeros({50, 7})));
+  add(fused_bodies([](const Array& x) { return log1p(exp(x)) - sqrt(x * x + 1.0); }, zeros({99}, DType::f64)));
+  add(fused_bodies([](const Array& x) { return max(x * 1.0, -1) + min(x * 2.0, -1); }, zeros({12, 40})));
+  add(fused_bodies([](const Array& x) { return prod(x * 0.5 + 1.0, -1); }, zeros({3, 50})));
+  add(fused_bodies([](const Array& i) { return sum(i * 2, -1) + max(i * 1, -1); }, zeros({5, 300}, DType::i8)));
+  auto runs = run_all(bodies);
+  EXPECT_GE(runs.size(), 9u);
+  expect_matches(runs, 2e-5, 1e-5);
+  expect_compiles_for_sm90(runs);
+  // NaN in a row: max and the sum that follows carry it, as on the CPU
+  std::vector<ClosedJaxpr> nb = fused_bodies([](const Array& x) { return softmax(x); }, zeros({3, 64}));
+  ASSERT_EQ(nb.size(), 1u);
+  auto k = compiler::cuda_fused_kernel(nb[0]);
+  ASSERT_TRUE(k);
+  Rng rng(3);
+  Array x = rng.uniform({3, 64});
+  std::vector<double> xv = values(x);
+  xv[64 + 17] = NAN;
+  x = concrete(xv, {3, 64});
+  Array want = compiler::FusedKernel::of(nb[0]).run(std::vector<Array>{x})[0];
+  Array got = Array::empty(want.aval());
+  EmulatedModule mod({k->source}, {CudaFusedKernel::kName});
+  void* ptrs[] = {const_cast<void*>(x.raw_data()), got.concrete()->data()};
+  void* args[] = {&ptrs[0], &ptrs[1]};
+  mod.launch(0, 1, static_cast<unsigned>(k->block), args);
+  EXPECT_TRUE(close(got, want));
+  EXPECT_TRUE(std::isnan(values(got)[64]));
+  EXPECT_FALSE(std::isnan(values(got)[0]));
+}
+
+TEST(FusedKernelSource, BodiesItCannotCompileSayWhy) {
+  // a body with an operation that has no GPU expression is refused, naming it
+  std::string why;
+  ClosedJaxpr body = make_jaxpr([](const Array& a) { return cumsum(a, 0) * 2.0; })(zeros({8}));
+  EXPECT_FALSE(compiler::cuda_fused_kernel(body, {}, &why).has_value());
+  EXPECT_NE(why.find("cumsum"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace graft::testing

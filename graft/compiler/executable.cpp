@@ -84,7 +84,7 @@ std::string step_label(const Eqn& e) {
 }  // namespace
 
 Executable::Executable(const ClosedJaxpr& original, const std::string& name, std::vector<bool> donated)
-    : traced_(original), donated_(std::move(donated)) {
+    : traced_(original), name_(name), donated_(std::move(donated)) {
   compiler::OptimizeOptions opts;
   opts.name = name;
   auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
@@ -121,22 +121,28 @@ Executable::Executable(const ClosedJaxpr& original, const std::string& name, std
   }
   stats_.optimize_ms = ms(t0, t1) + ms(t2, std::chrono::steady_clock::now());
   stats_.kernels_ms = ms(t1, t2);
+  peak_bytes_ = plan.peak_bytes;
+  argument_bytes_ = plan.argument_bytes;
+  for (auto& v : j.invars) in_avals_.push_back(v->aval);
+  lower(program_, plan.release, true, cpu_);
+}
+
+void Executable::lower(const ClosedJaxpr& cj, const std::vector<std::vector<const Var*>>& release, bool cpu,
+                       Lowered& L) {
+  const Jaxpr& j = *cj.jaxpr;
   std::unordered_map<const Var*, int32_t> slot;
-  auto new_slot = [&](const Var* v) { return slot[v] = num_slots_++; };
+  auto new_slot = [&](const Var* v) { return slot[v] = L.num_slots++; };
   for (size_t i = 0; i < j.constvars.size(); ++i) {
     int32_t s = new_slot(j.constvars[i].get());
-    if (slot_init_.size() <= static_cast<size_t>(s)) slot_init_.resize(static_cast<size_t>(s) + 1);
-    slot_init_[static_cast<size_t>(s)] = cj.consts[i];
+    if (L.slot_init.size() <= static_cast<size_t>(s)) L.slot_init.resize(static_cast<size_t>(s) + 1);
+    L.slot_init[static_cast<size_t>(s)] = cj.consts[i];
   }
-  for (auto& v : j.invars) {
-    in_slots_.push_back(new_slot(v.get()));
-    in_avals_.push_back(v->aval);
-  }
+  for (auto& v : j.invars) L.in_slots.push_back(new_slot(v.get()));
   auto slot_of = [&](const Atom& a) -> int32_t {
     if (a.is_literal()) {
-      int32_t s = num_slots_++;
-      slot_init_.resize(static_cast<size_t>(num_slots_));
-      slot_init_[static_cast<size_t>(s)] = a.literal;
+      int32_t s = L.num_slots++;
+      L.slot_init.resize(static_cast<size_t>(L.num_slots));
+      L.slot_init[static_cast<size_t>(s)] = a.literal;
       return s;
     }
     return slot.at(a.var.get());
@@ -144,43 +150,71 @@ Executable::Executable(const ClosedJaxpr& original, const std::string& name, std
   for (const Eqn& e : j.eqns) {
     Step st{e.prim, {}, {}, {}, {}, e.params, nullptr, {}};
     if (StepProfile::get()) st.label = step_label(e);
-    if (e.prim == &compiler::fusion_p) st.fused = &compiler::FusedKernel::of(compiler::fusion_body(e.params));
+    if (cpu && e.prim == &compiler::fusion_p) st.fused = &compiler::FusedKernel::of(compiler::fusion_body(e.params));
     for (auto& a : e.inputs) st.in.push_back(slot_of(a));
     for (auto& v : e.outputs) {
       st.out.push_back(new_slot(v.get()));
       st.out_avals.push_back(v->aval);
     }
-    steps_.push_back(std::move(st));
+    L.steps.push_back(std::move(st));
   }
-  for (auto& a : j.outvars) out_slots_.push_back(slot_of(a));
-  slot_init_.resize(static_cast<size_t>(num_slots_));
+  for (auto& a : j.outvars) L.out_slots.push_back(slot_of(a));
+  L.slot_init.resize(static_cast<size_t>(L.num_slots));
   // release intermediates after their last use, as the memory plan says
-  peak_bytes_ = plan.peak_bytes;
-  argument_bytes_ = plan.argument_bytes;
-  for (size_t i = 0; i < steps_.size(); ++i)
-    for (const Var* v : plan.release[i]) steps_[i].release.push_back(slot.at(v));
+  for (size_t i = 0; i < L.steps.size(); ++i)
+    for (const Var* v : release[i]) L.steps[i].release.push_back(slot.at(v));
+}
+
+// The program optimized for devices, made on the first run on one (devices share it: it holds no
+// device's kernels, only the groups; each device compiles its fused loops when they first run).
+const Executable::Lowered* Executable::device_lowering() const {
+  std::lock_guard<std::mutex> lk(device_mu_);
+  if (!device_) {
+    auto L = std::make_unique<Lowered>();
+    compiler::OptimizeOptions opts;
+    opts.name = name_ + ".device";
+    opts.target = compiler::Target::device;
+    L->program = compiler::optimize(traced_, opts);
+    compiler::MemoryPlan plan = compiler::plan_memory(L->program, donated_);
+    lower(L->program, plan.release, false, *L);
+    device_ = std::move(L);
+  }
+  return device_.get();
+}
+
+const ClosedJaxpr* Executable::device_program() const {
+  std::lock_guard<std::mutex> lk(device_mu_);
+  return device_ ? &device_->program : nullptr;
 }
 
 Arrays Executable::run(std::span<const Array> args) const {
-  if (args.size() != in_slots_.size())
-    fail<ValueError>("jit: expected ", in_slots_.size(), " arguments, got ", args.size());
+  if (args.size() != cpu_.in_slots.size())
+    fail<ValueError>("jit: expected ", cpu_.in_slots.size(), " arguments, got ", args.size());
   // Compiled loops run on the CPU. With an operand on another device, or another default device, the
-  // traced program runs op by op, each primitive on its device (jit's GPU code generation is not
-  // built yet). Not the optimized program: its fused loops and rewrites are the CPU's.
-  bool elsewhere = !default_device().is_cpu();
-  for (const Array& a : args) elsewhere = elsewhere || (a.is_concrete() && !a.concrete()->device().is_cpu());
-  for (const Array& a : traced_.consts) elsewhere = elsewhere || (a.is_concrete() && !a.concrete()->device().is_cpu());
-  if (elsewhere) {
+  // program runs there: optimized for devices when that device runs fused loops, otherwise the traced
+  // program op by op (the CPU-optimized one's fused loops and rewrites are the CPU's).
+  std::optional<Device> where;
+  if (!default_device().is_cpu()) where = default_device();
+  for (const Array& a : args)
+    if (a.is_concrete() && !a.concrete()->device().is_cpu() && (!where || a.concrete()->committed())) where = a.concrete()->device();
+  for (const Array& a : traced_.consts)
+    if (!where && a.is_concrete() && !a.concrete()->device().is_cpu()) where = a.concrete()->device();
+  if (where) {
+    if (device_impl(where->type, compiler::fusion_p)) return run_lowered(*device_lowering(), args, true);
     TraceScope eager(eval_trace());
     return eval_jaxpr(traced_, args);
   }
-  std::vector<Array> slots(slot_init_);
+  return run_lowered(cpu_, args, false);
+}
+
+Arrays Executable::run_lowered(const Lowered& L, std::span<const Array> args, bool on_device) const {
+  std::vector<Array> slots(L.slot_init);
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].valid() || !args[i].is_concrete() || !args[i].aval().same_type(in_avals_[i]))
       fail<TypeError>("jit: argument ", i, " should be a concrete ", in_avals_[i].str(), ", got ",
                       args[i].valid() ? args[i].aval().str() : std::string("null"));
     check_not_deleted(args[i], "jit");
-    slots[static_cast<size_t>(in_slots_[i])] = args[i];
+    slots[static_cast<size_t>(L.in_slots[i])] = args[i];
   }
   // donated arguments: the program's slot becomes the storage's only holder, so that the plan's
   // releases free it and fused loops may overwrite it; an array passed twice is not taken
@@ -193,17 +227,21 @@ Arrays Executable::run(std::span<const Array> args) const {
       auto [lo, hi] = std::equal_range(nodes.begin(), nodes.end(), args[i].node());
       if (hi - lo > 1) continue;
       if (Ref<ConcreteNode> own = args[i].concrete()->take_storage())
-        slots[static_cast<size_t>(in_slots_[i])] = Array(Ref<ArrayNode>(std::move(own)));
+        slots[static_cast<size_t>(L.in_slots[i])] = Array(Ref<ArrayNode>(std::move(own)));
     }
   }
+  // on a device every step is dispatched as eager execution would (the device's kernels, its fused
+  // loops included)
+  std::optional<TraceScope> eager;
+  if (on_device) eager.emplace(eval_trace());
   Arrays in;
   std::vector<Array> dead;
   StepProfile* prof = StepProfile::get();
-  for (const Step& st : steps_) {
+  for (const Step& st : L.steps) {
     auto t0 = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     in.clear();
     Arrays out;
-    if (st.fused || st.prim == &compiler::dot_general_add_p) {
+    if (st.fused || (!on_device && st.prim == &compiler::dot_general_add_p)) {
       // operands whose last use is this step are moved out of their slots, so that a fused loop (or a
       // product accumulating into its addend) can write its output into one of them when nothing
       // else holds it (liveness-based reuse)
@@ -223,7 +261,7 @@ Arrays Executable::run(std::span<const Array> args) const {
       dead.clear();
     } else {
       for (auto s : st.in) in.push_back(slots[static_cast<size_t>(s)]);
-      out = st.prim->impl(*st.prim, in, st.out_avals, st.params);
+      out = on_device ? bind(*st.prim, in, st.params) : st.prim->impl(*st.prim, in, st.out_avals, st.params);
     }
     for (size_t k = 0; k < st.out.size(); ++k) slots[static_cast<size_t>(st.out[k])] = std::move(out[k]);
     for (auto s : st.release) slots[static_cast<size_t>(s)] = Array();
@@ -232,7 +270,7 @@ Arrays Executable::run(std::span<const Array> args) const {
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   Arrays result;
-  for (auto s : out_slots_) result.push_back(slots[static_cast<size_t>(s)]);
+  for (auto s : L.out_slots) result.push_back(slots[static_cast<size_t>(s)]);
   return result;
 }
 

@@ -1,13 +1,21 @@
-// Executable: a jaxpr compiled for repeated CPU execution (what a cached jit call runs).
+// Executable: a jaxpr compiled for repeated execution (what a cached jit call runs).
 //
 // Compiling runs the optimization pipeline (graft/compiler/pipeline.h: inlining, simplification,
 // constant folding, CSE, DCE, fusion), then lowering resolves every variable to a slot, precomputes output types (no shape rules at run
 // time), and computes liveness so that each intermediate buffer is released right after its last
 // use (the peak memory of a run is reported by `peak_bytes`).
+//
+// On another device (operands committed to a GPU, or a GPU as the default device) the same traced
+// program is optimized for that device (compiler::Target::device: the same fused groups, no CPU
+// rewrites) on its first run there, when the device runs fused loops (it registers a kernel for the
+// `fusion` primitive); each step is then dispatched to the device's kernels, and intermediates are
+// released at their last use as on the CPU. A device without fused loops runs the traced program op
+// by op.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,9 +42,11 @@ class Executable {
   int64_t peak_bytes() const { return peak_bytes_; }
   /// Bytes of the arguments that are not donated (held by the caller for the whole run).
   int64_t argument_bytes() const { return argument_bytes_; }
-  size_t num_steps() const { return steps_.size(); }
-  /// The optimized program this executable runs.
+  size_t num_steps() const { return cpu_.steps.size(); }
+  /// The optimized program this executable runs on the CPU.
   const ClosedJaxpr& program() const { return program_; }
+  /// The program optimized for devices (null until a run on a device that runs fused loops).
+  const ClosedJaxpr* device_program() const;
   /// Where compiling went (GRAFT_LOG_COMPILES=1 prints it).
   struct Stats {
     double optimize_ms = 0, kernels_ms = 0;  ///< optimize_ms includes the program cache's lookup
@@ -59,17 +69,28 @@ class Executable {
     const compiler::FusedKernel* fused;  ///< a fused loop: run directly, reusing dead operands
     std::string label;                   ///< its row in the GRAFT_PROFILE table (set when profiling)
   };
+  /// A program resolved to slots: what run() walks.
+  struct Lowered {
+    ClosedJaxpr program;
+    std::vector<Step> steps;
+    std::vector<Array> slot_init;  ///< consts and literals, placed before the run
+    std::vector<int32_t> in_slots, out_slots;
+    int32_t num_slots = 0;
+  };
+  static void lower(const ClosedJaxpr& cj, const std::vector<std::vector<const Var*>>& release, bool cpu, Lowered& L);
+  Arrays run_lowered(const Lowered& L, std::span<const Array> args, bool on_device) const;
+  const Lowered* device_lowering() const;
   ClosedJaxpr program_;
-  /// The program as traced, before the CPU's passes: what runs op by op on another device (fused
-  /// loops and the CPU's rewrites are not for it).
+  /// The program as traced, before the CPU's passes: what devices optimize for themselves, or run op
+  /// by op.
   ClosedJaxpr traced_;
+  std::string name_;
   Stats stats_;
-  std::vector<Step> steps_;
-  std::vector<Array> slot_init_;  ///< consts and literals, placed before the run
+  Lowered cpu_;
+  mutable std::mutex device_mu_;
+  mutable std::unique_ptr<Lowered> device_;
   std::vector<Aval> in_avals_;
-  std::vector<int32_t> in_slots_, out_slots_;
   std::vector<bool> donated_;
-  int32_t num_slots_ = 0;
   int64_t peak_bytes_ = 0, argument_bytes_ = 0;
 };
 

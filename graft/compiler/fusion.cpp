@@ -1134,12 +1134,29 @@ Avals fusion_shape(const Primitive&, AvalPtrs in, const Params& params) {
   return out;
 }
 
-Arrays fusion_impl(const Primitive&, std::span<const Array> in, std::span<const Aval>, const Params& params) {
-  // the loops are the CPU's: with an operand on another device the body runs op by op, each
-  // primitive placed as eager code would be
+Arrays fusion_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params) {
+  // Placed as other primitives are: where a committed operand lives, else where an operand lives,
+  // else the default device. Off the CPU, a device that runs fused loops (a GPU: the CUDA generator's
+  // kernels) gets the operands it lacks; on another device the body runs op by op, each primitive
+  // placed as eager code would be.
+  Device dev = default_device();
+  bool found = false;
   for (const Array& a : in)
-    if (a.is_concrete() && !a.concrete()->device().is_cpu()) return eval_jaxpr(fusion_body(params), in);
-  return FusedKernel::of(fusion_body(params)).run(in);
+    if (const ConcreteNode* c = a.concrete(); c && !c->device().is_cpu() && (!found || c->committed())) {
+      dev = c->device();
+      found = found || c->committed();
+    }
+  if (dev.is_cpu()) return FusedKernel::of(fusion_body(params)).run(in);
+  ImplRule fn = device_impl(dev.type, p);
+  if (!fn) return eval_jaxpr(fusion_body(params), in);
+  SmallVector<Array, 4> here(in.begin(), in.end());
+  for (Array& a : here)
+    if (a.is_concrete() && a.concrete()->device() != dev) a = transfer(a, dev);
+  Arrays res = fn(p, std::span<const Array>(here.data(), here.size()), outs, params);
+  if (found)  // results of committed operands are committed, as eager primitives' are
+    for (Array& r : res)
+      if (auto* c = r.concrete()) c->set_committed(true);
+  return res;
 }
 
 }  // namespace

@@ -154,4 +154,34 @@ inline void check_vmap_and_jit_match_the_cpu(const Case& c, Device d) {
   }
 }
 
+/// A jitted training step (an MLP with a softmax cross-entropy and an Adam-style update: fused
+/// elementwise chains, broadcasts and row reductions) on device arrays, against the same step on the
+/// CPU; its outputs stay on the device. Returns the step's results on the device.
+inline std::vector<Array> check_jitted_training_step(Device d) {
+  Rng rng(5);
+  Array w1 = rng.uniform({20, 32}, DType::f32, -0.3, 0.3), w2 = rng.uniform({32, 10}, DType::f32, -0.3, 0.3);
+  Array b1 = rng.uniform({32}, DType::f32, -0.1, 0.1), v = rng.uniform({32, 10}, DType::f32, 0, 0.01);
+  Array x = rng.uniform({16, 20}, DType::f32), y = rng.ints({16}, DType::i32, 0, 9);
+  auto loss = [](const Array& w1, const Array& b1, const Array& w2, const Array& x, const Array& y) {
+    Array logits = matmul(relu(matmul(x, w1) + b1), w2);
+    Array lse = log(sum(exp(logits - max(logits, -1, true)), -1)) + max(logits, -1);
+    return mean(lse - sum(logits * one_hot(y, 10), -1));
+  };
+  auto step = [&](const Array& w1, const Array& b1, const Array& w2, const Array& v, const Array& x, const Array& y) {
+    auto [l, g] = value_and_grad(loss, {0, 1, 2})(w1, b1, w2, x, y);
+    Array v2 = v * 0.9 + square(g[2]) * 0.1;
+    return std::vector<Array>{w1 - g[0] * 0.1, b1 - g[1] * 0.1, w2 - g[2] * 0.1 / (sqrt(v2) + 1e-3), v2, l};
+  };
+  auto js = jit(step);
+  std::vector<Array> want = js(w1, b1, w2, v, x, y);
+  std::vector<Array> got = js(device_put(w1, d), device_put(b1, d), device_put(w2, d), device_put(v, d),
+                              device_put(x, d), device_put(y, d));
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+    EXPECT_EQ(got[k].device(), d) << "output " << k;
+    EXPECT_TRUE(close(got[k], want[k], 1e-4, 1e-5)) << "output " << k;
+  }
+  return got;
+}
+
 }  // namespace graft::testing

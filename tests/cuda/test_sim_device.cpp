@@ -3,10 +3,21 @@
 // It runs the device checks everywhere, without a GPU: placement, the transformations and every
 // conformance row, so that a path that reads a device array as if it were on the CPU (a compiled
 // CPU program handed device operands, say) fails here rather than only on a lent GPU.
+//
+// Its fused loops are the GPU's: the generated CUDA kernels (graft/compiler/cuda_fusion.h) run on the
+// CPU through the emulator (cuda/emulator.h), so that jit on the device — the program optimized for a
+// device, its fused kernels, the memory plan — is tested here as a GPU runs it.
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 
 #include "cuda/device_checks.h"
+#include "cuda/emulator.h"
+#include "graft/compiler/cuda_fusion.h"
+#include "graft/compiler/executable.h"
+#include "graft/compiler/fusion.h"
 
 namespace graft::testing {
 namespace {
@@ -32,11 +43,84 @@ class SimBackend final : public Backend {
   void synchronize(Device) override {}
 };
 
+Device sim();
+
+// Fused loops on the simulated device: the body's CUDA kernel, emulated (compiled once per body).
+struct SimFused {
+  std::unique_ptr<compiler::CudaFusedKernel> kernel;  // null: the generator refused the body
+  std::unique_ptr<EmulatedModule> module;
+};
+std::mutex g_sim_mu;
+std::map<const Jaxpr*, SimFused> g_sim_fused;
+int64_t g_sim_launches = 0;
+
+Arrays sim_fusion(const Primitive&, std::span<const Array> in, std::span<const Aval> outs, const Params& params) {
+  const ClosedJaxpr& body = compiler::fusion_body(params);
+  SimFused* f;
+  {
+    std::lock_guard<std::mutex> lk(g_sim_mu);
+    f = &g_sim_fused[body.jaxpr.get()];
+    if (!f->kernel && !f->module) {
+      std::string why;
+      auto k = compiler::cuda_fused_kernel(body, {}, &why);
+      if (std::getenv("SIM_DEBUG")) std::fprintf(stderr, "sim fusion: %s\n", k ? k->describe().c_str() : why.c_str());
+      if (k) {
+        f->module = std::make_unique<EmulatedModule>(std::vector<std::string>{k->source},
+                                                     std::vector<std::string>{compiler::CudaFusedKernel::kName});
+        f->kernel = std::make_unique<compiler::CudaFusedKernel>(std::move(*k));
+      } else {
+        f->module = nullptr;
+        f->kernel = nullptr;
+      }
+    }
+  }
+  if (!f->kernel) {  // op by op, each primitive on the device
+    DefaultDevice here(sim());
+    TraceScope eager(eval_trace());
+    return eval_jaxpr(body, in);
+  }
+  std::vector<void*> ptrs;
+  std::vector<Array> keep;
+  for (const Array& c : body.consts) keep.push_back(device_put(c, sim()));
+  for (const Array& c : keep) ptrs.push_back(c.concrete()->data());
+  for (const Array& x : in) ptrs.push_back(x.concrete()->data());
+  Arrays res;
+  for (const Aval& a : outs) {
+    res.push_back(Array::empty_on(a, sim()));
+    ptrs.push_back(res.back().concrete()->data());
+  }
+  std::vector<void*> args;
+  for (void*& p : ptrs) args.push_back(&p);
+  f->module->launch(0, static_cast<unsigned>(std::min<int64_t>(f->kernel->units, 4)),
+                    static_cast<unsigned>(f->kernel->block), args.data());
+  std::lock_guard<std::mutex> lk(g_sim_mu);
+  ++g_sim_launches;
+  return res;
+}
+
 Device sim() {
   static SimBackend backend;
-  static bool registered = (register_backend(kSimType, &backend), true);
+  static bool registered = (register_backend(kSimType, &backend),
+                            EmulatedModule::available() ? register_device_impl(kSimType, compiler::fusion_p, &sim_fusion)
+                                                        : void(), true);
   (void)registered;
   return Device{kSimType, 0};
+}
+
+// jit on the device runs the program optimized for devices: fused loops as the GPU's kernels, no CPU
+// rewrites, and the same values as the CPU's program.
+TEST(SimDevice, JitRunsFusedKernelsOnTheDevice) {
+  if (!EmulatedModule::available()) GTEST_SKIP() << "no host compiler for the emulator";
+  Device d = sim();
+  int64_t before = g_sim_launches;
+  check_jitted_training_step(d);
+  EXPECT_GE(g_sim_launches - before, 3) << "the step's fused loops ran as device kernels";
+  // the device's program: fused, without the CPU's accumulated products
+  auto f = [](const Array& x, const Array& w) { return softmax(matmul(x, w) * 2.0 + 1.0); };
+  Array x = device_put(ones({4, 8}), d), w = device_put(ones({8, 16}), d);
+  Array y = jit(f)(x, w);
+  EXPECT_EQ(y.device(), d);
+  EXPECT_TRUE(close(y, f(ones({4, 8}), ones({8, 16}))));
 }
 
 TEST(SimDevice, RoundTripPlacementAndErrors) { check_round_trip_and_placement(sim()); }

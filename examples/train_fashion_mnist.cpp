@@ -1,7 +1,7 @@
 // The main job: train a classifier on Fashion-MNIST with graft.
 //
 //   train_fashion_mnist --model mlp|cnn --epochs 5 --batch-size 128 --lr 1e-3 --optimizer adam --seed 0
-//                       [--schedule cosine|constant] [--dropout 0.3] [--flip] [--limit N] [--out dir]
+//                       [--dtype f32|bf16] [--schedule cosine|constant] [--dropout 0.3] [--flip] [--limit N] [--out dir]
 //                       [--resume dir]
 //
 // One training step (forward, value_and_grad, optimizer update) is a single jitted function of
@@ -65,6 +65,18 @@ Model cnn(double rate) {
     return d2(p["dense2"], maybe_dropout(g::relu(d1(p["dense1"], h)), rate, key));
   };
   return {init, apply, {1, 28, 28}};
+}
+
+// Mixed precision: the model computes in `compute` (its parameters and inputs cast on the way in),
+// the parameters stay f32 (the master weights the optimizer updates, so that small updates are not
+// rounded away), and the logits come back as f32 for the loss.
+Model in_dtype(Model m, g::DType compute) {
+  auto apply = m.apply;
+  m.apply = [apply, compute](const Tree& p, const Array& x, const std::optional<Array>& key) {
+    Tree pc = g::tree_map([compute](const Array& a) { return g::is_floating(a.dtype()) ? a.astype(compute) : a; }, p);
+    return apply(pc, x.astype(compute), key).astype(g::f32);
+  };
+  return m;
 }
 
 g::optim::Optimizer make_optimizer(const std::string& name, const g::optim::Schedule& lr) {
@@ -138,7 +150,7 @@ constexpr const char* kCheckpointFormat = "graft-train-1";
 constexpr int64_t kExportBatch = 100;
 
 struct Settings {
-  std::string model, optimizer, schedule;
+  std::string model, optimizer, schedule, dtype = "f32";
   int epochs = 0;
   int64_t batch = 0, limit = 0;
   double lr = 0, dropout = 0;
@@ -153,7 +165,7 @@ struct Settings {
     };
     return {{"model", model}, {"optimizer", optimizer}, {"schedule", schedule}, {"epochs", std::to_string(epochs)},
             {"batch_size", std::to_string(batch)}, {"limit", std::to_string(limit)}, {"lr", num(lr)},
-            {"dropout", num(dropout)}, {"flip", flip ? "1" : "0"}, {"seed", std::to_string(seed)}};
+            {"dropout", num(dropout)}, {"flip", flip ? "1" : "0"}, {"seed", std::to_string(seed)}, {"dtype", dtype}};
   }
 };
 
@@ -203,10 +215,13 @@ Progress load_checkpoint(const std::string& path, const Settings& st, Tree& para
   if (field("format") != kCheckpointFormat)
     throw g::IOError("'" + path + "' has checkpoint format '" + field("format") + "', this program reads '" +
                      kCheckpointFormat + "'");
-  for (auto& [k, v] : st.fields())
-    if (field(k) != v)
-      throw g::ValueError("--resume: the checkpoint was made with " + k + " = " + field(k) + ", this run has " + v +
+  for (auto& [k, v] : st.fields()) {
+    // checkpoints from before --dtype computed in f32
+    std::string was = k == "dtype" && !meta.count(k) ? std::string("f32") : field(k);
+    if (was != v)
+      throw g::ValueError("--resume: the checkpoint was made with " + k + " = " + was + ", this run has " + v +
                           " (resume with the same settings)");
+  }
   Progress pr;
   try {
     pr.epoch = std::stoi(field("epoch"));
@@ -250,6 +265,9 @@ int main(int argc, char** argv) {
   st.lr = 1e-3;
   std::string data_dir = g::data::kFashionMnistDir, out_dir, resume;
   app.add_option("--model", st.model, "mlp (784-512-512-10) or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--dtype", st.dtype,
+                 "compute dtype: f32, or bf16 (the model computes in bfloat16; f32 master weights and loss)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_option("--epochs", st.epochs, "passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--batch-size", st.batch, "examples per step (default 128 for mlp, 32 for cnn)")->check(CLI::PositiveNumber);
   app.add_option("--lr", st.lr, "learning rate");
@@ -285,6 +303,7 @@ int main(int argc, char** argv) {
     if (st.model == "mlp" && st.dropout > 0) throw g::ValueError("--dropout applies to --model cnn");
     prepare_out_dir(out_dir);
     Model model = st.model == "mlp" ? mlp() : cnn(st.dropout);
+    if (st.dtype != "f32") model = in_dtype(model, g::parse_dtype(st.dtype));
     auto ds = g::data::load_fashion_mnist(data_dir);
     if (st.limit > 0 && st.limit < ds.train_images.shape(0)) {
       ds.train_images = ds.train_images[{g::slice(0, st.limit)}];
@@ -306,8 +325,8 @@ int main(int argc, char** argv) {
     if (st.batch > n)
       throw g::ValueError("--batch-size " + std::to_string(st.batch) + " is larger than the training set (" +
                           std::to_string(n) + " images): no full batch to train on");
-    std::printf("Fashion-MNIST: %lld training / %lld test images; model %s (%lld parameters), %s lr=%g (%s), batch %lld, seed %llu\n",
-                (long long)n, (long long)x_test.shape(0), st.model.c_str(),
+    std::printf("Fashion-MNIST: %lld training / %lld test images; model %s%s (%lld parameters), %s lr=%g (%s), batch %lld, seed %llu\n",
+                (long long)n, (long long)x_test.shape(0), st.model.c_str(), st.dtype == "f32" ? "" : (" in " + st.dtype).c_str(),
                 (long long)g::nn::num_params(model.init(g::random::key(st.seed))), st.optimizer.c_str(), st.lr,
                 st.schedule.c_str(), (long long)st.batch, (unsigned long long)st.seed);
     if (nproc > 1)

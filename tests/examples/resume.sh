@@ -41,5 +41,16 @@ if "$train" --epochs 5 --limit 3000 --batch-size 50 --resume "$dir/killed" > "$d
   echo "FAIL: resumed with another batch size"; exit 1
 fi
 grep -q "batch_size = 100, this run has 50" "$dir/bad.log" || { echo "FAIL: unclear refusal"; cat "$dir/bad.log"; exit 1; }
+if "$train" "${args[@]}" --dtype bf16 --resume "$dir/killed" > "$dir/bad.log" 2>&1; then
+  echo "FAIL: resumed an f32 run in bf16"; exit 1
+fi
+grep -q "dtype = f32, this run has bf16" "$dir/bad.log" || { echo "FAIL: unclear dtype refusal"; cat "$dir/bad.log"; exit 1; }
+
+# 4. mixed precision (--dtype bf16: bf16 compute, f32 master weights) learns as f32 does
+"$train" "${args[@]}" --dtype bf16 --out "$dir/bf16" > "$dir/bf16.log"
+acc=$(grep -o "epoch 5: .*test accuracy [0-9.]*" "$dir/bf16.log" | grep -o "[0-9.]*$")
+ref=$(grep -o "epoch 5: .*test accuracy [0-9.]*" "$dir/whole.log" | grep -o "[0-9.]*$")
+awk -v a="$acc" -v r="$ref" 'BEGIN { exit !(a > 0.7 && a > r - 0.02) }' ||
+  { echo "FAIL: bf16 reached $acc, f32 $ref"; cat "$dir/bf16.log"; exit 1; }
 rm -rf "$dir"
-echo "resume: bit-identical after a kill between epochs and a kill while saving"
+echo "resume: bit-identical after a kill between epochs and a kill while saving; bf16 reached $acc (f32 $ref)"

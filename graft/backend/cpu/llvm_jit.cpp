@@ -415,7 +415,9 @@ std::vector<void*> jit_load_cached(const std::string& key, const std::vector<std
   // a damaged file (truncated, overwritten, written for another key) is compiled again, never trusted
   auto where = cached_object_in(bytes, key + "|" + host_target());
   if (!where) return {};
-  auto buf = llvm::MemoryBuffer::getMemBuffer(llvm::StringRef(bytes.data() + where->first, where->second), "", false);
+  // copied into a buffer of its own: the object follows a key of any length in the file, and LLVM
+  // parses only objects aligned as their headers ask ("Insufficient alignment" otherwise)
+  auto buf = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(bytes.data() + where->first, where->second));
   auto obj = llvm::object::ObjectFile::createObjectFile(buf->getMemBufferRef());
   if (!obj) {
     llvm::consumeError(obj.takeError());

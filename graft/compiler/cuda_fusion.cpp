@@ -555,6 +555,7 @@ std::string Generator::run(CudaFusedKernel& k) {
   k.rows = rows_;
   for (const Var* v : args_) k.inputs.push_back(v->aval.dtype);
   for (auto& a : j_.outvars) k.outputs.push_back(a.aval().dtype);
+  k.reusable.resize(k.outputs.size());
   if (row_) {
     // a lane holds at most 8 elements of a row where the row allows it
     auto pow2 = [](int64_t x) {
@@ -589,6 +590,13 @@ std::string Generator::run(CudaFusedKernel& k) {
     k.vector = std::max(V, 1);
     k.units = n_ / k.vector;
     k.block = 256;
+    k.reusable.resize(k.outputs.size());
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      if (natural(j_.outvars[o].aval()) != Vary::full) continue;
+      for (const Val& x : vals_)
+        if (x.kind == Val::operand && x.vary == Vary::full && itemsize(x.dtype) == itemsize(k.outputs[o]))
+          k.reusable[o].push_back(x.input);
+    }
   }
   plan_loops();
   k.loops = static_cast<int>(loops_);
@@ -610,6 +618,28 @@ std::optional<CudaFusedKernel> cuda_fused_kernel(const ClosedJaxpr& body, const 
   if (err.empty()) return k;
   if (why) *why = err;
   return std::nullopt;
+}
+
+Arrays fused_outputs(const CudaFusedKernel& k, size_t nconsts, std::span<const Array> in, std::span<const Aval> outs,
+                     Device dev) {
+  Arrays res;
+  std::vector<size_t> taken;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    ConcreteNode* reuse = nullptr;
+    for (int r : o < k.reusable.size() ? k.reusable[o] : std::vector<int>{}) {
+      if (static_cast<size_t>(r) < nconsts) continue;
+      size_t i = static_cast<size_t>(r) - nconsts;
+      ConcreteNode* c = i < in.size() ? in[i].concrete() : nullptr;
+      if (!c || std::find(taken.begin(), taken.end(), i) != taken.end() || c->use_count() != 1 || !c->owns_storage() ||
+          c->device() != dev || c->buffer()->nbytes() < outs[o].nbytes())
+        continue;
+      reuse = c;
+      taken.push_back(i);
+      break;
+    }
+    res.push_back(reuse ? Array(Ref<ArrayNode>(new ConcreteNode(outs[o], reuse->buffer(), 0))) : Array::empty_on(outs[o], dev));
+  }
+  return res;
 }
 
 }  // namespace graft::compiler

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ struct CudaFusedKernel {
   /// The kernel's arguments, all device pointers: the body's inputs (consts first, then invars), then
   /// its outputs.
   std::vector<DType> inputs, outputs;
+  /// Per output: the inputs (indices into `inputs`) whose buffer it may take over when the caller will
+  /// not read that input again — elementwise kernels only, where every thread reads an element of such
+  /// an input before it writes the same element of the output (an in-place update: a donated
+  /// parameter updated by the optimizer).
+  std::vector<std::vector<int>> reusable;
   /// "elementwise 1048576 (vector 4)" or "rows 8192x8192, 1024 lanes a row, 3 loops, cached".
   std::string describe() const;
 };
@@ -63,5 +69,11 @@ struct CudaFusionOptions {
 /// compile (then `why` says which; the body runs op by op instead).
 std::optional<CudaFusedKernel> cuda_fused_kernel(const ClosedJaxpr& body, const CudaFusionOptions& opts = {},
                                                  std::string* why = nullptr);
+
+/// The outputs of a launch of `k` on `dev` for operands `in` (the body's invars; its `nconsts`
+/// constants come first in k.inputs): each a new array, or a dead operand's buffer where k.reusable
+/// allows it and nothing else holds that operand.
+Arrays fused_outputs(const CudaFusedKernel& k, size_t nconsts, std::span<const Array> in, std::span<const Aval> outs,
+                     Device dev);
 
 }  // namespace graft::compiler

@@ -241,7 +241,18 @@ Arrays Executable::run_lowered(const Lowered& L, std::span<const Array> args, bo
     auto t0 = prof ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     in.clear();
     Arrays out;
-    if (st.fused || (!on_device && st.prim == &compiler::dot_general_add_p)) {
+    if (on_device && st.prim == &compiler::fusion_p) {
+      // operands whose last use is this step are handed over (moved out of their slots), so that the
+      // device's fused kernel may write its output into one of them (a donated parameter updated in
+      // place)
+      for (auto s : st.in) {
+        bool last = std::find(st.release.begin(), st.release.end(), s) != st.release.end() &&
+                    std::count(st.in.begin(), st.in.end(), s) == 1;
+        in.push_back(last ? std::move(slots[static_cast<size_t>(s)]) : slots[static_cast<size_t>(s)]);
+      }
+      out = bind(*st.prim, in, st.params);
+      in.clear();
+    } else if (st.fused || (!on_device && st.prim == &compiler::dot_general_add_p)) {
       // operands whose last use is this step are moved out of their slots, so that a fused loop (or a
       // product accumulating into its addend) can write its output into one of them when nothing
       // else holds it (liveness-based reuse)

@@ -1149,10 +1149,17 @@ Arrays fusion_impl(const Primitive& p, std::span<const Array> in, std::span<cons
   if (dev.is_cpu()) return FusedKernel::of(fusion_body(params)).run(in);
   ImplRule fn = device_impl(dev.type, p);
   if (!fn) return eval_jaxpr(fusion_body(params), in);
-  SmallVector<Array, 4> here(in.begin(), in.end());
-  for (Array& a : here)
-    if (a.is_concrete() && a.concrete()->device() != dev) a = transfer(a, dev);
-  Arrays res = fn(p, std::span<const Array>(here.data(), here.size()), outs, params);
+  // operands are handed over as they are when all are there: a kernel may take over the buffer of
+  // one that nothing else holds (an in-place update)
+  bool move = false;
+  for (const Array& a : in) move = move || (a.is_concrete() && a.concrete()->device() != dev);
+  SmallVector<Array, 4> here;
+  if (move) {
+    here.assign(in.begin(), in.end());
+    for (Array& a : here)
+      if (a.is_concrete() && a.concrete()->device() != dev) a = transfer(a, dev);
+  }
+  Arrays res = fn(p, move ? std::span<const Array>(here.data(), here.size()) : in, outs, params);
   if (found)  // results of committed operands are committed, as eager primitives' are
     for (Array& r : res)
       if (auto* c = r.concrete()) c->set_committed(true);

@@ -45,35 +45,26 @@ class SimBackend final : public Backend {
 
 Device sim();
 
-// Fused loops on the simulated device: the body's CUDA kernel, emulated (compiled once per body).
+// Fused loops on the simulated device: the body's CUDA kernel, emulated (compiled once per body and
+// kept on it).
 struct SimFused {
-  std::unique_ptr<compiler::CudaFusedKernel> kernel;  // null: the generator refused the body
-  std::unique_ptr<EmulatedModule> module;
+  std::shared_ptr<compiler::CudaFusedKernel> kernel;  // null: the generator refused the body
+  std::shared_ptr<EmulatedModule> module;
 };
 std::mutex g_sim_mu;
-std::map<const Jaxpr*, SimFused> g_sim_fused;
 int64_t g_sim_launches = 0;
 
 Arrays sim_fusion(const Primitive&, std::span<const Array> in, std::span<const Aval> outs, const Params& params) {
   const ClosedJaxpr& body = compiler::fusion_body(params);
-  SimFused* f;
-  {
-    std::lock_guard<std::mutex> lk(g_sim_mu);
-    f = &g_sim_fused[body.jaxpr.get()];
-    if (!f->kernel && !f->module) {
-      std::string why;
-      auto k = compiler::cuda_fused_kernel(body, {}, &why);
-      if (std::getenv("SIM_DEBUG")) std::fprintf(stderr, "sim fusion: %s\n", k ? k->describe().c_str() : why.c_str());
-      if (k) {
-        f->module = std::make_unique<EmulatedModule>(std::vector<std::string>{k->source},
-                                                     std::vector<std::string>{compiler::CudaFusedKernel::kName});
-        f->kernel = std::make_unique<compiler::CudaFusedKernel>(std::move(*k));
-      } else {
-        f->module = nullptr;
-        f->kernel = nullptr;
-      }
+  auto f = body.derived<SimFused>("sim_fused_kernel", [&] {
+    SimFused s;
+    if (auto k = compiler::cuda_fused_kernel(body)) {
+      s.module = std::make_shared<EmulatedModule>(std::vector<std::string>{k->source},
+                                                  std::vector<std::string>{compiler::CudaFusedKernel::kName});
+      s.kernel = std::make_shared<compiler::CudaFusedKernel>(std::move(*k));
     }
-  }
+    return s;
+  });
   if (!f->kernel) {  // op by op, each primitive on the device
     DefaultDevice here(sim());
     TraceScope eager(eval_trace());
@@ -84,11 +75,8 @@ Arrays sim_fusion(const Primitive&, std::span<const Array> in, std::span<const A
   for (const Array& c : body.consts) keep.push_back(device_put(c, sim()));
   for (const Array& c : keep) ptrs.push_back(c.concrete()->data());
   for (const Array& x : in) ptrs.push_back(x.concrete()->data());
-  Arrays res;
-  for (const Aval& a : outs) {
-    res.push_back(Array::empty_on(a, sim()));
-    ptrs.push_back(res.back().concrete()->data());
-  }
+  Arrays res = compiler::fused_outputs(*f->kernel, body.consts.size(), in, outs, sim());
+  for (const Array& r : res) ptrs.push_back(r.concrete()->data());
   std::vector<void*> args;
   for (void*& p : ptrs) args.push_back(&p);
   f->module->launch(0, static_cast<unsigned>(std::min<int64_t>(f->kernel->units, 4)),
@@ -121,6 +109,26 @@ TEST(SimDevice, JitRunsFusedKernelsOnTheDevice) {
   Array y = jit(f)(x, w);
   EXPECT_EQ(y.device(), d);
   EXPECT_TRUE(close(y, f(ones({4, 8}), ones({8, 16}))));
+}
+
+// A donated parameter is updated in place on the device: the fused update writes into its buffer.
+TEST(SimDevice, DonatedParametersAreUpdatedInPlace) {
+  if (!EmulatedModule::available()) GTEST_SKIP() << "no host compiler for the emulator";
+  Device d = sim();
+  auto update = [](const Array& w, const Array& g) { return w - g * 0.5; };
+  auto step = jit(update, {.donate_argnums = {0}});
+  Array w = device_put(concrete({1, 2, 3, 4, 5, 6, 7, 8}, {8}), d), g = device_put(ones({8}), d);
+  const void* before = w.concrete()->data();
+  Array w2 = step(w, g);
+  EXPECT_EQ(w2.device(), d);
+  EXPECT_EQ(w2.concrete()->data(), before) << "the update did not reuse the donated buffer";
+  EXPECT_EQ(w2.to_vector<float>(), (std::vector<float>{0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5}));
+  expect_throws<ValueError>([&] { (void)w.to_vector<float>(); }, "deleted");
+  // not donated: a new buffer, the argument kept
+  Array v = device_put(concrete({1, 2, 3, 4, 5, 6, 7, 8}, {8}), d);
+  Array v2 = jit(update)(v, g);
+  EXPECT_NE(v2.concrete()->data(), v.concrete()->data());
+  EXPECT_EQ(v.to_vector<float>()[0], 1.0f);
 }
 
 TEST(SimDevice, RoundTripPlacementAndErrors) { check_round_trip_and_placement(sim()); }

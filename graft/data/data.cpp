@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <filesystem>
@@ -192,6 +193,60 @@ FashionMnist load_fashion_mnist(const std::string& dir) {
   if (ds.train_images.shape(0) != ds.train_labels.shape(0) || ds.test_images.shape(0) != ds.test_labels.shape(0))
     fail<IOError>("Fashion-MNIST in '", dir, "': image and label counts differ");
   return ds;
+}
+
+TextCorpus load_text(const std::vector<std::string>& paths, double test_fraction) {
+  namespace fs = std::filesystem;
+  if (!(test_fraction >= 0 && test_fraction < 1))
+    fail<ValueError>("load_text: test_fraction must be in [0, 1), got ", test_fraction);
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<std::string> inside;
+      for (auto& e : fs::directory_iterator(p, ec))
+        if (e.is_regular_file(ec)) inside.push_back(e.path().string());
+      std::sort(inside.begin(), inside.end());
+      files.insert(files.end(), inside.begin(), inside.end());
+    } else {
+      files.push_back(p);
+    }
+  }
+  TextCorpus c;
+  std::string train, test;
+  std::vector<std::string> seen;  // canonical paths: GPL is a link to GPL-3
+  for (const std::string& f : files) {
+    std::error_code ec;
+    std::string canon = fs::weakly_canonical(f, ec).string();
+    if (!ec && std::find(seen.begin(), seen.end(), canon) != seen.end()) continue;
+    seen.push_back(canon);
+    std::string bytes = read_file_bytes(f);
+    size_t cut = bytes.size() - static_cast<size_t>(double(bytes.size()) * test_fraction);
+    train += bytes.substr(0, cut);
+    test += bytes.substr(cut);
+    c.files.push_back(f);
+  }
+  if (train.empty()) fail<ValueError>("load_text: no text in ", paths.empty() ? std::string("(no paths)") : paths[0]);
+  auto to_array = [](const std::string& b) {
+    return Array::from_data(b.data(), {static_cast<int64_t>(b.size())}, DType::u8);
+  };
+  c.train = to_array(train);
+  c.test = to_array(test);
+  return c;
+}
+
+std::pair<Array, Array> next_token_windows(const Array& tokens, int64_t len, int64_t offset) {
+  if (tokens.ndim() != 1 || !is_integer(tokens.dtype()))
+    fail<ShapeError>("next_token_windows: tokens must be a vector of integers, got ", tokens.aval().str());
+  int64_t n = tokens.shape(0);
+  if (len <= 0 || offset < 0) fail<ValueError>("next_token_windows: len must be positive and offset not negative");
+  int64_t windows = offset + 1 < n ? (n - offset - 1) / len : 0;
+  if (windows < 1)
+    fail<ValueError>("next_token_windows: ", n, " tokens hold no window of ", len, " (+1) from offset ", offset);
+  int64_t used = windows * len;
+  Array t = tokens.astype(DType::i32);
+  return {reshape(t[{slice(offset, offset + used)}], {windows, len}),
+          reshape(t[{slice(offset + 1, offset + used + 1)}], {windows, len})};
 }
 
 Batches::Batches(Array x, Array y, int64_t batch_size, std::optional<Array> key, bool drop_last)

@@ -30,6 +30,26 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 /// Loads Fashion-MNIST; a missing file raises IOError telling to install dataset-fashion-mnist.
 FashionMnist load_fashion_mnist(const std::string& dir = kFashionMnistDir);
 
+// ---- text -------------------------------------------------------------------------------------------
+/// Where Debian keeps the license texts that every installation has (package base-files): the main
+/// job's default corpus for its language model.
+inline constexpr const char* kCommonLicensesDir = "/usr/share/common-licenses";
+
+/// A byte-level text corpus: every file's bytes, split into a training part (the first 1 - test_fraction
+/// of each file) and a test part (the rest of each file), each the files' parts one after another.
+struct TextCorpus {
+  Array train, test;  ///< u8 [n]: the tokens of a byte-level model (vocabulary 256)
+  std::vector<std::string> files;  ///< what was read, in order
+};
+/// Reads text files (and the files directly in directories given, in name order); links to a file
+/// already read are skipped. IOError names a file that cannot be read; ValueError an empty corpus.
+TextCorpus load_text(const std::vector<std::string>& paths, double test_fraction = 0.1);
+
+/// Windows of a token sequence for next-token prediction: x[i] = tokens[offset + i len, offset + (i+1) len)
+/// and y[i] the same window one token later; as many whole windows as fit (at least one, or a
+/// ValueError). Both i32 [windows, len].
+std::pair<Array, Array> next_token_windows(const Array& tokens, int64_t len, int64_t offset = 0);
+
 /// Mini-batches of (x, y) along axis 0, in order or shuffled by a key (random::permutation, so the
 /// order is the one jax.random gives for that key). The last partial batch is dropped unless
 /// drop_last is false.

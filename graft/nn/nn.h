@@ -127,6 +127,47 @@ struct Embedding {
   Array operator()(const Tree& params, const Array& ids) const;
 };
 
+// ---- attention and transformers ---------------------------------------------------------------------
+/// Scaled dot-product attention in JAX's layout (jax.nn.dot_product_attention): q [B, T, H, D], k
+/// [B, S, H, D], v [B, S, H, Dv] -> [B, T, H, Dv], softmax(q k^T / sqrt(D)) v per head. With `causal`
+/// (T == S) position t attends to positions <= t only; `mask` (bool, broadcastable to [B, H, T, S])
+/// removes the pairs where it is false. A row with nothing to attend to gets zero weights.
+Array dot_product_attention(const Array& q, const Array& k, const Array& v, bool causal = false,
+                            const std::optional<Array>& mask = std::nullopt);
+
+/// Multi-head self-attention: x [B, T, dim] -> [B, T, dim] through query/key/value/output projections
+/// (dim divisible by heads).
+struct MultiHeadAttention {
+  int64_t dim = 0, heads = 1;
+  bool causal = false;
+  Tree init(const Array& key, DType d = DType::f32) const;  ///< {"query", "key", "value", "out"}: Linear each
+  Array operator()(const Tree& params, const Array& x) const;
+};
+
+/// A pre-norm transformer block: x + attention(ln1(x)), then + mlp(ln2(x)) with a GELU MLP of
+/// mlp_ratio * dim hidden units. With a dropout key, both branches drop out at `dropout` while training.
+struct TransformerBlock {
+  int64_t dim = 0, heads = 1, mlp_ratio = 4;
+  bool causal = true;
+  double dropout = 0;
+  Tree init(const Array& key, DType d = DType::f32) const;
+  Array operator()(const Tree& params, const Array& x, const std::optional<Array>& dropout_key = std::nullopt) const;
+};
+
+/// A decoder-only (GPT-style) language model: token and learned position embeddings, `layers` causal
+/// blocks, a final layer norm and a linear head. ids [B, T] (integers in [0, vocab), T <= max_len) ->
+/// logits [B, T, vocab]; position t's logits predict token t + 1.
+///
+///   nn::TransformerLM lm{.vocab = 256, .dim = 128, .heads = 4, .layers = 2, .max_len = 128};
+///   Tree p = lm.init(random::key(0));
+///   Array loss = nn::cross_entropy(lm(p, x), y);   // x, y: [B, T] windows of text, y shifted by one
+struct TransformerLM {
+  int64_t vocab = 256, dim = 128, heads = 4, layers = 2, max_len = 128;
+  double dropout = 0;
+  Tree init(const Array& key, DType d = DType::f32) const;
+  Array operator()(const Tree& params, const Array& ids, const std::optional<Array>& dropout_key = std::nullopt) const;
+};
+
 // ---- losses and metrics ------------------------------------------------------------------------------
 /// Mean cross entropy of logits [..., classes] against integer labels [...].
 Array cross_entropy(const Array& logits, const Array& labels);

@@ -461,6 +461,12 @@ class FusedKernel::Impl::BodyCompiler {
       reg_of_[out] = src;
     } else if (v == Vary::row && pat->mod == m_.rows && (m_.rows == 1 || pat->inner == m_.row)) {
       reg_of_[out] = expanded(src, a.aval().dtype);
+    } else if (reg(src).kind == Reg::input) {
+      // an operand that only has a row's size by coincidence (a [T, S] mask spread over [B, H, T, S]
+      // with B * H = S): read through its own pattern
+      int32_t r = def_reg(out, Vary::full, false);
+      emit(Instr{Op::load, 1, r, {}, {}, {}, *pat, reg(src).index});
+      reg_of_[out] = r;
     } else {
       internal("a broadcast of " + a.aval().str() + " that is not a row value");
     }

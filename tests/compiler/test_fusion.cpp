@@ -57,6 +57,16 @@ TEST(Fusion, bias_relu_broadcasts) {
   EXPECT_EQ(fusions(f, ones({4, 8}), ones({8})), 1);
 }
 
+// An operand whose size equals the rows' count only by coincidence: a [T, S] attention mask spread
+// over logits [B, H, T, S] with B * H = S, next to the softmax's row reductions (once an internal error).
+TEST(Fusion, operand_of_a_rows_size_spread_otherwise) {
+  Rng rng(31);
+  auto f = [](const Array& x, const Array& mask) { return softmax(where(broadcast_to(mask, x.shape()), x, full_like(x, -1e9)), -1); };
+  Array x = rng.uniform({2, 4, 8, 8}), mask = rng.bools({8, 8});
+  expect_same(f, 1e-6, x, mask);
+  EXPECT_EQ(fusions(f, x, mask), 1);
+}
+
 TEST(Fusion, row_and_middle_broadcasts) {
   Rng rng(4);
   auto rows = [](const Array& x, const Array& s) { return x * s - s; };

@@ -150,6 +150,9 @@ TEST_F(FusedKernels, RowReductionsSoftmaxLayerNormCrossEntropy) {
   add(fused_bodies(lsm, zeros({3, 20000})));  // more than 16 elements a lane: recomputed, not cached
   add(fused_bodies(ln, zeros({8, 48}), zeros({48}), zeros({48})));
   add(fused_bodies(xent, zeros({16, 10}), zeros({16, 10})));
+  // a [T, S] mask over [B, H, T, S] logits with B * H = S: an operand of the rows' size spread otherwise
+  auto masked = [](const Array& x, const Array& m) { return softmax(where(broadcast_to(m, x.shape()), x, full_like(x, -1e9)), -1); };
+  add(fused_bodies(masked, zeros({2, 4, 8, 8}), zeros({8, 8}, DType::bool_)));
   auto runs = run_all(bodies);
   EXPECT_EQ(runs[1].kernel.threads_per_row, 32);
   EXPECT_EQ(runs[2].kernel.describe(), "rows 19x10, 16 lanes a row, 3 loops, cached");

@@ -1,8 +1,14 @@
-// The main job: train a classifier on Fashion-MNIST with graft.
+// The main job: train a classifier on Fashion-MNIST with graft, or a small transformer language model
+// on text.
 //
-//   train_fashion_mnist --model mlp|cnn --epochs 5 --batch-size 128 --lr 1e-3 --optimizer adam --seed 0
-//                       [--dtype f32|bf16] [--schedule cosine|constant] [--dropout 0.3] [--flip] [--limit N] [--out dir]
-//                       [--resume dir]
+//   train_fashion_mnist --model mlp|cnn|transformer --epochs 5 --batch-size 128 --lr 1e-3 --optimizer adam
+//                       [--seed 0] [--dtype f32|bf16] [--schedule cosine|constant] [--dropout 0.3] [--flip]
+//                       [--limit N] [--out dir] [--resume dir] [--seq-len 128] [--text file-or-dir ...]
+//
+// --model transformer trains a byte-level GPT-style model (2 causal blocks of width 128, 4 heads) to
+// predict the next byte of Debian's license texts (/usr/share/common-licenses, on every Debian
+// machine; --text names others): the first 90% of each file trains, the rest tests, and "test
+// accuracy" is the share of test bytes it predicts; the run ends with a sample of generated text.
 //
 // One training step (forward, value_and_grad, optimizer update) is a single jitted function of
 // (params, optimizer state, batch, key) that updates the donated parameters and state in place. The
@@ -67,6 +73,14 @@ Model cnn(double rate) {
   return {init, apply, {1, 28, 28}};
 }
 
+// A byte-level transformer language model (vocabulary 256) over windows of `len` bytes, with dropout
+// at `rate` in its blocks while training.
+Model transformer(int64_t len, double rate) {
+  g::nn::TransformerLM lm{.vocab = 256, .dim = 128, .heads = 4, .layers = 2, .max_len = len, .dropout = rate};
+  return {[lm](const Array& k) { return lm.init(k); },
+          [lm](const Tree& p, const Array& x, const std::optional<Array>& key) { return lm(p, x, key); }, {len}};
+}
+
 // Mixed precision: the model computes in `compute` (its parameters and inputs cast on the way in),
 // the parameters stay f32 (the master weights the optimizer updates, so that small updates are not
 // rounded away), and the logits come back as f32 for the loss.
@@ -74,7 +88,7 @@ Model in_dtype(Model m, g::DType compute) {
   auto apply = m.apply;
   m.apply = [apply, compute](const Tree& p, const Array& x, const std::optional<Array>& key) {
     Tree pc = g::tree_map([compute](const Array& a) { return g::is_floating(a.dtype()) ? a.astype(compute) : a; }, p);
-    return apply(pc, x.astype(compute), key).astype(g::f32);
+    return apply(pc, g::is_floating(x.dtype()) ? x.astype(compute) : x, key).astype(g::f32);
   };
   return m;
 }
@@ -152,7 +166,7 @@ constexpr int64_t kExportBatch = 100;
 struct Settings {
   std::string model, optimizer, schedule, dtype = "f32";
   int epochs = 0;
-  int64_t batch = 0, limit = 0;
+  int64_t batch = 0, limit = 0, seq_len = 0;
   double lr = 0, dropout = 0;
   bool flip = false;
   uint64_t seed = 0;
@@ -165,8 +179,11 @@ struct Settings {
     };
     return {{"model", model}, {"optimizer", optimizer}, {"schedule", schedule}, {"epochs", std::to_string(epochs)},
             {"batch_size", std::to_string(batch)}, {"limit", std::to_string(limit)}, {"lr", num(lr)},
-            {"dropout", num(dropout)}, {"flip", flip ? "1" : "0"}, {"seed", std::to_string(seed)}, {"dtype", dtype}};
+            {"dropout", num(dropout)}, {"flip", flip ? "1" : "0"}, {"seed", std::to_string(seed)}, {"dtype", dtype},
+            {"seq_len", std::to_string(seq_len)}};
   }
+  // the value a field had in checkpoints written before it existed
+  static std::string before_it_existed(const std::string& k) { return k == "dtype" ? "f32" : k == "seq_len" ? "0" : ""; }
 };
 
 std::string join(const std::vector<double>& v) {
@@ -216,8 +233,7 @@ Progress load_checkpoint(const std::string& path, const Settings& st, Tree& para
     throw g::IOError("'" + path + "' has checkpoint format '" + field("format") + "', this program reads '" +
                      kCheckpointFormat + "'");
   for (auto& [k, v] : st.fields()) {
-    // checkpoints from before --dtype computed in f32
-    std::string was = k == "dtype" && !meta.count(k) ? std::string("f32") : field(k);
+    std::string was = !meta.count(k) && !Settings::before_it_existed(k).empty() ? Settings::before_it_existed(k) : field(k);
     if (was != v)
       throw g::ValueError("--resume: the checkpoint was made with " + k + " = " + was + ", this run has " + v +
                           " (resume with the same settings)");
@@ -253,32 +269,119 @@ void prepare_out_dir(const std::string& dir) {
   if (ec) throw g::IOError("cannot create the output directory '" + dir + "': " + ec.message());
 }
 
+// ---- what the job learns from ------------------------------------------------------------------------
+// Images with their labels, or windows of text with the bytes that follow each of their positions.
+struct Task {
+  std::string title;                                    // the header's and the plot's name
+  std::function<Array(const Array&)> prep;              // raw inputs (u8) -> the model's inputs
+  std::function<std::pair<Array, Array>(int)> train;    // the epoch's training pairs (model inputs, targets)
+  Array x_test, y_test, test_raw;                       // test_raw: raw inputs (what the export takes)
+  int64_t examples = 0;                                 // training pairs in an epoch (the first's, for text)
+  std::string header;                                   // "60000 training / 10000 test images"
+  std::string input_name, target_spec;                  // the export's input; jit's polymorphic spec of y
+};
+
+Task image_task(const std::string& dir, int64_t limit, const g::Shape& input) {
+  auto ds = g::data::load_fashion_mnist(dir);
+  if (limit > 0 && limit < ds.train_images.shape(0)) {
+    ds.train_images = ds.train_images[{g::slice(0, limit)}];
+    ds.train_labels = ds.train_labels[{g::slice(0, limit)}];
+  }
+  // pixels scaled to [0, 1], then standardized with the training set's mean and deviation
+  Array train01 = ds.train_images.astype(g::f32) / 255.0;
+  Array mean = g::mean(train01), stdev = g::sqrt(g::mean(g::square(train01 - mean)));
+  Task t;
+  t.title = "Fashion-MNIST";
+  t.prep = [mean, stdev, input](const Array& images) {
+    g::Shape s{images.shape(0)};
+    for (auto d : input) s.push_back(d);
+    return g::reshape((images.astype(g::f32) / 255.0 - mean) / stdev, s);
+  };
+  Array x = t.prep(ds.train_images), y = ds.train_labels;
+  t.train = [x, y](int) { return std::make_pair(x, y); };
+  t.x_test = t.prep(ds.test_images);
+  t.y_test = ds.test_labels;
+  t.test_raw = ds.test_images;
+  t.examples = x.shape(0);
+  t.header = std::to_string(x.shape(0)) + " training / " + std::to_string(t.x_test.shape(0)) + " test images";
+  t.input_name = "images";
+  t.target_spec = "b";
+  return t;
+}
+
+// Windows of `len` bytes; each epoch starts them at another offset (drawn from the run's key), so
+// that the model sees every split of the text over the epochs.
+Task text_task(const std::vector<std::string>& paths, int64_t limit, int64_t len, const Array& root) {
+  g::data::TextCorpus c = g::data::load_text(paths);
+  if (limit > 0 && limit < c.train.shape(0)) c.train = c.train[{g::slice(0, limit)}];
+  Task t;
+  t.title = "text";
+  t.prep = [](const Array& tokens) { return tokens.astype(g::i32); };
+  Array train = c.train;
+  t.train = [train, len, root](int epoch) {
+    Array k = g::random::fold_in(root, static_cast<uint32_t>(2000 + epoch));
+    int64_t offset = epoch <= 1 ? 0 : g::random::bits(k, {}, g::DType::u32).item<int64_t>() % len;
+    return g::data::next_token_windows(train, len, offset);
+  };
+  std::tie(t.x_test, t.y_test) = g::data::next_token_windows(c.test, len);
+  t.test_raw = t.x_test.astype(g::DType::u8);
+  t.examples = t.train(1).first.shape(0);
+  t.header = std::to_string(c.train.shape(0)) + " training / " + std::to_string(c.test.shape(0)) + " test bytes of " +
+             std::to_string(c.files.size()) + " files, windows of " + std::to_string(len);
+  t.input_name = "tokens";
+  t.target_spec = "b, ...";
+  return t;
+}
+
+// `n` bytes the language model writes after `prompt`, drawing each from its distribution at
+// temperature 0.8 (one jitted call per byte on the last `len` bytes).
+std::string generate(const Model& model, const Tree& params, int64_t len, const std::string& prompt, int n, const Array& key) {
+  auto next = g::jit([&model, len](const Tree& p, const Array& ctx) {
+    return model.apply(p, ctx, std::nullopt)[{0, len - 1}] / 0.8;
+  });
+  std::vector<int32_t> ctx(static_cast<size_t>(len), ' ');
+  for (size_t i = 0; i < prompt.size() && i < ctx.size(); ++i)
+    ctx[ctx.size() - prompt.size() + i] = static_cast<unsigned char>(prompt[i]);
+  std::string out = prompt;
+  for (int i = 0; i < n; ++i) {
+    Array logits = next(params, Array::from_data(ctx.data(), {1, len}, g::DType::i32));
+    int32_t b = g::random::categorical(g::random::fold_in(key, static_cast<uint32_t>(i)), logits).item<int32_t>();
+    ctx.erase(ctx.begin());
+    ctx.push_back(b);
+    out += (b == '\n' || (b >= 32 && b < 127)) ? static_cast<char>(b) : '?';
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Train a classifier on Fashion-MNIST with graft"};
+  CLI::App app{"Train a classifier on Fashion-MNIST, or a transformer language model on text, with graft"};
   Settings st;
   st.model = "mlp";
   st.optimizer = "adam";
   st.schedule = "cosine";
   st.epochs = 5;
-  st.lr = 1e-3;
   std::string data_dir = g::data::kFashionMnistDir, out_dir, resume;
-  app.add_option("--model", st.model, "mlp (784-512-512-10) or cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  std::vector<std::string> text = {g::data::kCommonLicensesDir};
+  app.add_option("--model", st.model, "mlp (784-512-512-10), cnn, or transformer (a byte-level language model on text)")
+      ->check(CLI::IsMember({"mlp", "cnn", "transformer"}));
+  app.add_option("--seq-len", st.seq_len, "transformer: bytes of context (default 128)")->check(CLI::PositiveNumber);
+  app.add_option("--text", text, "transformer: text files or directories to learn (default /usr/share/common-licenses)");
   app.add_option("--dtype", st.dtype,
                  "compute dtype: f32, or bf16 (the model computes in bfloat16; f32 master weights and loss)")
       ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_option("--epochs", st.epochs, "passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", st.batch, "examples per step (default 128 for mlp, 32 for cnn)")->check(CLI::PositiveNumber);
-  app.add_option("--lr", st.lr, "learning rate");
+  app.add_option("--batch-size", st.batch, "examples per step (default 128 for mlp, 32 for cnn, 8 windows for transformer)")->check(CLI::PositiveNumber);
+  app.add_option("--lr", st.lr, "learning rate (default 1e-3, 2e-3 for the transformer)");
   app.add_option("--optimizer", st.optimizer, "adam, adamw, sgd, momentum or nesterov")
       ->check(CLI::IsMember({"adam", "adamw", "sgd", "momentum", "nesterov"}));
   app.add_option("--schedule", st.schedule, "learning rate over the run: cosine (decays to 0 by the last step) or constant")
       ->check(CLI::IsMember({"cosine", "constant"}));
-  app.add_option("--dropout", st.dropout, "dropout rate after the CNN's first dense layer, in [0, 0.95]");
+  app.add_option("--dropout", st.dropout, "dropout rate after the CNN's first dense layer or in the transformer's blocks, in [0, 0.95]");
   app.add_flag("--flip", st.flip, "augment: flip half of each batch's images left-right");
   app.add_option("--seed", st.seed, "random seed (initialization and shuffling)");
-  app.add_option("--limit", st.limit, "train on the first N training images only (quick runs)")->check(CLI::PositiveNumber);
+  app.add_option("--limit", st.limit, "train on the first N training images (bytes of text) only (quick runs)")->check(CLI::PositiveNumber);
   app.add_option("--data", data_dir, "directory with the Fashion-MNIST .gz files");
   app.add_option("--out", out_dir, "where to write checkpoints and the plot (default: runs/<model>, or the --resume directory)");
   app.add_option("--resume", resume, "continue the run whose checkpoint is in this directory (same settings)");
@@ -290,7 +393,12 @@ int main(int argc, char** argv) {
   if (out_dir.empty()) out_dir = resume.empty() ? "runs/" + st.model : resume;
   // the CNN generalizes better with more, smaller steps: 91.5% / 91.2% test accuracy after 5 epochs at
   // batch 32 (seeds 0 / 1) against 90.5% at batch 128 (BENCHMARKS.md)
-  if (st.batch == 0) st.batch = st.model == "cnn" ? 32 : 128;
+  const bool lm = st.model == "transformer";
+  // the language model learns from its few hundred windows per epoch best in small steps: 2.65
+  // bits/byte after 5 epochs at batch 8 against 3.73 at batch 32 (lr 1e-3)
+  if (st.batch == 0) st.batch = st.model == "mlp" ? 128 : lm ? 8 : 32;
+  if (app.count("--lr") == 0) st.lr = lm ? 2e-3 : 1e-3;
+  if (lm && st.seq_len == 0) st.seq_len = 128;
   try {
     if (distributed || g::distributed::launched_by_mpi()) g::distributed::initialize();
     const int rank = g::process_index(), nproc = g::process_count();
@@ -300,33 +408,24 @@ int main(int argc, char** argv) {
     if (!std::isfinite(st.lr) || st.lr <= 0) throw g::ValueError("--lr must be a finite positive number, got " + std::to_string(st.lr));
     if (!std::isfinite(st.dropout) || st.dropout < 0 || st.dropout > 0.95)
       throw g::ValueError("--dropout must be in [0, 0.95], got " + std::to_string(st.dropout));
-    if (st.model == "mlp" && st.dropout > 0) throw g::ValueError("--dropout applies to --model cnn");
+    if (st.model == "mlp" && st.dropout > 0) throw g::ValueError("--dropout applies to --model cnn and transformer");
+    if (lm && st.flip) throw g::ValueError("--flip flips images: it does not apply to --model transformer");
+    if (!lm && st.seq_len != 0) throw g::ValueError("--seq-len applies to --model transformer");
     prepare_out_dir(out_dir);
-    Model model = st.model == "mlp" ? mlp() : cnn(st.dropout);
+    Model model = st.model == "mlp" ? mlp() : st.model == "cnn" ? cnn(st.dropout) : transformer(st.seq_len, st.dropout);
     if (st.dtype != "f32") model = in_dtype(model, g::parse_dtype(st.dtype));
-    auto ds = g::data::load_fashion_mnist(data_dir);
-    if (st.limit > 0 && st.limit < ds.train_images.shape(0)) {
-      ds.train_images = ds.train_images[{g::slice(0, st.limit)}];
-      ds.train_labels = ds.train_labels[{g::slice(0, st.limit)}];
-    }
-    // pixels scaled to [0, 1], then standardized with the training set's mean and deviation
-    Array train01 = ds.train_images.astype(g::f32) / 255.0;
-    Array mean = g::mean(train01), stdev = g::sqrt(g::mean(g::square(train01 - mean)));
-    auto prep = [&](const Array& images) {
-      g::Shape s{images.shape(0)};
-      for (auto d : model.input) s.push_back(d);
-      return g::reshape((images.astype(g::f32) / 255.0 - mean) / stdev, s);
-    };
-    Array x_train = prep(ds.train_images), x_test = prep(ds.test_images);
-    int64_t n = x_train.shape(0);
+    Task task = lm ? text_task(text, st.limit, st.seq_len, g::random::key(st.seed))
+                   : image_task(data_dir, st.limit, model.input);
+    const Array& x_test = task.x_test;
+    int64_t n = task.examples;
     if (st.batch % nproc != 0)
       throw g::ValueError("--batch-size " + std::to_string(st.batch) + " does not split over " + std::to_string(nproc) +
                           " processes");
     if (st.batch > n)
       throw g::ValueError("--batch-size " + std::to_string(st.batch) + " is larger than the training set (" +
-                          std::to_string(n) + " images): no full batch to train on");
-    std::printf("Fashion-MNIST: %lld training / %lld test images; model %s%s (%lld parameters), %s lr=%g (%s), batch %lld, seed %llu\n",
-                (long long)n, (long long)x_test.shape(0), st.model.c_str(), st.dtype == "f32" ? "" : (" in " + st.dtype).c_str(),
+                          std::to_string(n) + (lm ? " windows" : " images") + "): no full batch to train on");
+    std::printf("%s: %s; model %s%s (%lld parameters), %s lr=%g (%s), batch %lld, seed %llu\n", task.title.c_str(),
+                task.header.c_str(), st.model.c_str(), st.dtype == "f32" ? "" : (" in " + st.dtype).c_str(),
                 (long long)g::nn::num_params(model.init(g::random::key(st.seed))), st.optimizer.c_str(), st.lr,
                 st.schedule.c_str(), (long long)st.batch, (unsigned long long)st.seed);
     if (nproc > 1)
@@ -380,17 +479,22 @@ int main(int argc, char** argv) {
     // one compile for full and partial batches: x and y have a batch dimension
     auto step = g::jit(body, {.name = "train_step",
                               .donate_argnums = {0, 1},
-                              .polymorphic = partial ? std::vector<std::string>{"", "", "b, ...", "b", ""}
+                              .polymorphic = partial ? std::vector<std::string>{"", "", "b, ...", task.target_spec, ""}
                                                      : std::vector<std::string>{}});
     const int64_t share = st.batch / nproc;  // this rank's rows of each global batch
-    auto correct = g::jit(
+    // right predictions and the summed cross-entropy of a test batch (sums: the masked rows of a
+    // partial batch count nothing)
+    auto evaluate = g::jit(
         [&model](const Tree& p, const Array& x, const Array& y) {
-          return g::sum(g::argmax(model.apply(p, x, std::nullopt), 1) == y);
+          Array logits = model.apply(p, x, std::nullopt);
+          Array nll = -g::sum(g::log_softmax(logits, -1) * g::one_hot(y, logits.shape().back()));
+          return std::make_pair(g::sum(g::argmax(logits, -1) == y), nll);
         },
-        {.name = "eval", .polymorphic = {"", "b, ...", "b"}});
+        {.name = "eval", .polymorphic = {"", "b, ...", task.target_spec}});
     for (int epoch = pr.epoch + 1; epoch <= st.epochs; ++epoch) {
-      auto batches = g::data::batches(x_train, ds.train_labels, st.batch,
-                                      g::random::fold_in(root, static_cast<uint32_t>(epoch)), !partial);
+      auto [x_train, y_train] = task.train(epoch);
+      auto batches = g::data::batches(x_train, y_train, st.batch, g::random::fold_in(root, static_cast<uint32_t>(epoch)),
+                                      !partial);
       auto t0 = std::chrono::steady_clock::now();
       double total = 0;
       int64_t i = 0, seen = 0;
@@ -415,15 +519,21 @@ int main(int argc, char** argv) {
       }
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       int64_t right = 0;
-      // batches of 1024: the last holds 784 images and runs in the same program
-      for (auto [xb, yb] : g::data::batches(x_test, ds.test_labels, 1024, std::nullopt, false))
-        right += correct(params, xb, yb).item<int64_t>();
-      double acc = double(right) / double(x_test.shape(0));
+      double nll = 0;
+      // batches of 1024 images (64 windows of text): the last, partial one runs in the same program
+      for (auto [xb, yb] : g::data::batches(x_test, task.y_test, lm ? 64 : 1024, std::nullopt, false)) {
+        auto [r, l] = evaluate(params, xb, yb);
+        right += r.item<int64_t>();
+        nll += l.item<double>();
+      }
+      double acc = double(right) / double(task.y_test.size());
+      char bits[64] = "";
+      if (lm) std::snprintf(bits, sizeof bits, ", test loss %.3f bits/byte", nll / double(task.y_test.size()) / std::log(2.0));
       pr.losses.push_back(total / double(seen));
       pr.accs.push_back(acc);
       pr.epoch = epoch;
-      std::printf("\repoch %d: %.2f s, %.0f examples/s, train loss %.4f, test accuracy %.4f%20s\n", epoch, secs,
-                  double(seen * nproc) / secs, pr.losses.back(), acc, "");
+      std::printf("\repoch %d: %.2f s, %.0f examples/s, train loss %.4f, test accuracy %.4f%s%20s\n", epoch, secs,
+                  double(seen * nproc) / secs, pr.losses.back(), acc, bits, "");
       if (rank == 0) save_checkpoint(ckpt_path, st, pr, params, opt_state, root);
       std::printf("checkpoint: epoch %d saved\n", epoch);
       std::fflush(stdout);
@@ -433,27 +543,30 @@ int main(int argc, char** argv) {
     g::io::save(final_path, params,
                 {{"model", st.model}, {"epochs", std::to_string(st.epochs)},
                  {"test_accuracy", std::to_string(pr.accs.back())}});
-    g::io::write_file_atomic(plot, svg_curves(pr.losses, pr.accs, "Fashion-MNIST " + st.model + ", " + st.optimizer));
+    g::io::write_file_atomic(plot, svg_curves(pr.losses, pr.accs, task.title + " " + st.model + ", " + st.optimizer));
     std::printf("saved %s, %s and %s\n", final_path.c_str(), ckpt_path.c_str(), plot.c_str());
     // The trained classifier as a program of its own: raw uint8 images in, logits and labels out, the
     // weights and the input normalization inside (run it with build/graft-run, no C++ needed). The
     // sample file holds test images with this process's predictions for them, to check the export:
     //   build/graft-run runs/mlp/model.graft --input runs/mlp/sample.safetensors --expect runs/mlp/sample.safetensors
-    auto classify = [&model, &prep](const Tree& p, const Array& images) {
-      Array logits = model.apply(p, prep(images), std::nullopt);
-      return std::make_pair(logits, g::argmax(logits, 1));
+    auto classify = [&model, &task](const Tree& p, const Array& images) {
+      Array logits = model.apply(p, task.prep(images), std::nullopt);
+      return std::make_pair(logits, g::argmax(logits, -1));
     };
-    int64_t m = std::min<int64_t>(kExportBatch, ds.test_images.shape(0));
-    Array sample = ds.test_images[{g::slice(0, m)}];
+    int64_t m = std::min<int64_t>(kExportBatch, task.test_raw.shape(0));
+    Array sample = task.test_raw[{g::slice(0, m)}];
     auto [logits, labels] = g::jit(classify, {.name = "classify"})(params, sample);
     std::string model_path = out_dir + "/model.graft", sample_path = out_dir + "/sample.safetensors";
     g::Exported exported = g::export_fn([&](const Array& images) { return classify(params, images); },
-                                        {.name = st.model + "_classifier", .in_names = {"images"},
+                                        {.name = st.model + (lm ? "_next_byte" : "_classifier"), .in_names = {task.input_name},
                                          .out_names = {"logits", "labels"}})(sample);
     exported.save(model_path);
-    g::io::save_tensors(sample_path, {{"images", sample}, {"logits", logits}, {"labels", labels}});
+    g::io::save_tensors(sample_path, {{task.input_name, sample}, {"logits", logits}, {"labels", labels}});
     std::printf("exported %s (%s) with %s\n", model_path.c_str(), exported.in_avals()[0].str().c_str(),
                 sample_path.c_str());
+    if (lm)
+      std::printf("sample (temperature 0.8):\n%s\n",
+                  generate(model, params, st.seq_len, "This License", 300, g::random::fold_in(root, 3000u)).c_str());
     return 0;
   } catch (const g::Error& e) {
     std::fprintf(stderr, "\nerror: %s\n", e.what());

@@ -3,6 +3,12 @@
 //   eager_add_us      host time to enqueue `a + b` on 1-element GPU arrays (10^5 calls, no sync)
 //   matmul_<t>_tflops dot_general 8192^3 (f32 without and with TF32, bf16)
 //   copy_gbs / neg_gbs device-to-device copy vs an elementwise op over 2^28 f32 (bytes read + written)
+// and of issue 18 (jit on the GPU):
+//   jit_chain_gbs     jitted tanh(x) * 0.5 + x * x - 1 over 2^28 f32: one fused kernel (bytes read + written)
+//   jit_softmax_gbs   jitted softmax over the rows of 8192 x 8192 f32 (bytes read + written)
+//   mlp_step_b<B>_ms  the main job's MLP training step (784-512-512-10, Adam, donated), median of 200
+#include <algorithm>
+#include <vector>
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -67,6 +73,44 @@ int main() {
     Array z = device_put(ones({n}, DType::f32), gpu);
     double s3 = time_it([&] { (void)(x + z); }, 20);
     std::printf("add_gbs %.0f\n", 3.0 * n * 4 / s3 / 1e9);
+  }
+  {  // jitted fused loops
+    const int64_t n = int64_t(1) << 28;
+    Array x = device_put(random::normal(random::key(4), {n}, DType::f32), gpu);
+    auto chain = jit([](const Array& x) { return tanh(x) * 0.5 + x * x - 1.0; });
+    double s = time_it([&] { (void)chain(x); }, 20);
+    std::printf("jit_chain_gbs %.0f\n", 2.0 * n * 4 / s / 1e9);
+    const int64_t r = 8192;
+    Array m = device_put(random::normal(random::key(5), {r, r}, DType::f32), gpu);
+    auto sm = jit([](const Array& x) { return softmax(x, -1); });
+    s = time_it([&] { (void)sm(m); }, 20);
+    std::printf("jit_softmax_gbs %.0f\n", 2.0 * r * r * 4 / s / 1e9);
+  }
+  for (int64_t b : {int64_t(128), int64_t(4096)}) {  // the main job's training step
+    nn::MLP net{{784, 512, 512, 10}};
+    auto on_gpu = [&](const Array& a) { return device_put(a, gpu); };
+    Tree p = tree_map(on_gpu, net.init(random::key(0)));
+    auto opt = optim::adam(1e-3);
+    Tree st = tree_map(on_gpu, opt.init(p));
+    Array x = on_gpu(random::normal(random::key(1), {b, 784}, DType::f32));
+    Array y = on_gpu((random::bits(random::key(2), {b}) % 10u).astype(DType::i32));
+    auto step = jit(
+        [&](const Tree& p, const Tree& s, const Array& x, const Array& y) {
+          auto [l, g] = value_and_grad([&](const Tree& q) { return nn::cross_entropy(net(q, x), y); })(p);
+          auto [u, s2] = opt.update(g, s, p);
+          return std::make_tuple(optim::apply_updates(p, u), s2, l);
+        },
+        {.name = "mlp_step", .donate_argnums = {0, 1}});
+    std::vector<double> ms;
+    for (int i = 0; i < 220; ++i) {
+      auto t = Clock::now();
+      Array l;
+      std::tie(p, st, l) = step(p, st, x, y);
+      l.block_until_ready();
+      if (i >= 20) ms.push_back(seconds_since(t) * 1e3);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("mlp_step_b%lld_ms %.4f\n", static_cast<long long>(b), ms[ms.size() / 2]);
   }
   return 0;
 }

@@ -46,3 +46,68 @@ s = time_it(lambda: torch.neg(x), 20)
 print(f"torch_neg_gbs {2.0 * n * 4 / s / 1e9:.0f}")
 s = time_it(lambda: x + z, 20)
 print(f"torch_add_gbs {3.0 * n * 4 / s / 1e9:.0f}")
+
+# ---- issue 18: jitted fused loops and the main job's training step ----------------------------------
+import torch.nn.functional as F
+
+n = 1 << 28
+x = torch.randn(n, device=dev)
+chain = lambda x: torch.tanh(x) * 0.5 + x * x - 1
+print(f"torch_chain_eager_gbs {2.0 * n * 4 / time_it(lambda: chain(x), 20) / 1e9:.0f}")
+cchain = torch.compile(chain)
+print(f"torch_chain_compile_gbs {2.0 * n * 4 / time_it(lambda: cchain(x), 20) / 1e9:.0f}")
+del x
+R = 8192
+m = torch.randn(R, R, device=dev)
+print(f"torch_softmax_gbs {2.0 * R * R * 4 / time_it(lambda: torch.softmax(m, -1), 20) / 1e9:.0f}")
+csm = torch.compile(lambda m: torch.softmax(m, -1))
+print(f"torch_softmax_compile_gbs {2.0 * R * R * 4 / time_it(lambda: csm(m), 20) / 1e9:.0f}")
+del m
+
+
+def mlp_step_ms(b, mode):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                torch.nn.Linear(512, 10)).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=mode == "graph")
+    x = torch.randn(b, 784, device=dev)
+    y = torch.randint(0, 10, (b,), device=dev)
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    run = step
+    if mode == "compile":
+        run = torch.compile(step)
+    if mode == "graph":
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            step()
+        run = g.replay
+    times = []
+    for i in range(220):
+        t = time.perf_counter()
+        run()
+        torch.cuda.synchronize()
+        if i >= 20:
+            times.append((time.perf_counter() - t) * 1e3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+for b in (128, 4096):
+    for mode in ("eager", "compile", "graph"):
+        try:
+            print(f"torch_mlp_step_b{b}_{mode}_ms {mlp_step_ms(b, mode):.4f}")
+        except Exception as e:  # a mode this PyTorch cannot run is reported, not fatal
+            print(f"torch_mlp_step_b{b}_{mode}_ms failed: {type(e).__name__}: {e}")

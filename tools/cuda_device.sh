@@ -5,7 +5,8 @@
 #   cmake --build build-dev --target test_cuda bench_cuda
 # (the binaries need only libcudart/NVRTC/cuBLAS from the CUDA 13 toolkit there). Steps: the CUDA test
 # suite (every conformance row on the GPU), the suite again under compute-sanitizer memcheck and
-# racecheck with the caching allocator off, then bench/run_cuda.sh (graft beside PyTorch).
+# racecheck with the caching allocator off, then the figures: bench_cuda beside PyTorch
+# (bench/torch_cuda.py) and JAX (bench/jax_cuda.py) on the same GPU.
 # Usage: tools/cuda_device.sh [build dir] [out dir]
 set -uo pipefail
 build=${1:-build-dev}
@@ -22,7 +23,7 @@ if command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     echo "== compute-sanitizer --tool $tool"
     GRAFT_CUDA_CACHING=0 compute-sanitizer --tool "$tool" --error-exitcode 9 \
-      "$build/tests/test_cuda" --gtest_brief=1 --gtest_filter="${SANITIZE_FILTER:-CudaArrays.RoundTrip*:CudaArrays.Transformations*:*CudaConformance.ValuesMatchTheCpu/*}" \
+      "$build/tests/test_cuda" --gtest_brief=1 --gtest_filter="${SANITIZE_FILTER:-CudaArrays.RoundTrip*:CudaArrays.Transformations*:CudaFusion.*:*CudaConformance.ValuesMatchTheCpu/*}" \
       > "$out/sanitizer_$tool.log" 2>&1
     echo "exit $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitizer_$tool.log" | tail -5
   done
@@ -30,4 +31,5 @@ fi
 echo "== bench"
 "$build/bench_cuda" 2>&1 | tee "$out/bench_graft.txt"
 python3 bench/torch_cuda.py 2>&1 | tee "$out/bench_torch.txt"
+python3 bench/jax_cuda.py 2>&1 | tee "$out/bench_jax.txt"
 exit $status

@@ -184,4 +184,46 @@ inline std::vector<Array> check_jitted_training_step(Device d) {
   return got;
 }
 
+/// A donated parameter is updated in place by a jitted (fused) update on the device; without donation
+/// the argument keeps its buffer and values.
+inline void check_donated_update_in_place(Device d) {
+  auto update = [](const Array& w, const Array& g) { return w - g * 0.5; };
+  auto step = jit(update, {.donate_argnums = {0}});
+  Array w = device_put(concrete({1, 2, 3, 4, 5, 6, 7, 8}, {8}), d), g = device_put(ones({8}), d);
+  const void* before = w.concrete()->data();
+  Array w2 = step(w, g);
+  EXPECT_EQ(w2.device(), d);
+  EXPECT_EQ(w2.concrete()->data(), before) << "the update did not reuse the donated buffer";
+  EXPECT_EQ(w2.to_vector<float>(), (std::vector<float>{0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5}));
+  expect_throws<ValueError>([&] { (void)w.to_vector<float>(); }, "deleted");
+  Array v = device_put(concrete({1, 2, 3, 4, 5, 6, 7, 8}, {8}), d);
+  Array v2 = jit(update)(v, g);
+  EXPECT_NE(v2.concrete()->data(), v.concrete()->data());
+  EXPECT_EQ(v.to_vector<float>()[0], 1.0f);
+}
+
+/// Jitted programs whose fused loops take every shape of generated kernel (vectors and scalars,
+/// lanes of a warp, a warp, a block a row, rows too long for registers, half floats) on the device,
+/// against the same programs on the CPU. `large`: sizes a GPU runs at once (the emulator takes
+/// smaller ones).
+inline void check_fused_programs(Device d, bool large = true) {
+  Rng rng(9);
+  auto chain = [](const Array& x) { return tanh(x) * 0.5 + x * x - 1.0; };
+  auto sm = [](const Array& x) { return softmax(x, -1); };
+  auto lsm = [](const Array& x) { return log_softmax(x, -1); };
+  auto ln = [](const Array& x) { return (x - mean(x, -1, true)) * rsqrt(var(x, -1, true) + 1e-5); };
+  auto half = [](const Array& x) { return exp(x.astype(DType::bf16) * 0.5).astype(DType::f32); };
+  std::vector<std::pair<std::function<Array(const Array&)>, Shape>> cases = {
+      {chain, {large ? 1 << 20 : 4096}}, {chain, {1001}}, {sm, {large ? 64 : 4, 4096}}, {sm, {19, 10}}, {sm, {40, 100}},
+      {lsm, {5, 3000}}, {lsm, {large ? 3 : 1, 20000}}, {ln, {33, 48}}, {half, {64, 33}}};
+  for (auto& [f, shape] : cases) {
+    Array x = rng.uniform(shape);
+    auto jf = jit(f);
+    Array want = jf(x), got = jf(device_put(x, d));
+    EXPECT_EQ(got.device(), d);
+    EXPECT_TRUE(close(got, want, shape.size() == 2 && shape[0] == 64 && shape[1] == 33 ? 1e-2 : 2e-5, 1e-6))
+        << x.aval().str();
+  }
+}
+
 }  // namespace graft::testing

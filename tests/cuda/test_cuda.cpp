@@ -334,6 +334,17 @@ TEST(CudaArrays, TransformationsAndControlFlow) {
   check_transformations_and_control_flow(Device::cuda());
 }
 
+// jit on the GPU: the program optimized for devices, its fused loops generated CUDA kernels compiled
+// by NVRTC, a donated parameter updated in place
+TEST(CudaFusion, JittedProgramsMatchTheCpu) {
+  REQUIRE_GPU();
+  Device d = Device::cuda();
+  check_jitted_training_step(d);
+  check_fused_programs(d);
+  check_donated_update_in_place(d);
+  for (auto& [name, n] : device_fallbacks(1)) EXPECT_NE(name, "fusion") << "a fused loop ran through the host";
+}
+
 // ---- conformance on the device ------------------------------------------------------------------------------
 class CudaConformance : public ::testing::TestWithParam<Case> {};
 

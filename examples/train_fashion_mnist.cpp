@@ -4,6 +4,7 @@
 //   train_fashion_mnist --model mlp|cnn|transformer --epochs 5 --batch-size 128 --lr 1e-3 --optimizer adam
 //                       [--seed 0] [--dtype f32|bf16] [--schedule cosine|constant] [--dropout 0.3] [--flip]
 //                       [--limit N] [--out dir] [--resume dir] [--seq-len 128] [--text file-or-dir ...]
+//                       [--device cpu|cuda]
 //
 // --model transformer trains a byte-level GPT-style model (2 causal blocks of width 128, 4 heads) to
 // predict the next byte of Debian's license texts (/usr/share/common-licenses, on every Debian
@@ -385,6 +386,8 @@ int main(int argc, char** argv) {
   app.add_option("--data", data_dir, "directory with the Fashion-MNIST .gz files");
   app.add_option("--out", out_dir, "where to write checkpoints and the plot (default: runs/<model>, or the --resume directory)");
   app.add_option("--resume", resume, "continue the run whose checkpoint is in this directory (same settings)");
+  std::string device = "cpu";
+  app.add_option("--device", device, "where to train: cpu, or cuda / cuda:N (a GPU; the batches move there each step)");
   bool distributed = false;
   app.add_flag("--distributed", distributed,
                "data parallel over the processes of an mpirun job: each global batch split over the ranks, the "
@@ -411,6 +414,19 @@ int main(int argc, char** argv) {
     if (st.model == "mlp" && st.dropout > 0) throw g::ValueError("--dropout applies to --model cnn and transformer");
     if (lm && st.flip) throw g::ValueError("--flip flips images: it does not apply to --model transformer");
     if (!lm && st.seq_len != 0) throw g::ValueError("--seq-len applies to --model transformer");
+    // On a GPU every array the run makes lives there (the default device) and each step's batch moves
+    // there from the host; checkpoints, the plot and the export read values back.
+    g::Device dev = g::parse_device(device);
+    std::optional<g::DefaultDevice> on_device;
+    if (!dev.is_cpu()) {
+      if (nproc > 1) throw g::ValueError("--device " + device + " with several processes needs NCCL, not built yet");
+      try {  // an unavailable device is an error now, saying why
+        (void)g::device_put(g::zeros({1}), dev);
+      } catch (const g::ValueError& e) {
+        throw g::ValueError("--device " + device + ": " + e.what());
+      }
+      on_device.emplace(dev);
+    }
     prepare_out_dir(out_dir);
     Model model = st.model == "mlp" ? mlp() : st.model == "cnn" ? cnn(st.dropout) : transformer(st.seq_len, st.dropout);
     if (st.dtype != "f32") model = in_dtype(model, g::parse_dtype(st.dtype));

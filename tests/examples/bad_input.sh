@@ -17,6 +17,10 @@ expect() {  # expect <words> <args...>: exit status 1, the words on stderr, noth
 }
 touch "$dir/a_file"
 expect "exists and is not a directory" --out "$dir/a_file"
+expect "unknown device 'tpu'" --device tpu --out "$dir/r"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi >/dev/null 2>&1; then  # no GPU here: the reason, before training
+  expect "--device cuda: " --device cuda --out "$dir/r"
+fi
 expect "--lr must be a finite positive number" --lr nan --out "$dir/r"
 expect "--lr must be a finite positive number" --lr inf --out "$dir/r"
 expect "--lr must be a finite positive number" --lr -1 --out "$dir/r"

@@ -17,7 +17,7 @@ from .sharding import devices, local_devices, process_count, process_index
 __all__ = ["Array", "ConcretizationError", "Error", "ShapeError", "UnexpectedTracerError", "ClosedJaxpr", "grad",
            "hessian", "jacfwd", "jacrev", "jit", "jvp", "make_jaxpr", "value_and_grad", "vjp", "vmap", "lax",
            "numpy", "random", "nn", "optim", "data", "io", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
-           "device_get", "from_dlpack", "custom_jvp", "custom_vjp", "checkpoint", "checkpoint_name", "remat",
+           "device_get", "device_put", "default_device", "from_dlpack", "custom_jvp", "custom_vjp", "checkpoint", "checkpoint_name", "remat",
            "shard_map", "pmap", "sharding", "devices", "local_devices", "process_count", "process_index", "GradientTape", "Graph", "graph_grad"]
 
 
@@ -25,3 +25,16 @@ def device_get(x):
     """The NumPy value of every array leaf of x."""
     import numpy as np
     return tree_map(lambda a: np.asarray(a) if isinstance(a, Array) else a, x)
+
+
+def device_put(x, device=None):
+    """x's array leaves committed to `device` ("cpu", "cuda", "cuda:1"; default: the default device),
+    as jax.device_put: operations on them run there, and mixing two committed devices is an error."""
+    d = _graft.default_device_name() if device is None else str(device)
+    return tree_map(lambda a: _graft.device_put(a, d), x)
+
+
+def default_device(device):
+    """A context in which new arrays and uncommitted computations go to `device` (jax.default_device):
+    ``with graft.default_device("cuda"): ...``."""
+    return _graft.DefaultDevice(str(device))

@@ -142,6 +142,7 @@ py::array to_numpy(const Array& arg) {
   if (!known)
     throw ConcretizationError("this value is traced (" + arg.aval().str() +
                               "): it has no data until the transformed function runs (NumPy conversion)");
+  if (!known->device().is_cpu()) return to_numpy(known->concretize("NumPy conversion"));  // read back from the device
   const Array& x = *known;
   if (x.dtype() == DType::bf16) return to_numpy(x.astype(DType::f32));
   std::vector<py::ssize_t> shape(x.shape().begin(), x.shape().end()), strides(shape.size());
@@ -553,6 +554,8 @@ PYBIND11_MODULE(_graft, m) {
            "dtype"_a = py::none(), "copy"_a = py::none())
       .def("__dlpack__", [](const Array& x, py::object stream) { return to_dlpack(x); }, "stream"_a = py::none())
       .def("__dlpack_device__", [](const Array&) { return py::make_tuple(1, 0); })
+      .def_property_readonly("device", [](const Array& x) { return x.is_concrete() ? x.device().str() : std::string("traced"); })
+      .def("block_until_ready", [](const Array& x) { return x.block_until_ready(); })
       .def("item", [](const Array& x) -> py::object { return to_numpy(x).attr("item")(); })
       .def("tolist", [](const Array& x) -> py::object { return to_numpy(x).attr("tolist")(); })
       .def("__bool__", [](const Array& x) { return x.item<bool>(); })
@@ -637,6 +640,18 @@ PYBIND11_MODULE(_graft, m) {
     return to_array(h, d.is_none() ? std::nullopt : std::optional<DType>(to_dtype(d)));
   }, "x"_a, "dtype"_a = py::none());
   m.def("from_dlpack", &from_dlpack, "x"_a);
+  // devices: "cpu", "cuda", "cuda:1" (JAX's device_put commits the array there)
+  m.def("device_put", [](py::handle x, const std::string& d) { return device_put(to_array(x), parse_device(d)); }, "x"_a,
+        "device"_a);
+  m.def("default_device_name", [] { return default_device().str(); });
+  struct DefaultDeviceScope {
+    Device d;
+    std::unique_ptr<DefaultDevice> on;
+  };
+  py::class_<DefaultDeviceScope>(m, "DefaultDevice")
+      .def(py::init([](const std::string& d) { return DefaultDeviceScope{parse_device(d), nullptr}; }), "device"_a)
+      .def("__enter__", [](DefaultDeviceScope& s) { s.on = std::make_unique<DefaultDevice>(s.d); })
+      .def("__exit__", [](DefaultDeviceScope& s, py::args) { s.on.reset(); });
   m.def("canonical_dtype", [](py::handle d) { return std::string(long_name(to_dtype(d))); });
   using Un = Array (*)(const Array&);
   auto unary = [&](const char* name, Un f) { m.def(name, [f](py::handle x) { return f(to_array(x)); }, "x"_a); };

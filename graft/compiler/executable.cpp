@@ -190,19 +190,33 @@ const ClosedJaxpr* Executable::device_program() const {
 Arrays Executable::run(std::span<const Array> args) const {
   if (args.size() != cpu_.in_slots.size())
     fail<ValueError>("jit: expected ", cpu_.in_slots.size(), " arguments, got ", args.size());
-  // Compiled loops run on the CPU. With an operand on another device, or another default device, the
-  // program runs there: optimized for devices when that device runs fused loops, otherwise the traced
-  // program op by op (the CPU-optimized one's fused loops and rewrites are the CPU's).
-  std::optional<Device> where;
-  if (!default_device().is_cpu()) where = default_device();
-  for (const Array& a : args)
-    if (a.is_concrete() && !a.concrete()->device().is_cpu() && (!where || a.concrete()->committed())) where = a.concrete()->device();
-  for (const Array& a : traced_.consts)
-    if (!where && a.is_concrete() && !a.concrete()->device().is_cpu()) where = a.concrete()->device();
-  if (where) {
-    if (device_impl(where->type, compiler::fusion_p)) return run_lowered(*device_lowering(), args, true);
+  // The program runs where eager code would (graft/core/trace.cpp): where committed operands live, else
+  // on the default device; operands elsewhere move. On the CPU: the compiled loops. On another device:
+  // the program optimized for devices when that device runs fused loops, otherwise the traced program
+  // op by op (the CPU-optimized one's fused loops and rewrites are the CPU's).
+  Device where = default_device();
+  bool elsewhere = false;
+  for (std::span<const Array> group : {args, std::span<const Array>(traced_.consts)})
+    for (const Array& a : group)
+      if (const ConcreteNode* c = a.concrete()) {
+        if (c->committed()) where = c->device();
+        elsewhere = elsewhere || !c->device().is_cpu();
+      }
+  if (!where.is_cpu()) {
+    if (device_impl(where.type, compiler::fusion_p)) return run_lowered(*device_lowering(), args, true);
     TraceScope eager(eval_trace());
     return eval_jaxpr(traced_, args);
+  }
+  if (elsewhere) {  // arrays left on a device, uncommitted: they come to the CPU, as eager operands would
+    std::vector<Array> host(args.begin(), args.end());
+    for (Array& a : host)
+      if (a.is_concrete() && !a.concrete()->device().is_cpu()) a = transfer(a, Device::cpu());
+    if (std::any_of(traced_.consts.begin(), traced_.consts.end(),
+                    [](const Array& c) { return c.is_concrete() && !c.concrete()->device().is_cpu(); })) {
+      TraceScope eager(eval_trace());
+      return eval_jaxpr(traced_, host);
+    }
+    return run_lowered(cpu_, host, false);
   }
   return run_lowered(cpu_, args, false);
 }

@@ -1141,18 +1141,27 @@ Avals fusion_shape(const Primitive&, AvalPtrs in, const Params& params) {
 }
 
 Arrays fusion_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params) {
-  // Placed as other primitives are: where a committed operand lives, else where an operand lives,
-  // else the default device. Off the CPU, a device that runs fused loops (a GPU: the CUDA generator's
+  // Placed as eager primitives are (graft/core/trace.cpp): where a committed operand lives, else on
+  // the default device. Off the CPU, a device that runs fused loops (a GPU: the CUDA generator's
   // kernels) gets the operands it lacks; on another device the body runs op by op, each primitive
   // placed as eager code would be.
   Device dev = default_device();
-  bool found = false;
+  bool found = false, elsewhere = false;
   for (const Array& a : in)
-    if (const ConcreteNode* c = a.concrete(); c && !c->device().is_cpu() && (!found || c->committed())) {
-      dev = c->device();
-      found = found || c->committed();
+    if (const ConcreteNode* c = a.concrete()) {
+      if (c->committed()) {
+        dev = c->device();
+        found = true;
+      }
+      elsewhere = elsewhere || !c->device().is_cpu();
     }
-  if (dev.is_cpu()) return FusedKernel::of(fusion_body(params)).run(in);
+  if (dev.is_cpu()) {
+    if (!elsewhere) return FusedKernel::of(fusion_body(params)).run(in);
+    SmallVector<Array, 4> host(in.begin(), in.end());
+    for (Array& a : host)
+      if (a.is_concrete() && !a.concrete()->device().is_cpu()) a = transfer(a, dev);
+    return FusedKernel::of(fusion_body(params)).run(std::span<const Array>(host.data(), host.size()));
+  }
   ImplRule fn = device_impl(dev.type, p);
   if (!fn) return eval_jaxpr(fusion_body(params), in);
   // operands are handed over as they are when all are there: a kernel may take over the buffer of

@@ -226,4 +226,28 @@ inline void check_fused_programs(Device d, bool large = true) {
   }
 }
 
+/// jit places its program as eager code would: with committed operands where they live, else on the
+/// default device (uncommitted operands elsewhere move there).
+inline void check_jit_placement(Device d) {
+  auto f = jit([](const Array& x) { return tanh(x) * 2.0 + 1.0; });
+  Array x = concrete({0.5, -1, 2, 3}, {4});
+  Array want = f(x);
+  Array u;
+  {
+    DefaultDevice on(d);
+    u = x + 0.0;  // made on the device, not committed
+    EXPECT_EQ(u.device(), d);
+    EXPECT_EQ(f(x).device(), d);  // the default device: the CPU operand moves there
+    Array c = device_put(x, Device::cpu());
+    EXPECT_TRUE(f(c).device().is_cpu());  // committed to the CPU: runs there
+  }
+  Array r = f(u);  // uncommitted on the device, the default device the CPU: runs on the CPU
+  EXPECT_TRUE(r.device().is_cpu());
+  EXPECT_TRUE(close(r, want));
+  Array g = f(device_put(x, d));
+  EXPECT_EQ(g.device(), d);
+  EXPECT_TRUE(g.concrete()->committed());
+  EXPECT_TRUE(close(g, want, 1e-6, 1e-6));
+}
+
 }  // namespace graft::testing

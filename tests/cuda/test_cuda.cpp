@@ -342,6 +342,7 @@ TEST(CudaFusion, JittedProgramsMatchTheCpu) {
   check_jitted_training_step(d);
   check_fused_programs(d);
   check_donated_update_in_place(d);
+  check_jit_placement(d);
   for (auto& [name, n] : device_fallbacks(1)) EXPECT_NE(name, "fusion") << "a fused loop ran through the host";
 }
 

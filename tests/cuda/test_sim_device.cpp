@@ -110,6 +110,7 @@ TEST(SimDevice, JitRunsFusedKernelsOnTheDevice) {
   EXPECT_EQ(y.device(), d);
   EXPECT_TRUE(close(y, f(ones({4, 8}), ones({8, 16}))));
   check_fused_programs(d, false);
+  check_jit_placement(d);
 }
 
 // A donated parameter is updated in place on the device: the fused update writes into its buffer.

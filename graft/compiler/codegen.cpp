@@ -340,9 +340,11 @@ class Emitter {
       DType xd = vd[1];
       llvm::Value *lo = v[0], *x = v[1], *hi = v[2];
       bool f = is_floating(xd), u = is_unsigned(xd);
+      // min(max(x, lo), hi) as the tile kernel (crossed bounds give hi)
       llvm::Value* below = f ? b_.CreateFCmpOLT(x, lo) : (u ? b_.CreateICmpULT(x, lo) : b_.CreateICmpSLT(x, lo));
-      llvm::Value* above = f ? b_.CreateFCmpOGT(x, hi) : (u ? b_.CreateICmpUGT(x, hi) : b_.CreateICmpSGT(x, hi));
-      llvm::Value* r = sel(below, lo, sel(above, hi, x));
+      llvm::Value* m = sel(below, lo, x);
+      llvm::Value* above = f ? b_.CreateFCmpOGT(m, hi) : (u ? b_.CreateICmpUGT(m, hi) : b_.CreateICmpSGT(m, hi));
+      llvm::Value* r = sel(above, hi, m);
       return f ? sel(b_.CreateFCmpUNO(x, x), x, r) : r;
     }
     if (&p == &convert_element_type_p) return convert(a, d, op.dtype);

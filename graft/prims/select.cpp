@@ -136,7 +136,9 @@ void clamp_tile(const TileKernel&, void* out, const void* const* in, const uint8
     for (int64_t i = 0; i < n; ++i) {
       C v = static_cast<C>(x[step[1] ? i : 0]), l = static_cast<C>(lo[step[0] ? i : 0]),
         h = static_cast<C>(hi[step[2] ? i : 0]);
-      C r = v < l ? l : (v > h ? h : v);
+      // min(max(x, lo), hi), as XLA and NumPy: crossed bounds (lo > hi) give hi
+      C r = v < l ? l : v;
+      r = r > h ? h : r;
       if constexpr (std::is_floating_point_v<C>) r = v != v ? v : r;  // NaN stays NaN
       o[i] = static_cast<T>(r);
     }
@@ -177,7 +179,7 @@ JvpResult clamp_jvp(const Primitive& p, std::span<const Array> primals, std::spa
   };
   Array t_lo = term(lax::bitwise_and(lax::gt(lo, x), lax::lt(lo, hi)), tangents[0]);
   Array t_x = term(lax::bitwise_and(lax::gt(x, lo), lax::lt(x, hi)), tangents[1]);
-  Array t_hi = term(lax::lt(hi, x), tangents[2]);
+  Array t_hi = term(lax::bitwise_or(lax::lt(hi, x), lax::lt(hi, lo)), tangents[2]);  // max(x, lo) > hi
   Array t = add_tangents(add_tangents(t_lo, t_x), t_hi);
   return {{y}, {t}};
 }

@@ -4,7 +4,11 @@
 //   - NVRTC compiles for sm_90 (CUDA builds; no GPU needed), and
 //   - computes, run on the CPU by the emulator (cuda/emulator.h), what the CPU's fused loop computes
 //     for the same operands.
+#include <set>
+
 #include "cuda/emulator.h"
+#include "graft/prims/cuda/kernels.h"
+#include "graft/prims/primitives.h"
 #include "graft/compiler/cuda_fusion.h"
 #include "graft/compiler/fusion.h"
 #include "graft/compiler/pipeline.h"
@@ -199,6 +203,90 @@ TEST_F(FusedKernels, ScalarsHalfFloatsIntegersSelectsAndNans) {
   EXPECT_TRUE(close(got, want));
   EXPECT_TRUE(std::isnan(values(got)[64]));
   EXPECT_FALSE(std::isnan(values(got)[0]));
+}
+
+// The element kernels of every elementwise primitive (graft/prims/cuda/kernels.h: one expression per
+// primitive and type class), emulated, against the CPU's kernels: NaN rules, integer division by zero
+// and by -1, out-of-range shifts, 16-bit floats rounded as the CPU rounds them, scalar operands.
+TEST_F(FusedKernels, ElementKernelsOfEveryPrimitiveMatchTheCpu) {
+  static const std::set<std::string> unary = {
+      "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh",
+      "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt",
+      "rsqrt", "cbrt", "abs", "erf", "erfc", "erf_inv", "square", "integer_pow", "not", "population_count", "copy",
+      "stop_gradient"};
+  struct K {
+    const Primitive* prim;
+    std::vector<Array> in;
+    Params params;
+    DType out;
+  };
+  std::vector<K> ks;
+  std::vector<std::string> sources, names;
+  Rng rng(21);
+  const int64_t n = 64;
+  for (const std::string& name : cuda_kernels::elementwise_prims()) {
+    const Primitive* p = prims::find_primitive(name);
+    ASSERT_NE(p, nullptr) << name;
+    for (DType d : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i8, DType::u8, DType::bool_}) {
+      auto expr = cuda_kernels::elementwise_expr(name, d);
+      if (!expr) continue;
+      size_t arity = unary.count(name) ? 1 : name == "select_n" || name == "clamp" ? 3 : 2;
+      K k{p, {}, {}, d};
+      for (size_t a = 0; a < arity; ++a) {
+        DType t = name == "select_n" && a == 0 ? DType::bool_ : d;
+        Array x = t == DType::bool_ ? rng.bools({n})
+                  : is_floating(t) ? rng.uniform({n}, t, -3, 3)
+                  : name.rfind("shift", 0) == 0 && a == 1 ? rng.ints({n}, t, 0, 40)
+                  : is_unsigned(t) ? rng.ints({n}, t, 0, 200) : rng.ints({n}, t, -4, 4);
+        if (a == 1 && arity == 2) x = x[{slice(0, 1)}];  // a scalar operand (broadcast by the kernel)
+        k.in.push_back(x);
+      }
+      if (arity == 2) k.in[1] = broadcast_to(k.in[1], {n});  // the CPU's operands share a shape
+      if (name == "integer_pow") k.params = Params{{"y", int64_t(3)}};
+      if (name == "round") k.params = Params{{"rounding_method", int64_t(1)}};
+      std::vector<DType> ts;
+      for (auto& x : k.in) ts.push_back(x.dtype());
+      try {
+        k.out = bind1(*p, std::span<const Array>(k.in.data(), k.in.size()), k.params).dtype();
+      } catch (const Error&) {
+        continue;  // the CPU refuses these operands (add of booleans): nothing to compare with
+      }
+      std::string kname = "ew_" + name + "_" + std::string(short_name(d));
+      sources.push_back(cuda_kernels::elementwise_source(kname, *expr, ts, name == "select_n" ? ts[1] : d, k.out,
+                                                         name == "select_n"));
+      names.push_back(kname);
+      ks.push_back(std::move(k));
+    }
+  }
+  EXPECT_GT(ks.size(), 150u);
+  EmulatedModule mod(sources, names);
+  int checked = 0;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    K& k = ks[i];
+    Array want = bind1(*k.prim, std::span<const Array>(k.in.data(), k.in.size()), k.params);
+    Array got = Array::empty(want.aval());
+    // the second operand of binary kernels is passed as one element (the scalar mask's bit 1)
+    std::vector<Array> args = k.in;
+    uint32_t scalar = 0;
+    if (args.size() == 2) {
+      args[1] = args[1][{slice(0, 1)}] + zeros({1}, args[1].dtype());
+      scalar = 2;
+    }
+    void* out = got.concrete()->data();
+    std::vector<void*> ptrs{out};
+    for (auto& a : args) ptrs.push_back(const_cast<void*>(a.raw_data()));
+    int64_t count = n, p = k.params.has("y") ? 3 : k.params.has("rounding_method") ? 1 : 0;
+    std::vector<void*> argv;
+    for (void*& q : ptrs) argv.push_back(&q);
+    argv.push_back(&count);
+    argv.push_back(&scalar);
+    argv.push_back(&p);
+    mod.launch(i, 2, 32, argv.data());
+    double rt = k.out == DType::bf16 ? 1e-2 : is_floating(k.out) ? 2e-5 : 0;
+    EXPECT_TRUE(close(got, want, rt, rt)) << names[i];
+    ++checked;
+  }
+  EXPECT_EQ(checked, static_cast<int>(ks.size()));
 }
 
 TEST(FusedKernelSource, BodiesItCannotCompileSayWhy) {

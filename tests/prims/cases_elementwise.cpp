@@ -296,6 +296,17 @@ std::vector<Case> elementwise_cases() {
     c.diff = {true, true, true};
     v.push_back(c);
   }
+  {
+    Case c;  // crossed bounds (lo > hi): hi, as XLA's min(max(x, lo), hi) and NumPy's clip
+    c.name = "clamp_crossed_bounds";
+    c.prim = &clamp_p;
+    c.inputs = [](Rng& r, DType d) {
+      return Inputs{r.uniform(kShape, d, 0.5, 1), r.uniform(kShape, d, -2, 2), r.uniform(kShape, d, -1, -0.5)};
+    };
+    c.reference = ref_map([](const std::vector<double>& a) { return std::min(std::max(a[1], a[0]), a[2]); });
+    c.diff = {true, true, true};
+    v.push_back(c);
+  }
   // ---- conversions ----------------------------------------------------------------------------------------
   {
     Case c;

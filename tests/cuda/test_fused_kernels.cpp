@@ -4,6 +4,7 @@
 //   - NVRTC compiles for sm_90 (CUDA builds; no GPU needed), and
 //   - computes, run on the CPU by the emulator (cuda/emulator.h), what the CPU's fused loop computes
 //     for the same operands.
+#include <functional>
 #include <set>
 
 #include "cuda/emulator.h"
@@ -287,6 +288,125 @@ TEST_F(FusedKernels, ElementKernelsOfEveryPrimitiveMatchTheCpu) {
     ++checked;
   }
   EXPECT_EQ(checked, static_cast<int>(ks.size()));
+}
+
+// Conversions between every pair of types, threefry2x32, running reductions and reductions (with the
+// argument layouts graft/prims/cuda/rules.cpp passes), emulated, against the CPU.
+TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
+  namespace ck = cuda_kernels;
+  struct Run {
+    std::string name;
+    std::function<void(const EmulatedModule&, size_t)> launch;
+    Array got, want;
+  };
+  std::vector<Run> runs;
+  std::vector<std::string> sources;
+  Rng rng(23);
+  const DType types[] = {DType::bool_, DType::i8, DType::u8, DType::i32, DType::i64, DType::u32, DType::f16,
+                         DType::bf16, DType::f32, DType::f64};
+  auto ptr = [](const Array& a) { return const_cast<void*>(a.raw_data()); };
+  for (DType from : types)
+    for (DType to : types) {
+      if (from == to) continue;
+      // floats beyond the integers' ranges and NaN: saturation and NaN to 0, as the CPU
+      Array x = is_floating(from) ? concrete({-1e30, -300, -129.7, -1.5, -0.4, 0, 0.6, 1.5, 127.9, 255.5, 70000, 1e30, NAN}, {13}, from)
+                                  : rng.ints({13}, from, is_unsigned(from) || from == DType::bool_ ? 0 : -100,
+                                             from == DType::bool_ ? 1 : 100);
+      Array want = x.astype(to), got = Array::empty(want.aval());
+      std::string name = "cv_" + std::string(short_name(from)) + "_" + std::string(short_name(to));
+      sources.push_back(ck::convert_source(name, from, to));
+      runs.push_back({name, [=](const EmulatedModule& m, size_t i) mutable {
+                        void *o = got.concrete()->data(), *in = ptr(x);
+                        int64_t n = 13;
+                        void* args[] = {&o, &in, &n};
+                        m.launch(i, 1, 32, args);
+                      }, got, want});
+    }
+  {  // threefry2x32, a scalar key against counters
+    Array k0 = concrete({42}, {}, DType::u32), k1 = concrete({7}, {}, DType::u32);
+    Array c0 = rng.ints({50}, DType::u32, 0, 1 << 30), c1 = rng.ints({50}, DType::u32, 0, 1 << 30);
+    Arrays want = lax::threefry2x32(k0, k1, c0, c1);
+    Array y0 = Array::empty(want[0].aval()), y1 = Array::empty(want[1].aval());
+    sources.push_back(ck::threefry_source("tf"));
+    runs.push_back({"tf", [=](const EmulatedModule& m, size_t i) mutable {
+                      void* p[6] = {y0.concrete()->data(), y1.concrete()->data(), ptr(k0), ptr(k1), ptr(c0), ptr(c1)};
+                      int64_t n = 50;
+                      uint32_t scalar = 3;
+                      void* args[] = {&p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &n, &scalar};
+                      m.launch(i, 2, 32, args);
+                    }, y0, want[0]});
+    runs.push_back({"tf (second word)", nullptr, y1, want[1]});
+  }
+  for (std::string op : {"sum", "max", "min"})
+    for (DType d : {DType::f32, DType::f64, DType::i32}) {  // running reductions along axis 1 of [3, 40, 5]
+      Array x = is_floating(d) ? rng.uniform({3, 40, 5}, d) : rng.ints({3, 40, 5}, d, -1000, 1000);
+      if (op == "max" && d == DType::f32) x = x.at({1, 7, 2}).set(Array(NAN));
+      for (bool reverse : {false, true}) {
+        Array want = op == "sum" ? lax::cumsum(x, 1, reverse) : op == "max" ? lax::cummax(x, 1, reverse) : lax::cummin(x, 1, reverse);
+        Array got = Array::empty(want.aval());
+        std::string name = "cum_" + op + "_" + std::string(short_name(d));
+        sources.push_back(ck::cumulative_source(name, op, d));
+        runs.push_back({name + (reverse ? " reversed" : ""), [=](const EmulatedModule& m, size_t i) mutable {
+                          void *o = got.concrete()->data(), *in = ptr(x);
+                          int64_t outer = 3, n = 40, inner = 5;
+                          int rev = reverse;
+                          void* args[] = {&o, &in, &outer, &n, &inner, &rev};
+                          m.launch(i, 1, 32, args);
+                        }, got, want});
+      }
+    }
+  struct ReduceArgs {
+    int64_t nkeep = 0, keep_shape[8] = {}, keep_stride[8] = {}, nred = 0, red_shape[8] = {}, red_stride[8] = {};
+  };
+  for (std::string op : {"sum", "max", "min", "prod", "argmax", "argmin", "and", "or"})
+    for (DType d : {DType::f32, DType::bf16, DType::i32, DType::bool_}) {
+      bool logical = op == "and" || op == "or";
+      if (logical != (d == DType::bool_)) continue;  // (the CPU has no argmax of booleans)
+      // over axes 0 and 2 of [6, 4, 33]: strided rows, as rules.cpp lays them out
+      Array x = d == DType::bool_ ? rng.bools({6, 4, 33})
+                : is_floating(d) ? rng.uniform({6, 4, 33}, d, op == "prod" ? 0.9 : -1, op == "prod" ? 1.1 : 1)
+                                 : rng.ints({6, 4, 33}, d, -50, 50);
+      Array want;
+      if (op == "argmax" || op == "argmin") {
+        Array xt = transpose(x, {1, 0, 2});
+        want = reshape(op == "argmax" ? argmax(reshape(xt, {4, 198}), 1) : argmin(reshape(xt, {4, 198}), 1), {4});
+      } else {
+        const Primitive* p = prims::find_primitive("reduce_" + op);
+        want = bind1(*p, {x}, Params{{"axes", IntList{0, 2}}});
+      }
+      Array got = Array::empty(want.aval());
+      std::string name = "red_" + op + "_" + std::string(short_name(d));
+      sources.push_back(ck::reduce_source(name, op, d, want.dtype()));
+      runs.push_back({name, [=](const EmulatedModule& m, size_t i) mutable {
+                        ReduceArgs r;
+                        r.nkeep = 1;
+                        r.keep_shape[0] = 4;
+                        r.keep_stride[0] = 33;
+                        r.nred = 2;
+                        r.red_shape[0] = 6;
+                        r.red_stride[0] = 4 * 33;
+                        r.red_shape[1] = 33;
+                        r.red_stride[1] = 1;
+                        void *o = got.concrete()->data(), *in = ptr(x);
+                        int64_t nout = 4, inner = 6 * 33;
+                        void* args[] = {&o, &in, &nout, &inner, &r};
+                        m.launch(i, 2, 256, args);
+                      }, got, want});
+    }
+  std::vector<std::string> names;
+  for (auto& r : runs)
+    if (r.launch) names.push_back(r.name.substr(0, r.name.find(' ')));
+  ASSERT_EQ(names.size(), sources.size());
+  EmulatedModule mod(sources, names);
+  size_t k = 0;
+  for (auto& r : runs)
+    if (r.launch) r.launch(mod, k++);
+  for (auto& r : runs) {
+    DType d = r.want.dtype();
+    double rt = d == DType::bf16 || d == DType::f16 ? 1e-2 : is_floating(d) ? 1e-5 : 0;
+    EXPECT_TRUE(close(r.got, r.want, rt, rt)) << r.name;
+  }
+  EXPECT_GT(runs.size(), 100u);
 }
 
 TEST(FusedKernelSource, BodiesItCannotCompileSayWhy) {

@@ -24,6 +24,8 @@ const std::vector<Pass>& pipeline() {
       {"dce", "drop results nothing reads", &passes::eliminate_dead_code},
       {"accumulate_dots", "add scaled products into values of their type in one GEMM", &passes::accumulate_dots,
        true},
+      {"gemm_epilogues", "fold bias adds into their products, pair weight and bias gradients", &passes::gemm_epilogues,
+       false, true},
       {"fuse", "group elementwise chains and row reductions into fused loops", &passes::fuse},
       {"dce", "drop what fusion left unused", &passes::eliminate_dead_code},
   };
@@ -106,7 +108,8 @@ ClosedJaxpr optimize(const ClosedJaxpr& j, const OptimizeOptions& opts) {
   ClosedJaxpr cur = j;
   int index = 1;
   for (const Pass& p : pipeline()) {
-    if (std::find(skip.begin(), skip.end(), p.name) != skip.end() || (p.cpu_only && opts.target != Target::cpu)) {
+    if (std::find(skip.begin(), skip.end(), p.name) != skip.end() || (p.cpu_only && opts.target != Target::cpu) ||
+        (p.device_only && opts.target == Target::cpu)) {
       ++index;
       continue;
     }

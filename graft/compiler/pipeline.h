@@ -3,11 +3,12 @@
 // A pass rewrites a closed jaxpr into an equivalent one. The pipeline is a flat list of named passes
 // (graft/compiler/passes/, one per file), run in order:
 //
-//   inline → simplify → fold_constants → cse → dce → accumulate_dots → fuse → dce
+//   inline → simplify → fold_constants → cse → dce → accumulate_dots → gemm_epilogues → fuse → dce
 //
 // A program for a GPU (OptimizeOptions::target) leaves out the passes that rewrite for the CPU's
-// kernels (accumulate_dots: products accumulated in place by the CPU's GEMM); its fused loops are the
-// same groups, compiled by the CUDA generator (graft/compiler/cuda_fusion.h).
+// kernels (accumulate_dots: products accumulated in place by the CPU's GEMM) and the CPU leaves out
+// those for devices' libraries (gemm_epilogues: cuBLASLt's bias epilogues); the fused loops are the
+// same groups for both, compiled by the CUDA generator (graft/compiler/cuda_fusion.h) on a GPU.
 //
 // GRAFT_SKIP_PASSES=name,name leaves passes out (every name must be a pass's). With GRAFT_DUMP_IR=dir
 // every run writes the IR before and after each pass to
@@ -31,7 +32,8 @@ struct Pass {
   const char* name;
   const char* purpose;
   ClosedJaxpr (*run)(const ClosedJaxpr& j);
-  bool cpu_only = false;  ///< rewrites for the CPU's kernels: left out of programs for other devices
+  bool cpu_only = false;     ///< rewrites for the CPU's kernels: left out of programs for other devices
+  bool device_only = false;  ///< rewrites for devices' libraries (cuBLASLt's epilogues): not on the CPU
 };
 
 /// Where an optimized program runs.

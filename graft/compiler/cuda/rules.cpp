@@ -1,7 +1,12 @@
-// Fused loops on CUDA devices: the kernel of the `fusion` primitive (registered with the core's
-// dispatcher like every GPU kernel). Each fused body becomes one CUDA kernel (graft/compiler/
-// cuda_fusion.h), compiled by NVRTC on its first run on a device and cached on disk by the runtime;
-// a body the generator refuses runs op by op on the device. Built only with CUDA.
+// The compiler's primitives on CUDA devices (registered with the core's dispatcher like every GPU
+// kernel). Fused loops: each fused body becomes one CUDA kernel (graft/compiler/cuda_fusion.h),
+// compiled by NVRTC on its first run on a device and cached on disk by the runtime; a body the
+// generator refuses runs op by op on the device. GEMM epilogues (graft/compiler/epilogue.h): one
+// cuBLASLt matmul each (BIAS / RELU_BIAS, BGRADA); where cuBLASLt declines a case, or with
+// GRAFT_CUDA_EPILOGUES=0, the primitives they stand for. Built only with CUDA.
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -9,8 +14,11 @@
 
 #include "graft/backend/cuda/runtime.h"
 #include "graft/compiler/cuda_fusion.h"
+#include "graft/compiler/epilogue.h"
 #include "graft/compiler/fusion.h"
+#include "graft/core/env.h"
 #include "graft/core/trace.h"
+#include "graft/prims/lax.h"
 
 namespace graft::compiler {
 
@@ -94,6 +102,114 @@ Arrays fusion_gpu(const Primitive&, std::span<const Array> in, std::span<const A
   return res;
 }
 
+// ---- GEMM epilogues on cuBLASLt ------------------------------------------------------------------------
+// Row-major C[M, N] = op(lhs) op(rhs) is column-major C^T[N, M] = op(rhs)^T op(lhs)^T: cuBLASLt's A is
+// our rhs and its B our lhs, and a bias over C's columns is a bias over C^T's rows (cuBLASLt's m).
+cublasLtHandle_t lt_handle(int d) {
+  static std::mutex mu;
+  static std::map<int, cublasLtHandle_t> handles;
+  std::lock_guard<std::mutex> lk(mu);
+  auto& h = handles[d];
+  if (!h && cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) fail<Error>("cuBLASLt: cublasLtCreate failed on cuda:", d);
+  return h;
+}
+
+cudaDataType lt_type(DType t) { return t == DType::f16 ? CUDA_R_16F : t == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F; }
+
+struct LtMatrix {
+  const Array* x;
+  bool trans;      // the row-major operand read transposed
+  int64_t rows, cols, ld;  // its column-major layout
+};
+
+// One cuBLASLt matmul D (m x n, ld m) = A (m x k) B (k x n) with `epilogue`, `vec` its bias or bias
+// gradient vector. False when cuBLASLt declines (the caller then computes it otherwise).
+bool lt_matmul(int d, const LtMatrix& a, const LtMatrix& b, void* out, int64_t m, int64_t n, DType t,
+               cublasLtEpilogue_t epilogue, void* vec) {
+  cublasLtHandle_t h = lt_handle(d);
+  cublasComputeType_t ct = t == DType::f32 && cuda::tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  bool ok = cublasLtMatmulDescCreate(&desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
+  cublasOperation_t ta = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N, tb = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  ok = ok && cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue) ==
+                 CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof vec) ==
+                 CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasLtMatrixLayoutCreate(&la, lt_type(t), static_cast<uint64_t>(a.rows), static_cast<uint64_t>(a.cols), a.ld) ==
+                 CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasLtMatrixLayoutCreate(&lb, lt_type(t), static_cast<uint64_t>(b.rows), static_cast<uint64_t>(b.cols), b.ld) ==
+                 CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasLtMatrixLayoutCreate(&lc, lt_type(t), static_cast<uint64_t>(m), static_cast<uint64_t>(n), m) ==
+                 CUBLAS_STATUS_SUCCESS;
+  if (ok) {
+    size_t ws_bytes = 0;
+    void* ws = cuda::blas_workspace(d, &ws_bytes);
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulHeuristicResult_t heur{};
+    int found = 0;
+    ok = cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes) ==
+             CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, 1, &heur, &found) == CUBLAS_STATUS_SUCCESS &&
+         found > 0;
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    float alpha = 1, beta = 0;
+    ok = ok && cublasLtMatmul(h, desc, &alpha, a.x->concrete()->data(), la, b.x->concrete()->data(), lb, &beta, out, lc,
+                              out, lc, &heur.algo, ws, ws_bytes, static_cast<cudaStream_t>(cuda::stream(d))) ==
+                   CUBLAS_STATUS_SUCCESS;
+  }
+  if (lc) cublasLtMatrixLayoutDestroy(lc);
+  if (lb) cublasLtMatrixLayoutDestroy(lb);
+  if (la) cublasLtMatrixLayoutDestroy(la);
+  if (desc) cublasLtMatmulDescDestroy(desc);
+  return ok;
+}
+
+bool epilogues_on() {
+  static const bool on = env::flag("GRAFT_CUDA_EPILOGUES", true);
+  return on;
+}
+
+Arrays dot_bias_gpu(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params) {
+  const Array &lhs = in[0], &rhs = in[1];
+  Device dev = lhs.device();
+  if (!epilogues_on()) return decompose_on_device(p, in, outs, params, dev);
+  const auto& dn = params.get_object<lax::DotDims>("dimension_numbers");
+  int64_t M = outs[0].shape[0], N = outs[0].shape[1], K = lhs.shape()[static_cast<size_t>(dn.lhs_contract[0])];
+  Array out = Array::empty_on(outs[0], dev);
+  if (M == 0 || N == 0 || K == 0) return decompose_on_device(p, in, outs, params, dev);
+  // cuBLASLt's A = rhs: [K, N] row-major is N x K column-major (op N); [N, K] is K x N (op T)
+  bool rt = dn.rhs_contract[0] == 1;
+  LtMatrix a{&rhs, rt, rt ? K : N, rt ? N : K, rt ? K : N};
+  // its B = lhs: [M, K] row-major is K x M column-major (op N); [K, M] is M x K (op T)
+  bool lt = dn.lhs_contract[0] == 0;
+  LtMatrix b{&lhs, lt, lt ? M : K, lt ? K : M, lt ? M : K};
+  cublasLtEpilogue_t ep = params.get_bool("relu") ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+  if (!lt_matmul(dev.index, a, b, out.concrete()->data(), N, M, outs[0].dtype, ep, in[2].concrete()->data()))
+    return decompose_on_device(p, in, outs, params, dev);
+  return {out};
+}
+
+Arrays dot_bias_grad_gpu(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params) {
+  // w[Kin, N] = x^T g with x [M, Kin], g [M, N]: column-major w^T (N x Kin) = g^T (N x M) x (M x Kin);
+  // the bias gradient sums g over M, the k of cuBLASLt's A: BGRADA
+  const Array &x = in[0], &g = in[1];
+  Device dev = x.device();
+  if (!epilogues_on()) return decompose_on_device(p, in, outs, params, dev);
+  int64_t M = g.shape()[0], N = g.shape()[1], Kin = x.shape()[1];
+  Array w = Array::empty_on(outs[0], dev), db = Array::empty_on(outs[1], dev);
+  if (M == 0 || N == 0 || Kin == 0) return decompose_on_device(p, in, outs, params, dev);
+  LtMatrix a{&g, false, N, M, N};    // g [M, N] row-major: N x M column-major
+  LtMatrix b{&x, true, Kin, M, Kin};  // x [M, Kin] row-major: Kin x M column-major, read transposed (M x Kin)
+  if (!lt_matmul(dev.index, a, b, w.concrete()->data(), N, Kin, outs[0].dtype, CUBLASLT_EPILOGUE_BGRADA,
+                 db.concrete()->data()))
+    return decompose_on_device(p, in, outs, params, dev);
+  return {w, db};
+}
+
 }  // namespace
 
 }  // namespace graft::compiler
@@ -101,9 +217,10 @@ Arrays fusion_gpu(const Primitive&, std::span<const Array> in, std::span<const A
 // Linked into every program that links graft with CUDA (CMake adds --undefined): registers the fused
 // loops' GPU kernel.
 extern "C" void graft_register_cuda_fusion() {
-  static bool done = (graft::register_device_impl(graft::compiler::kCuda, graft::compiler::fusion_p,
-                                                  &graft::compiler::fusion_gpu),
-                      true);
+  using namespace graft::compiler;
+  static bool done = (graft::register_device_impl(kCuda, fusion_p, &fusion_gpu),
+                      graft::register_device_impl(kCuda, dot_bias_p, &dot_bias_gpu),
+                      graft::register_device_impl(kCuda, dot_bias_grad_p, &dot_bias_grad_gpu), true);
   (void)done;
 }
 

@@ -23,6 +23,9 @@ ClosedJaxpr simplify(const ClosedJaxpr& j);
 /// accumulate_dots: a product scaled and added to a value of its type (w - 0.01 * dot(x, dy)) becomes
 /// one dot_general_add, a GEMM that accumulates into that value (graft/compiler/accumulate.h).
 ClosedJaxpr accumulate_dots(const ClosedJaxpr& j);
+/// gemm_epilogues: a bias add (and ReLU) folded into its matrix product, a weight gradient paired with
+/// its bias gradient (graft/compiler/epilogue.h); programs for devices.
+ClosedJaxpr gemm_epilogues(const ClosedJaxpr& j);
 /// fuse: groups elementwise chains, their broadcasts and row reductions into `fusion` equations
 /// that run as one loop over tiles (graft/compiler/fusion.h).
 ClosedJaxpr fuse(const ClosedJaxpr& j);

@@ -32,6 +32,23 @@ std::unordered_map<const Var*, int> count_uses(const Jaxpr& j) {
 
 std::shared_ptr<Jaxpr> copy_jaxpr(const Jaxpr& j) { return std::make_shared<Jaxpr>(j); }
 
+ClosedJaxpr with_equations(const ClosedJaxpr& j, const std::vector<std::optional<Eqn>>& replaced,
+                           const std::vector<bool>& dropped) {
+  const Jaxpr& in = *j.jaxpr;
+  auto out = std::make_shared<Jaxpr>();
+  out->constvars = in.constvars;
+  out->invars = in.invars;
+  out->outvars = in.outvars;
+  for (size_t i = 0; i < in.eqns.size(); ++i) {
+    if (replaced[i]) {
+      out->eqns.push_back(*replaced[i]);
+    } else if (!dropped[i]) {
+      out->eqns.push_back(in.eqns[i]);
+    }
+  }
+  return ClosedJaxpr(out, j.consts);
+}
+
 KnownValues::KnownValues(const ClosedJaxpr& j) {
   for (size_t i = 0; i < j.jaxpr->constvars.size() && i < j.consts.size(); ++i)
     if (j.consts[i].is_concrete()) values[j.jaxpr->constvars[i].get()] = j.consts[i];

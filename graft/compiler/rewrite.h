@@ -2,6 +2,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <vector>
 #include <unordered_map>
 
 #include "graft/ir/jaxpr.h"
@@ -28,6 +30,11 @@ std::unordered_map<const Var*, int> count_uses(const Jaxpr& j);
 
 /// A mutable copy of j that shares its variables and equations' parameters.
 std::shared_ptr<Jaxpr> copy_jaxpr(const Jaxpr& j);
+
+/// j with equation i replaced by replaced[i] where that is set, else left out where dropped[i], else
+/// kept (the same inputs, outputs and constants).
+ClosedJaxpr with_equations(const ClosedJaxpr& j, const std::vector<std::optional<Eqn>>& replaced,
+                           const std::vector<bool>& dropped);
 
 /// The literal value of an atom, or of a constvar of `j` bound to a concrete value; null otherwise.
 struct KnownValues {

@@ -128,19 +128,7 @@ ClosedJaxpr accumulate_dots(const ClosedJaxpr& j) {
       break;
     }
   }
-  if (!changed) return j;
-  auto out = std::make_shared<Jaxpr>();
-  out->constvars = in.constvars;
-  out->invars = in.invars;
-  out->outvars = in.outvars;
-  for (size_t i = 0; i < in.eqns.size(); ++i) {
-    if (replaced[i]) {
-      out->eqns.push_back(*replaced[i]);
-    } else if (!m.taken[i]) {
-      out->eqns.push_back(in.eqns[i]);
-    }
-  }
-  return ClosedJaxpr(out, j.consts);
+  return changed ? with_equations(j, replaced, m.taken) : j;
 }
 
 }  // namespace graft::compiler::passes

@@ -47,19 +47,7 @@ class Rewriter {
       bias(i);
       bias_grad(i);
     }
-    if (!changed_) return j;
-    auto out = std::make_shared<Jaxpr>();
-    out->constvars = j_.constvars;
-    out->invars = j_.invars;
-    out->outvars = j_.outvars;
-    for (size_t i = 0; i < j_.eqns.size(); ++i) {
-      if (replaced_[i]) {
-        out->eqns.push_back(*replaced_[i]);
-      } else if (!dropped_[i]) {
-        out->eqns.push_back(j_.eqns[i]);
-      }
-    }
-    return ClosedJaxpr(out, j.consts);
+    return changed_ ? with_equations(j, replaced_, dropped_) : j;
   }
 
  private:

@@ -14,14 +14,15 @@
 #include <string>
 #include <string_view>
 
+#include "graft/core/device.h"
 #include "graft/core/dtype.h"
 
 namespace graft {
 
 enum class ReduceOp { sum, max, min };
 
-/// A group of processes (ranks 0..size-1) that run collectives together. Buffers are host memory;
-/// counts are elements of `d`. Every rank of the group must call the same operation with the same
+/// A group of processes (ranks 0..size-1) that run collectives together. Buffers are host memory (a
+/// device communicator's: that device's memory, see device_communicator); counts are elements of `d`. Every rank of the group must call the same operation with the same
 /// sizes, in the same order. Failures (a peer gone, a timeout) raise graft::Error.
 class Communicator {
  public:
@@ -45,6 +46,16 @@ class Communicator {
   /// A sub-group: the ranks with the same `color` (ordered by `key`), as MPI_Comm_split.
   virtual std::shared_ptr<Communicator> split(int color, int key) = 0;
 };
+
+/// Communicators whose buffers live on a device (NCCL's on a GPU) are made from a host communicator of
+/// the same ranks (MPI carries NCCL's unique id), one per (communicator, device), by the factory the
+/// device type registered. It raises graft::Error when it cannot make one (no NCCL, no GPU).
+using DeviceCommunicatorFactory = std::shared_ptr<Communicator> (*)(const std::shared_ptr<Communicator>& host, Device d);
+void register_device_communicator(int16_t device_type, DeviceCommunicatorFactory f);
+/// The communicator of host's ranks for buffers on `d`, made on first use and kept; null when the
+/// device type registered none, GRAFT_DEVICE_COLLECTIVES=0, or making it failed (then the collectives
+/// go through the host, and GRAFT_LOG_FALLBACKS=1 says why once).
+std::shared_ptr<Communicator> device_communicator(const std::shared_ptr<Communicator>& host, Device d);
 
 /// What this process's collectives across processes cost since the last reset: the calls, the bytes
 /// this rank contributed, and the seconds spent in them (issuing and waiting, so a slow peer's delay

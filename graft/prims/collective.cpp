@@ -182,9 +182,28 @@ Bound bound(const Primitive& p, const std::string& name) {
   return {f};
 }
 
-// x as a concrete array (communicators read and write flat host buffers; concrete arrays are
-// contiguous already, so this copies nothing for them).
+// x as a concrete array (communicators read and write flat buffers; concrete arrays are contiguous
+// already, so this copies nothing for them).
 Array dense(const Array& x) { return x.concrete() ? x : lax::copy(x); }
+
+// Where a collective's buffers live: on the operand's device with that device's communicator for the
+// axis (NCCL for a GPU's memory), or on the host with the axis's own (MPI); device operands without a
+// device communicator move to the host and their results back.
+struct Wire {
+  std::shared_ptr<Communicator> comm;
+  Device dev;   // where the buffers are
+  Device home;  // where the operand was (the result goes back there)
+  Array in(const Array& x) const { return x.device() == dev ? dense(x) : transfer(dense(x), dev); }
+  Array empty(const Aval& a) const { return Array::empty_on(a, dev); }
+  Array out(const Array& r) const { return r.device() == home ? r : transfer(r, home); }
+};
+Wire wire_for(const Bound& b, const Array& x) {
+  Device home = x.is_concrete() ? x.device() : Device::cpu();
+  if (!home.is_cpu())
+    if (auto dc = device_communicator(b.frame->comm, home)) return {dc, home, home};
+  return {b.frame->comm, Device::cpu(), home};
+}
+void* data(const Array& a) { return a.concrete()->data(); }
 
 // Half-precision values are reduced in f32 (engines have no 16-bit float sum) and rounded once.
 DType wire_type(DType d) { return d == DType::f16 || d == DType::bf16 ? DType::f32 : d; }
@@ -196,10 +215,11 @@ Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<cons
     Bound b = bound(p, name);
     if (b.trivial()) continue;
     DType d = x.dtype(), wire = wire_type(d);
-    Array src = dense(wire == d ? x : lax::convert_element_type(x, wire));
-    Array out = Array::empty(Aval(x.shape(), wire));
-    b.frame->comm->allreduce(src.raw_data(), out.concrete()->data(), x.size(), wire, op);
-    x = wire == d ? out : lax::convert_element_type(out, d);
+    Wire w = wire_for(b, x);
+    Array src = w.in(wire == d ? x : lax::convert_element_type(x, wire));
+    Array out = w.empty(Aval(x.shape(), wire));
+    w.comm->allreduce(data(src), data(out), x.size(), wire, op);
+    x = w.out(wire == d ? out : lax::convert_element_type(out, d));
   }
   return {x};
 }
@@ -218,8 +238,10 @@ Arrays all_gather_impl(const Primitive& p, std::span<const Array> in, std::span<
   } else {
     Shape s{n};
     for (auto e : x.shape()) s.push_back(e);
-    gathered = Array::empty(Aval(s, x.dtype()));
-    b.frame->comm->allgather(dense(x).raw_data(), gathered.concrete()->data(), x.size(), x.dtype());
+    Wire w = wire_for(b, x);
+    gathered = w.empty(Aval(s, x.dtype()));
+    w.comm->allgather(data(w.in(x)), data(gathered), x.size(), x.dtype());
+    gathered = w.out(gathered);
   }
   Array r = lax::moveaxis(gathered, 0, d);  // [.., n, x_d, ..]
   if (tiled) r = lax::reshape(r, out[0].shape);
@@ -251,9 +273,10 @@ Arrays reduce_scatter_impl(const Primitive& p, std::span<const Array> in, std::s
   if (b.trivial()) return {lax::reshape(front, out[0].shape)};
   DType wire = wire_type(x.dtype());
   if (wire != x.dtype()) front = dense(lax::convert_element_type(front, wire));
-  Array mine = Array::empty(Aval(out[0].shape, wire));
-  b.frame->comm->reduce_scatter(front.raw_data(), mine.concrete()->data(), out[0].size(), wire, ReduceOp::sum);
-  return {wire == x.dtype() ? mine : lax::convert_element_type(mine, x.dtype())};
+  Wire w = wire_for(b, x);
+  Array mine = w.empty(Aval(out[0].shape, wire));
+  w.comm->reduce_scatter(data(w.in(front)), data(mine), out[0].size(), wire, ReduceOp::sum);
+  return {w.out(wire == x.dtype() ? mine : lax::convert_element_type(mine, x.dtype()))};
 }
 
 Arrays ppermute_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval>, const Params& params) {
@@ -269,9 +292,10 @@ Arrays ppermute_impl(const Primitive& p, std::span<const Array> in, std::span<co
   }
   Array out = lax::zeros(Aval(x.shape(), x.dtype()));
   if (b.trivial()) return {src == 0 ? x : out};
-  out = dense(out);
-  b.frame->comm->sendrecv(dense(x).raw_data(), dst, out.concrete()->data(), src, x.size(), x.dtype());
-  return {out};
+  Wire w = wire_for(b, x);
+  out = w.in(out);
+  w.comm->sendrecv(data(w.in(x)), dst, data(out), src, x.size(), x.dtype());
+  return {w.out(out)};
 }
 
 // The all_to_all of one member's value `x` given the n blocks it receives, [n (source), block...]:
@@ -290,8 +314,10 @@ Arrays all_to_all_impl(const Primitive& p, std::span<const Array> in, std::span<
   Array front = dense(blocks_to_front(x, split, n, tiled));  // [n (destination), block...]
   Array received = front;
   if (!b.trivial()) {
-    received = Array::empty(front.aval());
-    b.frame->comm->alltoall(front.raw_data(), received.concrete()->data(), front.size() / n, x.dtype());
+    Wire w = wire_for(b, x);
+    received = w.empty(front.aval());
+    w.comm->alltoall(data(w.in(front)), data(received), front.size() / n, x.dtype());
+    received = w.out(received);
   }
   return {place_received(received, concat, tiled, out[0].shape)};
 }

@@ -8,6 +8,7 @@
 
 #include "graft/backend/cuda/allocator.h"
 #include "graft/backend/cuda/kernel_cache.h"
+#include "graft/backend/dist/mpi.h"
 #include "graft/prims/cuda/kernels.h"
 #include "cuda/device_checks.h"
 #ifdef GRAFT_HAVE_CUDA
@@ -181,6 +182,14 @@ TEST(CudaDevices, WithoutAGpuTheErrorSaysWhy) {
 }
 
 #ifdef GRAFT_HAVE_CUDA
+// Without a GPU no NCCL communicator can be made: collectives on GPU arrays would go through the host
+// (device_communicator gives none), and asking for one directly is a graft::Error saying why.
+TEST(CudaNccl, WithoutAGpuCollectivesGoThroughTheHost) {
+  if (have_gpu()) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(device_communicator(self_communicator(), Device::cuda()), nullptr);
+  EXPECT_THROW(cuda::nccl_communicator(self_communicator(), 0), Error);
+}
+
 // ---- every generated kernel compiles (NVRTC needs no GPU) -------------------------------------------------
 constexpr DType kAll[] = {DType::bool_, DType::i8,  DType::i16, DType::i32,  DType::i64, DType::u8, DType::u16,
                           DType::u32,   DType::u64, DType::f16, DType::bf16, DType::f32, DType::f64};
@@ -332,6 +341,32 @@ TEST(CudaArraysDeathTest, AsyncKernelErrorsRaiseAtTheNextSynchronization) {
 TEST(CudaArrays, TransformationsAndControlFlow) {
   REQUIRE_GPU();
   check_transformations_and_control_flow(Device::cuda());
+}
+
+// NCCL at world size 1 (the lent machine has one GPU): a communicator made through the host's, and
+// each collective on device memory.
+TEST(CudaNccl, CollectivesOnDeviceMemoryAtWorldSizeOne) {
+  REQUIRE_GPU();
+  if (!cuda::nccl_unavailable_reason().empty()) GTEST_SKIP() << cuda::nccl_unavailable_reason();
+  auto c = cuda::nccl_communicator(self_communicator(), 0);
+  EXPECT_EQ(c->kind(), "nccl");
+  EXPECT_EQ(c->size(), 1);
+  Device d = Device::cuda();
+  Array x = device_put(concrete({1, -2, 3, 4.5}, {4}), d);
+  Array y = Array::empty_on(x.aval(), d);
+  c->allreduce(x.concrete()->data(), y.concrete()->data(), 4, DType::f32, ReduceOp::sum);
+  EXPECT_EQ(y.to_vector<float>(), x.to_vector<float>());
+  Array g = Array::empty_on(x.aval(), d);
+  c->allgather(x.concrete()->data(), g.concrete()->data(), 4, DType::f32);
+  EXPECT_EQ(g.to_vector<float>(), x.to_vector<float>());
+  Array s = Array::empty_on(x.aval(), d);
+  c->sendrecv(x.concrete()->data(), 0, s.concrete()->data(), 0, 4, DType::f32);
+  EXPECT_EQ(s.to_vector<float>(), x.to_vector<float>());
+  Array a = Array::empty_on(x.aval(), d);
+  c->alltoall(x.concrete()->data(), a.concrete()->data(), 4, DType::f32);
+  EXPECT_EQ(a.to_vector<float>(), x.to_vector<float>());
+  c->barrier();
+  EXPECT_NE(device_communicator(self_communicator(), d), nullptr);
 }
 
 // jit on the GPU: the program optimized for devices, its fused loops generated CUDA kernels compiled

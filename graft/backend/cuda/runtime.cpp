@@ -172,7 +172,10 @@ std::string unavailable_reason() { return probe().why; }
 void register_backend() {
   static CudaBackend backend;
   static std::once_flag once;
-  std::call_once(once, [] { graft::register_backend(1, &backend); });
+  std::call_once(once, [] {
+    graft::register_backend(1, &backend);
+    register_nccl();
+  });
 }
 
 void check(int err, const char* what) {

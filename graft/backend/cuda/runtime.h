@@ -13,8 +13,10 @@
 // is then 0 and GPU arrays raise an error that says why.
 #pragma once
 
+#include <memory>
 #include <string>
 
+#include "graft/backend/collectives.h"
 #include "graft/backend/cuda/allocator.h"
 
 namespace graft::cuda {
@@ -59,6 +61,16 @@ void* blas_workspace(int device, size_t* nbytes);
 /// off by default, as PyTorch's torch.backends.cuda.matmul.allow_tf32).
 bool tf32_allowed();
 void allow_tf32(bool on);
+
+// ---- collectives on device memory (graft/backend/cuda/nccl.cpp) ------------------------------------------
+/// An NCCL communicator of host's ranks on `device` (rank 0's unique id sent through host); raises
+/// graft::Error when NCCL cannot be loaded or the GPU cannot join. device_communicator (graft/backend/
+/// collectives.h) makes these for GPU arrays once register_backend has run.
+std::shared_ptr<Communicator> nccl_communicator(const std::shared_ptr<Communicator>& host, int device);
+/// Why NCCL cannot be loaded ("" when it can).
+std::string nccl_unavailable_reason();
+/// Registers NCCL as the CUDA device type's communicator factory (register_backend calls it).
+void register_nccl();
 
 /// Counters for tests: kernels compiled by NVRTC in this process and kernels found in the disk cache.
 struct KernelStats {

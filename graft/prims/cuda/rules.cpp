@@ -848,6 +848,10 @@ void register_all() {
   for (const Primitive* p : {&scatter_p, &scatter_mul_p, &scatter_min_p, &scatter_max_p})
     register_device_impl(kCuda, *p, &scatter_gpu);
   for (const Primitive* p : {&cumsum_p, &cummax_p, &cummin_p}) register_device_impl(kCuda, *p, &cumulative_gpu);
+  // collectives across processes: on device memory through the axis's NCCL communicator, else through
+  // the host (graft/prims/collective.cpp chooses per call)
+  for (const Primitive* p : {&psum_p, &pmax_p, &pmin_p, &all_gather_p, &reduce_scatter_p, &ppermute_p, &all_to_all_p})
+    register_device_impl(kCuda, *p, p->impl);
 }
 
 }  // namespace

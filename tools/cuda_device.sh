@@ -41,7 +41,7 @@ export GRAFT_CUDA_CACHE_DIR=/tmp/graft-cuda-kernels
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/bench.txt"
 status=0
 echo "== test_cuda (the GPU tests; the others run in CI)"
-"$build/tests/test_cuda" --gtest_brief=1 --gtest_filter="${GPU_FILTER:-CudaArrays*:CudaFusion.*:CudaCoverage.*:*CudaConformance.*}" \
+"$build/tests/test_cuda" --gtest_brief=1 --gtest_filter="${GPU_FILTER:-CudaArrays*:CudaFusion.*:CudaNccl.*:CudaCoverage.*:*CudaConformance.*}" \
   > "$out/test_cuda.log" 2>&1 || status=1
 grep -E "FAILED|PASSED|primitives run through the host" "$out/test_cuda.log" | head -60
 if [ -x "$build/examples/train_fashion_mnist" ]; then

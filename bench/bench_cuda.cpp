@@ -1,4 +1,4 @@
-// GPU figures of issue 17, printed as one line each for bench/run_cuda.sh (which runs the PyTorch peer,
+// GPU figures of issue 17, printed as one line each for tools/cuda_device.sh (which runs the PyTorch peer,
 // bench/torch_cuda.py, in the same command on the same GPU):
 //   eager_add_us      host time to enqueue `a + b` on 1-element GPU arrays (10^5 calls, no sync)
 //   matmul_<t>_tflops dot_general 8192^3 (f32 without and with TF32, bf16)

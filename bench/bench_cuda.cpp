@@ -14,7 +14,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "graft/backend/cuda/runtime.h"
+#include "graft/backends/cuda/runtime.h"
 #include "graft/graft.h"
 
 using namespace graft;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "graft/backend/cpu/llvm_jit.h"
+#include "graft/runtime/cpu/llvm_jit.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

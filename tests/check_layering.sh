@@ -2,7 +2,7 @@
 # Fails if a file of a lower layer includes a header of a higher one (STYLE.md rule 1).
 set -u
 root=${1:-.}
-layers=(core backend ir prims interp compiler transforms ops parallel random nn optim data io)
+layers=(core runtime ir prims interp compiler backends transforms ops parallel random nn optim data io)
 status=0
 for i in "${!layers[@]}"; do
   low=${layers[$i]}

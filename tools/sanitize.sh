@@ -24,10 +24,10 @@ ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0 UBSAN_OPTIONS=print_stac
 # TSan: the concurrency tests. OpenMP (libgomp) is not instrumented, so kernels run on one thread per
 # caller (GRAFT_NUM_THREADS=1): the threads under test are the user's, and their sharing is what TSan sees.
 cmake -S "$root" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_TSAN=ON -DGRAFT_WERROR=ON -DGRAFT_WITH_CUDA=OFF >/dev/null
-cmake --build "$tsan" --target test_nn test_backend test_io test_transforms
+cmake --build "$tsan" --target test_nn test_runtime test_io test_transforms
 export GRAFT_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 "$tsan/tests/test_nn" --gtest_filter='Threads.*'
-"$tsan/tests/test_backend" --gtest_filter='Threads.*'
+"$tsan/tests/test_runtime" --gtest_filter='Threads.*'
 "$tsan/tests/test_io" --gtest_filter='*Concurrent*'
 "$tsan/tests/test_transforms" --gtest_filter='Jit.*'
 echo "sanitizers: the suite is clean under ASan + UBSan, the concurrency tests under TSan"

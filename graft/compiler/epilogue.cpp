@@ -55,10 +55,12 @@ Arrays dot_bias_grad_impl(const Primitive&, std::span<const Array> in, std::span
   return {w, b};
 }
 
-[[maybe_unused]] const bool g_decompositions = (register_device_decomposition(dot_bias_p, &dot_bias_impl),
-                                                register_device_decomposition(dot_bias_grad_p, &dot_bias_grad_impl), true);
-
 }  // namespace
+
+void register_epilogue_decompositions() {
+  register_device_decomposition(dot_bias_p, &dot_bias_impl);
+  register_device_decomposition(dot_bias_grad_p, &dot_bias_grad_impl);
+}
 
 const Primitive dot_bias_p{"dot_bias", 0, &dot_bias_shape, &dot_bias_impl};
 const Primitive dot_bias_grad_p{"dot_bias_grad", kMultipleResults, &dot_bias_grad_shape, &dot_bias_grad_impl};

@@ -28,4 +28,8 @@ extern const Primitive dot_bias_p;
 /// of both (a weight gradient x^T g and its bias gradient). Compiler-internal.
 extern const Primitive dot_bias_grad_p;
 
+/// Registers both as device decompositions (the primitives they replaced), for devices without
+/// epilogue kernels. Called once with the built-in backends (graft/backends/builtin.cpp).
+void register_epilogue_decompositions();
+
 }  // namespace graft::compiler

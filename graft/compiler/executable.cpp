@@ -9,12 +9,15 @@
 #include <optional>
 #include <unordered_map>
 
-#include "graft/compiler/accumulate.h"
-#include "graft/compiler/fusion.h"
+#include "graft/compiler/cpu/accumulate.h"
+#include "graft/compiler/cpu/fused_kernel.h"
 #include "graft/compiler/memory_plan.h"
 #include "graft/compiler/pipeline.h"
 #include "graft/compiler/program_cache.h"
+#include "graft/core/backend.h"
+#include "graft/core/placement.h"
 #include "graft/core/trace.h"
+#include "graft/compiler/target.h"
 
 namespace graft {
 
@@ -165,49 +168,45 @@ void Executable::lower(const ClosedJaxpr& cj, const std::vector<std::vector<cons
     for (const Var* v : release[i]) L.steps[i].release.push_back(slot.at(v));
 }
 
-// The program optimized for devices, made on the first run on one (devices share it: it holds no
-// device's kernels, only the groups; each device compiles its fused loops when they first run).
-const Executable::Lowered* Executable::device_lowering() const {
+// The program optimized for a device type, made on the first run on one of its devices (its devices
+// share it: it holds no device's kernels, only the groups; each device compiles its fused loops when
+// they first run).
+const Executable::Lowered* Executable::device_lowering(int16_t device_type) const {
   std::lock_guard<std::mutex> lk(device_mu_);
-  if (!device_) {
+  std::unique_ptr<Lowered>& slot = device_[static_cast<size_t>(device_type)];
+  if (!slot) {
     auto L = std::make_unique<Lowered>();
     compiler::OptimizeOptions opts;
-    opts.name = name_ + ".device";
-    opts.target = compiler::Target::device;
+    opts.name = name_ + "." + device_type_name(device_type);
+    opts.device_type = device_type;
     L->program = compiler::optimize(traced_, opts);
     compiler::MemoryPlan plan = compiler::plan_memory(L->program, donated_);
     lower(L->program, plan.release, false, *L);
-    device_ = std::move(L);
+    slot = std::move(L);
   }
-  return device_.get();
+  return slot.get();
 }
 
-const ClosedJaxpr* Executable::device_program() const {
+const ClosedJaxpr* Executable::device_program(int16_t device_type) const {
   std::lock_guard<std::mutex> lk(device_mu_);
-  return device_ ? &device_->program : nullptr;
+  const std::unique_ptr<Lowered>& slot = device_[static_cast<size_t>(device_type)];
+  return slot ? &slot->program : nullptr;
 }
 
 Arrays Executable::run(std::span<const Array> args) const {
   if (args.size() != cpu_.in_slots.size())
     fail<ValueError>("jit: expected ", cpu_.in_slots.size(), " arguments, got ", args.size());
-  // The program runs where eager code would (graft/core/trace.cpp): where committed operands live, else
-  // on the default device; operands elsewhere move. On the CPU: the compiled loops. On another device:
-  // the program optimized for devices when that device runs fused loops, otherwise the traced program
-  // op by op (the CPU-optimized one's fused loops and rewrites are the CPU's).
-  Device where = default_device();
-  bool elsewhere = false;
-  for (std::span<const Array> group : {args, std::span<const Array>(traced_.consts)})
-    for (const Array& a : group)
-      if (const ConcreteNode* c = a.concrete()) {
-        if (c->committed()) where = c->device();
-        elsewhere = elsewhere || !c->device().is_cpu();
-      }
-  if (!where.is_cpu()) {
-    if (device_impl(where.type, compiler::fusion_p)) return run_lowered(*device_lowering(), args, true);
+  // The program runs where eager code would (graft/core/placement.h): where committed operands live,
+  // else on the default device; operands elsewhere move. On the CPU: the compiled loops. On another
+  // device: the program optimized for it when its backend generates fused loops, otherwise the traced
+  // program op by op (the CPU-optimized one's fused loops and rewrites are the CPU's).
+  Placement pl = place(args, "jit", traced_.consts);
+  if (!pl.device.is_cpu()) {
+    if (compiler::target_of(pl.device.type).fused_loops) return run_lowered(*device_lowering(pl.device.type), args, true);
     TraceScope eager(eval_trace());
     return eval_jaxpr(traced_, args);
   }
-  if (elsewhere) {  // arrays left on a device, uncommitted: they come to the CPU, as eager operands would
+  if (pl.moves) {  // arrays left on a device, uncommitted: they come to the CPU, as eager operands would
     std::vector<Array> host(args.begin(), args.end());
     for (Array& a : host)
       if (a.is_concrete() && !a.concrete()->device().is_cpu()) a = transfer(a, Device::cpu());

@@ -6,11 +6,10 @@
 // use (the peak memory of a run is reported by `peak_bytes`).
 //
 // On another device (operands committed to a GPU, or a GPU as the default device) the same traced
-// program is optimized for that device (compiler::Target::device: the same fused groups, no CPU
-// rewrites) on its first run there, when the device runs fused loops (it registers a kernel for the
-// `fusion` primitive); each step is then dispatched to the device's kernels, and intermediates are
-// released at their last use as on the CPU. A device without fused loops runs the traced program op
-// by op.
+// program is optimized for that device type (graft/compiler/target.h: the same fused groups, the
+// passes its backend asks for) on its first run there, when its backend generates fused loops; each
+// step is then dispatched to the device's kernels, and intermediates are released at their last use
+// as on the CPU. A device without fused loops runs the traced program op by op.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "graft/core/backend.h"
 #include "graft/ir/jaxpr.h"
 
 namespace graft {
@@ -45,8 +45,9 @@ class Executable {
   size_t num_steps() const { return cpu_.steps.size(); }
   /// The optimized program this executable runs on the CPU.
   const ClosedJaxpr& program() const { return program_; }
-  /// The program optimized for devices (null until a run on a device that runs fused loops).
-  const ClosedJaxpr* device_program() const;
+  /// The program optimized for devices of `device_type` (null until a run on one whose backend
+  /// generates fused loops).
+  const ClosedJaxpr* device_program(int16_t device_type) const;
   /// Where compiling went (GRAFT_LOG_COMPILES=1 prints it).
   struct Stats {
     double optimize_ms = 0, kernels_ms = 0;  ///< optimize_ms includes the program cache's lookup
@@ -79,7 +80,7 @@ class Executable {
   };
   static void lower(const ClosedJaxpr& cj, const std::vector<std::vector<const Var*>>& release, bool cpu, Lowered& L);
   Arrays run_lowered(const Lowered& L, std::span<const Array> args, bool on_device) const;
-  const Lowered* device_lowering() const;
+  const Lowered* device_lowering(int16_t device_type) const;
   ClosedJaxpr program_;
   /// The program as traced, before the CPU's passes: what devices optimize for themselves, or run op
   /// by op.
@@ -88,7 +89,7 @@ class Executable {
   Stats stats_;
   Lowered cpu_;
   mutable std::mutex device_mu_;
-  mutable std::unique_ptr<Lowered> device_;
+  mutable std::unique_ptr<Lowered> device_[kMaxDeviceTypes];
   std::vector<Aval> in_avals_;
   std::vector<bool> donated_;
   int64_t peak_bytes_ = 0, argument_bytes_ = 0;

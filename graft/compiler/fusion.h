@@ -1,6 +1,9 @@
-// Fused loops: the `fusion` primitive and the tiled executor that runs it on the CPU.
+// Fused loops: the `fusion` primitive and the geometry of the groups it holds, the same for every
+// target. The fuse pass (graft/compiler/passes/fuse.cpp) makes the groups; each backend's code
+// generator runs them: the CPU's tiled executor and LLVM loops (graft/compiler/cpu/fused_kernel.h),
+// CUDA's kernels (graft/backends/cuda/fusion_codegen.h).
 //
-// The fuse pass (graft/compiler/passes/fuse.cpp) replaces a group of equations by one equation
+// The fuse pass replaces a group of equations by one equation
 //
 //   d:f32[4096,4096] = fusion[jaxpr={ lambda ; a:f32[4096,4096]. let b = reduce_max[axes=(1,)] a; ... }] x
 //
@@ -8,27 +11,10 @@
 // operands, reshapes, and reductions over trailing axes. All full-sized values of the body have the
 // same number of elements N (the domain); reductions fold rows of C contiguous elements (the same C
 // for every reduction of a group), so row-sized values have R = N / C elements.
-//
-// FusedKernel runs the body as a program over tiles of the domain: blocks of whole rows (so a
-// softmax row is read from memory once and its intermediates never leave the cache), or fixed-size
-// tiles when the body has no reductions. Intermediates live in small per-thread scratch registers;
-// the kernels are the primitives' own tile kernels (TileKernel), vectorized by the C++ compiler.
-// Rows longer than kMaxRowElements are processed in chunks, which the pass allows only when no
-// full-sized value depends on a reduction of the group. A body without reductions that became
-// generated loops only (no tile kernel, no scratch) runs each thread's share as one range per loop.
-// Blocks of one row whose program ends in two generated loops are pipelined: the last loop of row r
-// runs inside the loop before it of row r + 1 (one generated loop), so that row r's stores stream
-// out during row r + 1's arithmetic.
 #pragma once
 
-#include <mutex>
-
 #include <cstdint>
-#include <memory>
 #include <optional>
-#include <span>
-#include <string>
-#include <vector>
 
 #include "graft/core/primitive.h"
 #include "graft/ir/jaxpr.h"
@@ -37,12 +23,12 @@ namespace graft::compiler {
 
 extern const Primitive fusion_p;
 
-/// Elements a tile of a loop without reductions holds (small enough that a few registers of them
-/// stay in L1).
-inline constexpr int64_t kTileElements = 2048;
 /// Longest row a fused loop holds whole; longer rows are processed in chunks (single phase only).
 inline constexpr int64_t kMaxRowElements = 16384;
-/// Outputs at least this large (about half of this machine's L3) bypass the caches: non-temporal stores.
+
+/// Values at least this large are beyond the caches (about half of an L3): the fuse pass makes a fused
+/// loop of even a lone elementwise equation producing one, and the CPU writes them with non-temporal
+/// stores.
 inline constexpr int64_t kStreamingBytes = int64_t(16) << 20;
 
 /// How a fused loop reads an operand broadcast into its domain: element f of the result (flat,
@@ -57,73 +43,6 @@ std::optional<BroadcastPattern> broadcast_pattern(const Shape& operand, const Sh
 /// The row length C of a reduction a fused loop can run: a reduce primitive with a tile kernel whose
 /// reduced axes are the operand's trailing axes and span at least 2 elements. 0 otherwise.
 int64_t fusible_row_length(const Eqn& e);
-
-/// Chooses, call by call, between two interchangeable variants of a kernel from their measured run
-/// times. Fused loops whose outputs exceed the caches come in two: non-temporal stores (half the
-/// memory traffic of a store, no read for ownership) and ordinary stores. Which one is faster depends
-/// on the moment: with memory busy the saved traffic wins, with compute-heavy bodies and free memory
-/// the ordinary stores (non-temporal stores hold a core's store pipeline and cost a compute-bound
-/// chain up to a fifth; measured either way within minutes on the same virtual machine). The tuner
-/// alternates the variants for its first calls, then runs the one whose best time among its last
-/// kWindow calls is lower and re-measures the other every kExplore-th call (every 4 kExplore-th while
-/// it is more than 10% behind). The best of recent times rather than an average: a shared machine only
-/// ever slows a call down, so one disturbed call (often the first after another program flushed the
-/// caches) must not hand the choice to the slower variant until a slow average recovers. Thread-safe.
-class VariantTuner {
- public:
-  static constexpr int kExplore = 16;
-  static constexpr int kWindow = 4;
-  /// The variant (0 or 1) to run next.
-  int pick();
-  /// Reports the run time of a call of variant v (the first call of each is ignored: it faults in
-  /// fresh pages).
-  void record(int v, double seconds);
-  /// The best of variant v's last kWindow recorded times (0 before any).
-  double score(int v) const;
-
- private:
-  double score_locked(int v) const;
-  mutable std::mutex mu_;
-  int64_t calls_ = 0;
-  int64_t seen_[2] = {0, 0};
-  double recent_[2][kWindow] = {};
-};
-
-/// A fused body compiled for the tiled executor.
-class FusedKernel {
- public:
-  /// Compiles `body`; with defer_codegen its generated loops get machine code later (compile_all).
-  explicit FusedKernel(const ClosedJaxpr& body, bool defer_codegen = false);
-  ~FusedKernel();
-  /// Runs on concrete CPU arrays of the body's input types; returns its outputs.
-  Arrays run(std::span<const Array> args) const;
-  /// The same, with operand i taken from dead[i] where that is not null: operands the caller will not
-  /// read again, moved out of its hands. An output may take over such an operand's buffer when no
-  /// other handle to it exists (an in-place update).
-  Arrays run(std::span<const Array> args, std::span<Array> dead) const;
-  /// The operands whose buffer output `o` may take over when the operand dies at this loop, in order
-  /// of preference (each operand serves one output at most: the first output to claim it).
-  std::span<const int32_t> reusable_operands(size_t o) const;
-  /// The program it runs, one word per instruction: the domain's shape ("tiles", "ranges" for
-  /// generated loops over whole shares of the domain, "rows RxC", "chunked rows RxC"; "pipelined"
-  /// when rows overlap as described above), then primitives run by tile kernels and generated loops with the
-  /// primitives they compute (a reduction folded into a loop after "; "), e.g.
-  /// "rows 4096x4096: loop(reduce_max) loop(sub exp; reduce_sum) loop(div)".
-  std::string program() const;
-  /// Whether its loops come with and without non-temporal stores, chosen per call by a VariantTuner
-  /// (outputs of kStreamingBytes or more); GRAFT_STREAMING_STORES=on / off forces one.
-  bool tunes_stores() const;
-  /// The kernel cached on `body` (compiled on first use).
-  static const FusedKernel& of(const ClosedJaxpr& body);
-  /// Compiles the kernels of several bodies (a program's fused loops) at once: all their generated
-  /// loops go to LLVM as one module, which is one compilation and one object in the disk cache.
-  static void compile_all(std::span<const ClosedJaxpr* const> bodies);
-
-  struct Impl;
-
- private:
-  std::unique_ptr<Impl> impl_;
-};
 
 /// A fusion equation's body.
 const ClosedJaxpr& fusion_body(const Params& params);

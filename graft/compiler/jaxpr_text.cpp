@@ -15,7 +15,7 @@
 #include <unordered_map>
 
 #include "graft/core/axis_names.h"
-#include "graft/compiler/accumulate.h"
+#include "graft/compiler/cpu/accumulate.h"
 #include "graft/compiler/fusion.h"
 #include "graft/core/format.h"
 #include "graft/prims/lax.h"

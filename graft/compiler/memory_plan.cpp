@@ -6,8 +6,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "graft/compiler/accumulate.h"
-#include "graft/compiler/fusion.h"
+#include "graft/compiler/cpu/accumulate.h"
+#include "graft/compiler/cpu/fused_kernel.h"
 
 namespace graft::compiler {
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "graft/compiler/passes/passes.h"
+#include "graft/compiler/target.h"
 #include "graft/core/error.h"
 
 namespace graft::compiler {
@@ -25,7 +26,7 @@ const std::vector<Pass>& pipeline() {
       {"accumulate_dots", "add scaled products into values of their type in one GEMM", &passes::accumulate_dots,
        true},
       {"gemm_epilogues", "fold bias adds into their products, pair weight and bias gradients", &passes::gemm_epilogues,
-       false, true},
+       true},
       {"fuse", "group elementwise chains and row reductions into fused loops", &passes::fuse},
       {"dce", "drop what fusion left unused", &passes::eliminate_dead_code},
   };
@@ -107,9 +108,12 @@ ClosedJaxpr optimize(const ClosedJaxpr& j, const OptimizeOptions& opts) {
   if (!program.empty()) dump(dir, program, 0, "input", j);
   ClosedJaxpr cur = j;
   int index = 1;
+  const std::vector<std::string> wanted = opts.passes ? *opts.passes : target_of(opts.device_type).passes;
+  for (const std::string& name : wanted)
+    if (!pass_named(name).per_target) fail<ValueError>("compiler: pass '", name, "' is not a per-target pass");
   for (const Pass& p : pipeline()) {
-    if (std::find(skip.begin(), skip.end(), p.name) != skip.end() || (p.cpu_only && opts.target != Target::cpu) ||
-        (p.device_only && opts.target == Target::cpu)) {
+    if (std::find(skip.begin(), skip.end(), p.name) != skip.end() ||
+        (p.per_target && std::find(wanted.begin(), wanted.end(), p.name) == wanted.end())) {
       ++index;
       continue;
     }

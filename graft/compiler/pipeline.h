@@ -3,12 +3,13 @@
 // A pass rewrites a closed jaxpr into an equivalent one. The pipeline is a flat list of named passes
 // (graft/compiler/passes/, one per file), run in order:
 //
-//   inline → simplify → fold_constants → cse → dce → accumulate_dots → gemm_epilogues → fuse → dce
+//   inline → simplify → fold_constants → cse → dce → [accumulate_dots] → [gemm_epilogues] → fuse → dce
 //
-// A program for a GPU (OptimizeOptions::target) leaves out the passes that rewrite for the CPU's
-// kernels (accumulate_dots: products accumulated in place by the CPU's GEMM) and the CPU leaves out
-// those for devices' libraries (gemm_epilogues: cuBLASLt's bias epilogues); the fused loops are the
-// same groups for both, compiled by the CUDA generator (graft/compiler/cuda_fusion.h) on a GPU.
+// Passes in brackets are per target: they run for the device types whose backend asks for them
+// (graft/compiler/target.h). The CPU asks for accumulate_dots (products accumulated in place by the
+// CPU's GEMM), the CUDA backend for gemm_epilogues (cuBLASLt's bias epilogues). The fused groups are the
+// same for every target; each backend's code generator compiles them (the CPU's: graft/compiler/cpu/,
+// CUDA's: graft/backends/cuda/fusion_codegen.h).
 //
 // GRAFT_SKIP_PASSES=name,name leaves passes out (every name must be a pass's). With GRAFT_DUMP_IR=dir
 // every run writes the IR before and after each pass to
@@ -20,6 +21,8 @@
 //   std::cout << opt;
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,12 +35,10 @@ struct Pass {
   const char* name;
   const char* purpose;
   ClosedJaxpr (*run)(const ClosedJaxpr& j);
-  bool cpu_only = false;     ///< rewrites for the CPU's kernels: left out of programs for other devices
-  bool device_only = false;  ///< rewrites for devices' libraries (cuBLASLt's epilogues): not on the CPU
+  /// Runs only for targets whose backend asks for it (Target::passes): rewrites for one backend's
+  /// kernels or libraries.
+  bool per_target = false;
 };
-
-/// Where an optimized program runs.
-enum class Target { cpu, device };
 
 /// The passes `optimize` runs, in order.
 const std::vector<Pass>& pipeline();
@@ -49,8 +50,11 @@ struct OptimizeOptions {
   std::string name = "jit";
   /// Type-check after every pass (default: in debug builds, or when GRAFT_VERIFY_IR=1).
   bool verify = false;
-  /// The CPU, or another device (a GPU): passes marked cpu_only are left out.
-  Target target = Target::cpu;
+  /// The device type the program is for (0: the CPU): which per-target passes run.
+  int16_t device_type = 0;
+  /// The per-target passes to run instead of those device_type's backend asks for (tests and tools:
+  /// {"gemm_epilogues"} shows a GPU's program on any machine).
+  std::optional<std::vector<std::string>> passes;
 };
 
 /// Runs the pipeline on j.

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "graft/backend/cpu/llvm_jit.h"
+#include "graft/runtime/cpu/llvm_jit.h"
 #include "graft/compiler/jaxpr_text.h"
 #include "graft/core/axis_names.h"
 

@@ -1,5 +1,5 @@
 // The whole-program cache: what compiling a jaxpr produced (the optimized program and its memory
-// plan) kept on disk beside the kernels' objects (graft/backend/cpu/llvm_jit.h), so that another
+// plan) kept on disk beside the kernels' objects (graft/runtime/cpu/llvm_jit.h), so that another
 // process compiling the same program reads it instead of optimizing again.
 //
 // The key is the program's text with its constants' types and bytes, the donated inputs, the graft

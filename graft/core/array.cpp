@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 
+#include "graft/core/backend.h"
 #include "graft/core/format.h"
 #include "graft/core/trace.h"
 

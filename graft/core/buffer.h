@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
 
 #include "graft/core/device.h"
 #include "graft/core/ref.h"
@@ -35,32 +34,6 @@ class Buffer : public RefCounted {
   Device device_;
   Deleter del_;
 };
-
-/// The small interface a device implements (memory and ordering; the primitives' kernels register
-/// separately, see register_device_impl in graft/core/primitive.h). The CPU's is always present;
-/// others (CUDA) register themselves when graft is built with them. It lives in the core so that arrays
-/// can move between devices (device_put, reading a value back) without the core knowing any backend.
-class Backend {
- public:
-  virtual ~Backend() = default;
-  virtual std::string name() const = 0;
-  /// Whether device `index` can be used; when not, `why` says what is missing (no driver, no GPU).
-  virtual bool available(int index, std::string* why) const = 0;
-  virtual Ref<Buffer> allocate(size_t nbytes, Device d) = 0;
-  /// Copies `n` bytes between memory on different devices (one of them this backend's; the other
-  /// the CPU or this backend's). Ordered after the work queued on the device so far; a copy to the
-  /// host returns when the bytes are there.
-  virtual void copy(const void* src, Device src_dev, void* dst, Device dst_dev, size_t n) = 0;
-  /// Blocks until all work queued on `d` has finished; raises the errors that work produced.
-  virtual void synchronize(Device d) = 0;
-};
-
-/// The backend serving device type `type` (0 = cpu), or nullptr when none is registered.
-Backend* backend_for(int16_t type);
-void register_backend(int16_t type, Backend* b);
-/// The backend of `d`, checked to be usable: raises graft::Error naming the device and why not
-/// (graft built without CUDA, no driver, no such GPU). `what` names the operation for the message.
-Backend& usable_backend(Device d, const char* what);
 
 /// Uninitialized scratch memory for kernels, drawn from the same recycling allocator as arrays (so
 /// large temporaries do not fault in fresh pages on every call). T must be trivially copyable.

@@ -1,5 +1,5 @@
 // Devices: where a buffer lives. The core knows device *types* only as small integers registered by
-// backends, so it holds no closed list of backends.
+// backends (graft/core/backend.h), so it holds no closed list of backends; the CPU is type 0.
 #pragma once
 
 #include <cstdint>
@@ -10,11 +10,16 @@
 namespace graft {
 
 struct Device {
-  int16_t type = 0;  ///< 0 = cpu; other types are registered by backends (1 = cuda).
+  int16_t type = 0;  ///< 0 = cpu; other types are given out as backends register (register_device_type).
   int16_t index = 0;
 
   static constexpr Device cpu() { return Device{0, 0}; }
-  static constexpr Device cuda(int i = 0) { return Device{1, static_cast<int16_t>(i)}; }
+  /// Device `i` of the backend registered as `type_name` ("cuda", "gpu", "sim"); ValueError when no
+  /// backend of that name is known.
+  static Device named(std::string_view type_name, int i = 0);
+  /// Device::named("cuda", i). A build without CUDA knows the name: using the device raises an error
+  /// that says how to build with it.
+  static Device cuda(int i = 0);
   bool is_cpu() const { return type == 0; }
   friend bool operator==(Device a, Device b) { return a.type == b.type && a.index == b.index; }
   friend bool operator!=(Device a, Device b) { return !(a == b); }
@@ -22,8 +27,8 @@ struct Device {
 };
 std::ostream& operator<<(std::ostream& os, Device d);
 
-/// Parses "cpu", "cuda", "cuda:1", or another registered backend's name with an optional index
-/// (ValueError otherwise).
+/// Parses "cpu", "cuda", "cuda:1", or another registered backend's name (or alias) with an optional
+/// index (ValueError otherwise).
 Device parse_device(std::string_view s);
 
 /// Where arrays made without an explicit device go (creation ops, results of operations whose

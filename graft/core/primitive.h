@@ -132,8 +132,8 @@ struct Primitive {
   bool has(PrimFlags f) const { return (flags & f) != 0; }
 };
 
-/// The kernel of primitive `p` on devices of type `device_type` (1 = cuda), registered by that
-/// backend's rules (graft/prims/cuda/). The rule receives operands on that device and returns outputs
+/// The kernel of primitive `p` on devices of type `device_type`, registered by that
+/// backend's rules (graft/backends/cuda/). The rule receives operands on that device and returns outputs
 /// there. A primitive without one runs its decomposition (below) when it has one, else through the
 /// host: its operands are copied to the
 /// CPU, the CPU impl runs, and the results are copied back (counted by device_fallbacks()).

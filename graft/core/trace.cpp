@@ -11,8 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graft/core/backend.h"
 #include "graft/core/config.h"
 #include "graft/core/env.h"
+#include "graft/core/placement.h"
 
 namespace graft {
 
@@ -81,13 +83,6 @@ EvalTrace::EvalTrace() : Trace(Ref<Trace>(), "eval") {}
 
 namespace {
 
-std::string avals_str(const Aval* const* a, size_t n) {
-  std::string s;
-  for (size_t i = 0; i < n; ++i) s += (i ? ", " : "") + a[i]->str();
-  return s;
-}
-
-constexpr int kMaxDeviceTypes = 8;
 struct DeviceImpls {
   std::mutex mu;
   std::unordered_map<const Primitive*, ImplRule> impls[kMaxDeviceTypes];
@@ -200,29 +195,14 @@ Arrays eval_primitive(const Primitive& p, std::span<const Array> in, const Param
   }
   Avals outs = p.shape(p, AvalPtrs(ptrs, in.size()), params);
   for (const Aval& a : outs) checked_numel(a.shape, p.name);  // before anything is allocated
-  // Placement (JAX's rules): where committed operands live, else the default device; uncommitted
-  // operands elsewhere move there. The common case (everything on the CPU) costs one pass of tests.
-  Device dev = default_device();
-  bool committed = false, moved = false;
-  for (const Array& x : in) {
-    const ConcreteNode* c = x.concrete();
-    if (!c) continue;
-    Device d = c->device();
-    if (c->committed()) {
-      if (committed && d != dev)
-        fail<ValueError>(p.name, ": its operands are committed to different devices, ", dev, " and ", d, " (operands ",
-                         avals_str(ptrs, in.size()), "); move one of them with device_put");
-      dev = d;
-      committed = true;
-    }
-  }
+  // Placement (graft/core/placement.h): the common case (everything on the CPU) costs one pass of tests.
+  Placement pl = place(in, p.name);
   // device_put chooses its device; higher-order primitives (jit, control flow) run their bodies,
   // whose primitives are placed one by one
   if (p.has(kPlacement) || p.has(kHigherOrder)) return p.impl(p, in, outs, params);
-  for (const Array& x : in) moved |= x.is_concrete() && x.concrete()->device() != dev;
-  if (dev.is_cpu() && !moved && !committed) return p.impl(p, in, outs, params);
-  Arrays res = run_on_device(p, in, outs, params, dev, moved);
-  if (committed)
+  if (pl.device.is_cpu() && !pl.moves && !pl.committed) return p.impl(p, in, outs, params);
+  Arrays res = run_on_device(p, in, outs, params, pl.device, pl.moves);
+  if (pl.committed)
     for (Array& r : res)
       if (auto* c = r.concrete()) c->set_committed(true);
   return res;

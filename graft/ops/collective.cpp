@@ -1,5 +1,5 @@
 // The public spellings of the collectives (the primitives and their rules: prims/collective.cpp).
-#include "graft/backend/collectives.h"
+#include "graft/runtime/collectives.h"
 #include "graft/ops/ops.h"
 
 namespace graft {

@@ -4,7 +4,7 @@
 
 #include <mutex>
 
-#include "graft/backend/dist/mpi.h"
+#include "graft/runtime/dist/mpi.h"
 #include "graft/core/env.h"
 #include "graft/core/error.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "graft/backend/collectives.h"
+#include "graft/runtime/collectives.h"
 #include "graft/core/device.h"
 
 namespace graft {

@@ -6,7 +6,7 @@
 // carried decides which rule computes it:
 //   - vmap over the axis (the reference, and shard_map on this process's devices): the batching rule,
 //     over the batch dimension;
-//   - an axis frame with a communicator (processes, graft/backend/collectives.h): the kernel, which
+//   - an axis frame with a communicator (processes, graft/runtime/collectives.h): the kernel, which
 //     calls the communicator.
 // Types: each value's Aval::vma says which named axes it varies over. psum / pmax / pmin make their
 // result invariant over their axes; pvary (a no-op on data) makes a value varying; the others keep or
@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "graft/backend/collectives.h"
+#include "graft/runtime/collectives.h"
 #include "graft/core/axis_names.h"
 #include "graft/prims/rules.h"
 

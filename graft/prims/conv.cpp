@@ -5,8 +5,8 @@
 #include <numeric>
 #include <optional>
 
-#include "graft/backend/cpu/conv.h"
-#include "graft/backend/cpu/gemm.h"
+#include "graft/runtime/cpu/conv.h"
+#include "graft/runtime/cpu/gemm.h"
 #include "graft/prims/rules.h"
 
 namespace graft::prims {

@@ -36,8 +36,6 @@ Arrays device_put_transpose(const Primitive&, std::span<const Array> cts, std::s
   return {cts[0]};
 }
 
-[[maybe_unused]] const bool g_decompositions = (register_device_decompositions(), true);
-
 }  // namespace
 
 const Primitive device_put_p{"device_put",          kPlacement,   &device_put_shape, &device_put_impl, &linear_jvp,

@@ -5,7 +5,7 @@
 
 #include <numeric>
 
-#include "graft/backend/cpu/gemm.h"
+#include "graft/runtime/cpu/gemm.h"
 #include "graft/prims/rules.h"
 
 namespace graft::prims {

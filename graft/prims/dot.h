@@ -1,5 +1,5 @@
 // dot_general's CPU kernel with BLAS's scaling, for products that accumulate into an existing value
-// (the compiler's dot_general_add, graft/compiler/accumulate.h).
+// (the compiler's dot_general_add, graft/compiler/cpu/accumulate.h).
 #pragma once
 
 #include "graft/core/array.h"

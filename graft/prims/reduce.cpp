@@ -3,7 +3,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "graft/backend/cpu/pairwise.h"
+#include "graft/runtime/cpu/pairwise.h"
 #include "graft/prims/elementwise.h"
 
 namespace graft::prims {
@@ -162,7 +162,7 @@ T minmax_row(const T* row, int64_t n) {
 template <RKind K, class T>
 using acc_t = std::conditional_t<K == RKind::prod && std::is_same_v<compute_t<T>, float>, double, compute_t<T>>;
 
-// Float sums fold pairwise (graft/backend/cpu/pairwise.h): blocks of kPairBlock elements with eight
+// Float sums fold pairwise (graft/runtime/cpu/pairwise.h): blocks of kPairBlock elements with eight
 // accumulators each (32 values per accumulator), the blocks' results in a balanced tree, so that the
 // error grows with log2(n) as NumPy's does (one accumulator per lane over the whole row made an f32 sum
 // of 2^24 values 1.7% low). Rows longer than kPiece elements are folded as pieces of that

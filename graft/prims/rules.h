@@ -4,7 +4,7 @@
 #include <span>
 #include <string>
 
-#include "graft/backend/cpu/parallel.h"
+#include "graft/runtime/cpu/parallel.h"
 #include "graft/core/error.h"
 #include "graft/core/primitive.h"
 #include "graft/core/trace.h"
@@ -60,8 +60,8 @@ BatchResult batch_elementwise(const Primitive& p, std::span<const Array> vals, s
 /// Shape rule helper for elementwise ops: all operands equal or rank 0; returns the common shape.
 Shape elementwise_shape(const Primitive& p, AvalPtrs in);
 
-/// Registers the decompositions of graft/prims/decompose.cpp (called once, before main, from the
-/// file of device_put, which every program that uses a device links).
+/// Registers the decompositions of graft/prims/decompose.cpp (called once, with the built-in
+/// backends: graft/backends/builtin.cpp).
 void register_device_decompositions();
 
 /// JVP rule of primitives linear in all operands: the tangent is the primitive applied to the tangents

@@ -2,7 +2,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "graft/backend/cpu/copy.h"
+#include "graft/runtime/cpu/copy.h"
 #include "graft/prims/rules.h"
 
 namespace graft::prims {

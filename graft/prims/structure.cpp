@@ -1,7 +1,7 @@
 // Shape and layout primitives: broadcast_in_dim, reshape, transpose, squeeze, rev, iota.
 #include <numeric>
 
-#include "graft/backend/cpu/copy.h"
+#include "graft/runtime/cpu/copy.h"
 #include "graft/prims/rules.h"
 
 namespace graft::prims {

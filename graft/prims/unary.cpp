@@ -7,7 +7,7 @@
 #include <limits>
 #include <numbers>
 
-#include "graft/backend/cpu/vmath.h"
+#include "graft/runtime/cpu/vmath.h"
 #include "graft/prims/elementwise.h"
 
 namespace graft::prims {

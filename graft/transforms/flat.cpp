@@ -1,6 +1,6 @@
 #include "graft/transforms/flat.h"
 
-#include "graft/backend/collectives.h"
+#include "graft/runtime/collectives.h"
 
 #include "graft/core/trace.h"
 #include "graft/interp/batching.h"

@@ -268,7 +268,7 @@ Array from_dlpack(py::handle producer) {
     }
   } release{m};
   const DLTensor& t = m->dl_tensor;
-  if (t.device.device_type != 1)
+  if (t.device.device_type != 1)  // DLPack's kDLCPU
     throw py::value_error("from_dlpack: only CPU tensors (device type 1), got device type " +
                           std::to_string(t.device.device_type));
   DType d = from_dl_dtype(t.dtype);

@@ -1,12 +1,12 @@
-// dot_general_add (graft/compiler/accumulate.h) and the accumulate_dots pass: jitted programs whose
+// dot_general_add (graft/compiler/cpu/accumulate.h) and the accumulate_dots pass: jitted programs whose
 // products accumulate into a value against the same programs run eagerly, in place on donated
 // arguments and never on the caller's arrays otherwise.
 #include "testing.h"
 
 #include <cstdlib>
 
-#include "graft/backend/cpu/gemm.h"
-#include "graft/compiler/accumulate.h"
+#include "graft/runtime/cpu/gemm.h"
+#include "graft/compiler/cpu/accumulate.h"
 #include "graft/compiler/memory_plan.h"
 #include "graft/compiler/pipeline.h"
 

@@ -12,10 +12,10 @@
 #include <chrono>
 #include <unistd.h>
 
-#include "graft/backend/cpu/llvm_jit.h"
-#include "graft/compiler/codegen.h"
+#include "graft/runtime/cpu/llvm_jit.h"
+#include "graft/compiler/cpu/codegen.h"
 #include "graft/compiler/executable.h"
-#include "graft/compiler/fusion.h"
+#include "graft/compiler/cpu/fused_kernel.h"
 #include "graft/compiler/pipeline.h"
 
 namespace graft {

@@ -1,4 +1,4 @@
-// The CUDA generator for fused loops (graft/compiler/cuda_fusion.h): every fused body of a set of
+// The CUDA generator for fused loops (graft/backends/cuda/fusion_codegen.h): every fused body of a set of
 // programs (elementwise chains with broadcasts, softmax, log-softmax, layer norm, cross-entropy,
 // reductions to a scalar, 16-bit floats, integers, selects, NaNs) becomes a kernel that
 //   - NVRTC compiles for sm_90 (CUDA builds; no GPU needed), and
@@ -8,25 +8,25 @@
 #include <set>
 
 #include "cuda/emulator.h"
-#include "graft/prims/cuda/kernels.h"
+#include "graft/backends/cuda/kernels.h"
 #include "graft/prims/primitives.h"
-#include "graft/compiler/cuda_fusion.h"
-#include "graft/compiler/fusion.h"
+#include "graft/backends/cuda/fusion_codegen.h"
+#include "graft/compiler/cpu/fused_kernel.h"
 #include "graft/compiler/pipeline.h"
 #include "testing.h"
 #ifdef GRAFT_HAVE_CUDA
-#include "graft/backend/cuda/runtime.h"
+#include "graft/backends/cuda/runtime.h"
 #endif
 
 namespace graft::testing {
 namespace {
 
-using compiler::CudaFusedKernel;
+using cuda::CudaFusedKernel;
 
 // The fused bodies of f's program as optimized for a GPU.
 template <class F, class... A>
 std::vector<ClosedJaxpr> fused_bodies(F f, const A&... args) {
-  ClosedJaxpr opt = compiler::optimize(make_jaxpr(f)(args...), {.target = compiler::Target::device});
+  ClosedJaxpr opt = compiler::optimize(make_jaxpr(f)(args...), {.passes = {{"gemm_epilogues"}}});
   std::vector<ClosedJaxpr> out;
   for (auto& e : opt.jaxpr->eqns)
     if (e.prim == &compiler::fusion_p) out.push_back(compiler::fusion_body(e.params));
@@ -54,7 +54,7 @@ std::vector<Run> run_all(const std::vector<ClosedJaxpr>& bodies, unsigned grid =
   Rng rng(11);
   for (const ClosedJaxpr& b : bodies) {
     std::string why;
-    auto k = compiler::cuda_fused_kernel(b, {.max_vector = max_vector}, &why);
+    auto k = cuda::cuda_fused_kernel(b, {.max_vector = max_vector}, &why);
     EXPECT_TRUE(k.has_value()) << why << "\n" << b;
     if (!k) continue;
     Run r{b, *k, {}, {}, {}};
@@ -114,7 +114,7 @@ TEST_F(FusedKernels, ElementwiseChainsWithVectorsAndBroadcasts) {
   auto bias_relu = [](const Array& x, const Array& b) { return relu(x + b) * 2.0; };
   std::vector<ClosedJaxpr> bodies = fused_bodies(chain, zeros({1000}));
   ASSERT_EQ(bodies.size(), 1u);
-  auto k = compiler::cuda_fused_kernel(bodies[0]);
+  auto k = cuda::cuda_fused_kernel(bodies[0]);
   ASSERT_TRUE(k);
   EXPECT_EQ(k->describe(), "elementwise 1000 (vector 4)");
   EXPECT_NE(k->source.find("g_vec<float, 4>"), std::string::npos);
@@ -146,7 +146,7 @@ TEST_F(FusedKernels, RowReductionsSoftmaxLayerNormCrossEntropy) {
   auto add = [&](std::vector<ClosedJaxpr> bs) { bodies.insert(bodies.end(), bs.begin(), bs.end()); };
   add(fused_bodies(sm, zeros({4, 4096})));
   ASSERT_EQ(bodies.size(), 1u);
-  auto k = compiler::cuda_fused_kernel(bodies[0]);
+  auto k = cuda::cuda_fused_kernel(bodies[0]);
   ASSERT_TRUE(k);
   EXPECT_EQ(k->describe(), "rows 4x4096, 512 lanes a row, 3 loops, cached");
   add(fused_bodies(sm, zeros({6, 100})));     // a warp a row
@@ -188,7 +188,7 @@ TEST_F(FusedKernels, ScalarsHalfFloatsIntegersSelectsAndNans) {
   // NaN in a row: max and the sum that follows carry it, as on the CPU
   std::vector<ClosedJaxpr> nb = fused_bodies([](const Array& x) { return softmax(x); }, zeros({3, 64}));
   ASSERT_EQ(nb.size(), 1u);
-  auto k = compiler::cuda_fused_kernel(nb[0]);
+  auto k = cuda::cuda_fused_kernel(nb[0]);
   ASSERT_TRUE(k);
   Rng rng(3);
   Array x = rng.uniform({3, 64});
@@ -206,7 +206,7 @@ TEST_F(FusedKernels, ScalarsHalfFloatsIntegersSelectsAndNans) {
   EXPECT_FALSE(std::isnan(values(got)[0]));
 }
 
-// The element kernels of every elementwise primitive (graft/prims/cuda/kernels.h: one expression per
+// The element kernels of every elementwise primitive (graft/backends/cuda/kernels.h: one expression per
 // primitive and type class), emulated, against the CPU's kernels: NaN rules, integer division by zero
 // and by -1, out-of-range shifts, 16-bit floats rounded as the CPU rounds them, scalar operands.
 TEST_F(FusedKernels, ElementKernelsOfEveryPrimitiveMatchTheCpu) {
@@ -291,7 +291,7 @@ TEST_F(FusedKernels, ElementKernelsOfEveryPrimitiveMatchTheCpu) {
 }
 
 // Conversions between every pair of types, threefry2x32, running reductions and reductions (with the
-// argument layouts graft/prims/cuda/rules.cpp passes), emulated, against the CPU.
+// argument layouts graft/backends/cuda/primitives.cpp passes), emulated, against the CPU.
 TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
   namespace ck = cuda_kernels;
   struct Run {
@@ -413,7 +413,7 @@ TEST(FusedKernelSource, BodiesItCannotCompileSayWhy) {
   // a body with an operation that has no GPU expression is refused, naming it
   std::string why;
   ClosedJaxpr body = make_jaxpr([](const Array& a) { return cumsum(a, 0) * 2.0; })(zeros({8}));
-  EXPECT_FALSE(compiler::cuda_fused_kernel(body, {}, &why).has_value());
+  EXPECT_FALSE(cuda::cuda_fused_kernel(body, {}, &why).has_value());
   EXPECT_NE(why.find("cumsum"), std::string::npos) << why;
 }
 

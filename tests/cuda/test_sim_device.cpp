@@ -4,7 +4,7 @@
 // conformance row, so that a path that reads a device array as if it were on the CPU (a compiled
 // CPU program handed device operands, say) fails here rather than only on a lent GPU.
 //
-// Its fused loops are the GPU's: the generated CUDA kernels (graft/compiler/cuda_fusion.h) run on the
+// Its fused loops are the GPU's: the generated CUDA kernels (graft/backends/cuda/fusion_codegen.h) run on the
 // CPU through the emulator (cuda/emulator.h), so that jit on the device — the program optimized for a
 // device, its fused kernels, the memory plan — is tested here as a GPU runs it.
 #include <cstdlib>
@@ -15,14 +15,13 @@
 
 #include "cuda/device_checks.h"
 #include "cuda/emulator.h"
-#include "graft/compiler/cuda_fusion.h"
+#include "graft/backends/backend.h"
+#include "graft/backends/cuda/fusion_codegen.h"
 #include "graft/compiler/executable.h"
-#include "graft/compiler/fusion.h"
+#include "graft/compiler/cpu/fused_kernel.h"
 
 namespace graft::testing {
 namespace {
-
-constexpr int16_t kSimType = 7;
 
 class SimBackend final : public Backend {
  public:
@@ -48,7 +47,7 @@ Device sim();
 // Fused loops on the simulated device: the body's CUDA kernel, emulated (compiled once per body and
 // kept on it).
 struct SimFused {
-  std::shared_ptr<compiler::CudaFusedKernel> kernel;  // null: the generator refused the body
+  std::shared_ptr<cuda::CudaFusedKernel> kernel;  // null: the generator refused the body
   std::shared_ptr<EmulatedModule> module;
 };
 std::mutex g_sim_mu;
@@ -58,10 +57,10 @@ Arrays sim_fusion(const Primitive&, std::span<const Array> in, std::span<const A
   const ClosedJaxpr& body = compiler::fusion_body(params);
   auto f = body.derived<SimFused>("sim_fused_kernel", [&] {
     SimFused s;
-    if (auto k = compiler::cuda_fused_kernel(body)) {
+    if (auto k = cuda::cuda_fused_kernel(body)) {
       s.module = std::make_shared<EmulatedModule>(std::vector<std::string>{k->source},
-                                                  std::vector<std::string>{compiler::CudaFusedKernel::kName});
-      s.kernel = std::make_shared<compiler::CudaFusedKernel>(std::move(*k));
+                                                  std::vector<std::string>{cuda::CudaFusedKernel::kName});
+      s.kernel = std::make_shared<cuda::CudaFusedKernel>(std::move(*k));
     }
     return s;
   });
@@ -75,7 +74,7 @@ Arrays sim_fusion(const Primitive&, std::span<const Array> in, std::span<const A
   for (const Array& c : body.consts) keep.push_back(device_put(c, sim()));
   for (const Array& c : keep) ptrs.push_back(c.concrete()->data());
   for (const Array& x : in) ptrs.push_back(x.concrete()->data());
-  Arrays res = compiler::fused_outputs(*f->kernel, body.consts.size(), in, outs, sim());
+  Arrays res = cuda::fused_outputs(*f->kernel, body.consts.size(), in, outs, sim());
   for (const Array& r : res) ptrs.push_back(r.concrete()->data());
   std::vector<void*> args;
   for (void*& p : ptrs) args.push_back(&p);
@@ -86,14 +85,23 @@ Arrays sim_fusion(const Primitive&, std::span<const Array> in, std::span<const A
   return res;
 }
 
-Device sim() {
+// Registered as any backend is: one descriptor (graft/backends/backend.h). Its kernels are the
+// decompositions and the host's; its fused loops the emulated CUDA kernels; its programs, like a GPU's,
+// fold GEMM epilogues.
+int16_t sim_type() {
   static SimBackend backend;
-  static bool registered = (register_backend(kSimType, &backend),
-                            EmulatedModule::available() ? register_device_impl(kSimType, compiler::fusion_p, &sim_fusion)
-                                                        : void(), true);
-  (void)registered;
-  return Device{kSimType, 0};
+  static const int16_t type = [] {
+    BackendDescriptor b;
+    b.name = "sim";
+    b.runtime = &backend;
+    b.fusion = EmulatedModule::available() ? &sim_fusion : nullptr;
+    b.passes = {"gemm_epilogues"};
+    return register_backend(b);
+  }();
+  return type;
 }
+
+Device sim() { return Device{sim_type(), 0}; }
 
 // jit on the device runs the program optimized for devices: fused loops as the GPU's kernels, no CPU
 // rewrites, and the same values as the CPU's program.
@@ -126,11 +134,11 @@ TEST(SimDevice, TransformationsAndControlFlow) { check_transformations_and_contr
 TEST(SimDevice, NamesAndMissingDevices) {
   EXPECT_EQ(sim().str(), "sim:0");
   Array x = concrete({1, 2, 3}, {3});
-  expect_throws<ValueError>([&] { device_put(x, Device{kSimType, 1}); }, "sim:1 is not available: the simulated device has one");
+  expect_throws<ValueError>([&] { device_put(x, Device{sim_type(), 1}); }, "sim:1 is not available: the simulated device has one");
 }
 
 int64_t fallbacks_of(const std::string& name) {
-  for (auto& [n, c] : device_fallbacks(kSimType))
+  for (auto& [n, c] : device_fallbacks(sim_type()))
     if (n == name) return c;
   return 0;
 }

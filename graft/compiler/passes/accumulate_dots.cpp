@@ -1,5 +1,5 @@
 // accumulate_dots: a product scaled and added to a value of its own type becomes one
-// dot_general_add (graft/compiler/accumulate.h): w - 0.01 * dot(x, dy) is one GEMM with BLAS's
+// dot_general_add (graft/compiler/cpu/accumulate.h): w - 0.01 * dot(x, dy) is one GEMM with BLAS's
 // alpha and beta instead of a GEMM that writes the product and an elementwise loop that reads it back.
 //
 // Matched, with p the product dot_general(a, b) (read by nothing else) and c a known scalar:
@@ -11,7 +11,7 @@
 #include <optional>
 #include <unordered_map>
 
-#include "graft/compiler/accumulate.h"
+#include "graft/compiler/cpu/accumulate.h"
 #include "graft/compiler/passes/passes.h"
 #include "graft/compiler/rewrite.h"
 #include "graft/prims/primitives.h"

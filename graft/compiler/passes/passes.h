@@ -21,7 +21,7 @@ ClosedJaxpr fold_constants(const ClosedJaxpr& j);
 /// broadcast chains, identity conversions, stop_gradient at run time, transposed products).
 ClosedJaxpr simplify(const ClosedJaxpr& j);
 /// accumulate_dots: a product scaled and added to a value of its type (w - 0.01 * dot(x, dy)) becomes
-/// one dot_general_add, a GEMM that accumulates into that value (graft/compiler/accumulate.h).
+/// one dot_general_add, a GEMM that accumulates into that value (graft/compiler/cpu/accumulate.h).
 ClosedJaxpr accumulate_dots(const ClosedJaxpr& j);
 /// gemm_epilogues: a bias add (and ReLU) folded into its matrix product, a weight gradient paired with
 /// its bias gradient (graft/compiler/epilogue.h); programs for devices.

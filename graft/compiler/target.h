@@ -1,0 +1,27 @@
+// What the compiler knows of the device a program is optimized for, per device type: the passes its
+// backend asks for and whether it generates fused loops. Backends set it when they register
+// (graft/backends/backend.h); the CPU's is registered with the built-in backends.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace graft::compiler {
+
+struct Target {
+  /// The per-target passes of the pipeline (Pass::per_target) this device's programs run, e.g. the
+  /// CPU's accumulate_dots or a GPU's gemm_epilogues. Others are left out.
+  std::vector<std::string> passes;
+  /// A code generator runs `fusion` bodies on this device (its backend's fusion kernel): jit runs the
+  /// program optimized for the device. Otherwise a jitted program runs there op by op.
+  bool fused_loops = false;
+};
+
+/// Sets device type `device_type`'s target; ValueError when a pass it names is not a per-target pass of
+/// the pipeline.
+void set_target(int16_t device_type, Target t);
+/// The target of `device_type` (an empty one when its backend set none).
+Target target_of(int16_t device_type);
+
+}  // namespace graft::compiler

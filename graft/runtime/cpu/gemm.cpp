@@ -1,0 +1,175 @@
+#include "graft/runtime/cpu/gemm.h"
+
+#include <cstring>
+#include <vector>
+
+#include "graft/runtime/cpu/parallel.h"
+
+#include <omp.h>
+
+#ifdef GRAFT_HAVE_BLAS
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+#endif
+#ifdef GRAFT_HAVE_DNNL
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "graft/runtime/cpu/dnnl_util.h"
+#endif
+
+namespace graft::cpu {
+
+namespace {
+template <class T>
+void gemm_loop(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
+               T* C, int64_t ldc, double alpha, double beta) {
+  using A_t = std::conditional_t<std::is_same_v<T, bool>, int32_t, compute_t<T>>;
+  parallel_for(M, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, N * K)), [&](int64_t m0, int64_t m1) {
+    std::vector<A_t> row(static_cast<size_t>(N));
+    for (int64_t m = m0; m < m1; ++m) {
+      std::fill(row.begin(), row.end(), A_t(0));
+      for (int64_t k = 0; k < K; ++k) {
+        A_t a = static_cast<A_t>(ta ? A[k * lda + m] : A[m * lda + k]);
+        if (a == A_t(0)) continue;
+        if (!tb) {
+          const T* b = B + k * ldb;
+          for (int64_t n = 0; n < N; ++n) row[n] += a * static_cast<A_t>(b[n]);
+        } else {
+          for (int64_t n = 0; n < N; ++n) row[n] += a * static_cast<A_t>(B[n * ldb + k]);
+        }
+      }
+      if constexpr (std::is_floating_point_v<A_t>) {
+        if (alpha != 1.0 || beta != 0.0) {
+          A_t a = static_cast<A_t>(alpha), b = static_cast<A_t>(beta);
+          for (int64_t n = 0; n < N; ++n)
+            C[m * ldc + n] = static_cast<T>(a * row[n] + (beta != 0.0 ? b * static_cast<A_t>(C[m * ldc + n]) : A_t(0)));
+          continue;
+        }
+      }
+      for (int64_t n = 0; n < N; ++n) {
+        if constexpr (std::is_same_v<T, bool>) {
+          C[m * ldc + n] = row[n] != 0;
+        } else {
+          C[m * ldc + n] = static_cast<T>(row[n]);
+        }
+      }
+    }
+  });
+}
+#ifdef GRAFT_HAVE_DNNL
+// oneDNN's sgemm is slow when only B is transposed (132 against 210 GFLOP/s for 128x512x512 here),
+// which is the shape of every backward product dx = dy W^T. Its matmul primitive (brgemm kernels)
+// reads a transposed B at full speed; primitives are made once per shape and layout (~0.3-3 ms).
+bool dnnl_matmul_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                     int64_t ldb, float* C, int64_t ldc) {
+  using namespace dnnl;
+  // the team size is part of the key: a primitive made for two threads runs two (parallel.h may ask
+  // for one while the cores are contended)
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>;
+  struct Entry {
+    matmul prim;
+    memory::desc a, b, c, scratch;
+  };
+  static std::mutex mu;
+  static std::map<Key, std::shared_ptr<Entry>>* cache = new std::map<Key, std::shared_ptr<Entry>>();
+  engine& eng = dnnl_engine();
+  std::shared_ptr<Entry> e;
+  Key key{ta, tb, M, N, K, lda, ldb, ldc, omp_get_max_threads()};
+  try {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      auto it = cache->find(key);
+      if (it != cache->end()) e = it->second;
+    }
+    if (!e) {
+      std::lock_guard<std::mutex> made(dnnl_create_mutex());
+      memory::desc a({M, K}, memory::data_type::f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+      memory::desc b({K, N}, memory::data_type::f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+      memory::desc c({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
+      matmul::primitive_desc pd(matmul::desc(a, b, c), dnnl_attr(), eng);
+      e = std::make_shared<Entry>(Entry{matmul(pd), a, b, c, pd.scratchpad_desc()});
+      std::lock_guard<std::mutex> lk(mu);
+      cache->emplace(key, e);
+    }
+    stream s(eng);
+    memory ma(e->a, eng, const_cast<float*>(A)), mb(e->b, eng, const_cast<float*>(B)), mc(e->c, eng, C);
+    dnnl_execute(e->prim, e->scratch, s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+    return true;
+  } catch (const dnnl::error&) {
+    return false;  // the caller falls back to sgemm
+  }
+}
+#endif
+
+}  // namespace
+
+void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,
+          int64_t ldb, void* C, int64_t ldc, double alpha, double beta) {
+  if (M <= 0 || N <= 0) return;
+  if (K == 0 && beta == 0.0) {
+    for (int64_t m = 0; m < M; ++m) std::memset(static_cast<char*>(C) + m * ldc * itemsize(dt), 0, N * itemsize(dt));
+    return;
+  }
+  // library call overhead dominates tiny products: they use the loop below
+  bool tiny = M * N * K <= 512;
+  [[maybe_unused]] bool plain = alpha == 1.0 && beta == 0.0;
+#ifdef GRAFT_HAVE_DNNL
+  // f32 goes to oneDNN's sgemm (row-major, transposes as flags, no copies), which threads itself
+  // on the OpenMP team that graft's kernels share
+  if (dt == DType::f32 && !tiny) {
+    use_kernel_threads();  // the team size follows GRAFT_NUM_THREADS and contention (parallel.h)
+    if (plain && tb && !ta &&
+        dnnl_matmul_f32(ta, tb, M, N, K, static_cast<const float*>(A), lda, static_cast<const float*>(B), ldb,
+                        static_cast<float*>(C), ldc))
+      return;
+    dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, static_cast<float>(alpha),
+                                  static_cast<const float*>(A), lda, static_cast<const float*>(B), ldb,
+                                  static_cast<float>(beta), static_cast<float*>(C), ldc);
+    if (st == dnnl_success) return;
+  }
+#endif
+#ifdef GRAFT_HAVE_BLAS
+  if ((dt == DType::f32 || dt == DType::f64) && !tiny) {
+    // One thread pool, not two: OpenBLAS's own threads busy-wait (sched_yield) after each call and
+    // fight graft's pool for the cores (a CNN epoch took 52 s that way, 39 s with one pool). So
+    // OpenBLAS runs single-threaded and graft splits the product along the larger of M and N, so that
+    // the threads do not both pack the same large operand.
+    static const bool single = (openblas_set_num_threads(1), true);
+    (void)single;
+    int64_t isz = static_cast<int64_t>(itemsize(dt));
+    auto tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
+    auto call = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+      const char* a = static_cast<const char*>(A) + (ta ? m0 : m0 * lda) * isz;
+      const char* b = static_cast<const char*>(B) + (tb ? n0 * ldb : n0) * isz;
+      char* c = static_cast<char*>(C) + (m0 * ldc + n0) * isz;
+      int m = int(m1 - m0), n = int(n1 - n0);
+      if (dt == DType::f32) {
+        cblas_sgemm(CblasRowMajor, tA, tB, m, n, int(K), static_cast<float>(alpha), reinterpret_cast<const float*>(a),
+                    int(lda), reinterpret_cast<const float*>(b), int(ldb), static_cast<float>(beta),
+                    reinterpret_cast<float*>(c), int(ldc));
+      } else {
+        cblas_dgemm(CblasRowMajor, tA, tB, m, n, int(K), alpha, reinterpret_cast<const double*>(a), int(lda),
+                    reinterpret_cast<const double*>(b), int(ldb), beta, reinterpret_cast<double*>(c), int(ldc));
+      }
+    };
+    int64_t work = M * N * K;
+    if (work < (int64_t(1) << 18)) {
+      call(0, M, 0, N);
+    } else if (N >= M) {
+      parallel_for(N, std::max<int64_t>(16, N / 8), [&](int64_t n0, int64_t n1) { call(0, M, n0, n1); });
+    } else {
+      parallel_for(M, std::max<int64_t>(16, M / 8), [&](int64_t m0, int64_t m1) { call(m0, m1, 0, N); });
+    }
+    return;
+  }
+#endif
+  visit_dtype(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    gemm_loop<T>(ta, tb, M, N, K, static_cast<const T*>(A), lda, static_cast<const T*>(B), ldb, static_cast<T*>(C),
+                 ldc, alpha, beta);
+  });
+}
+
+}  // namespace graft::cpu

@@ -91,8 +91,15 @@ class Tracer : public ArrayNode {
   Ref<Trace> trace_;
 };
 
-struct AtRef;
 struct IndexItem;
+
+/// Customization points of Array's method sugar. graft/ops/ops.h defines ArrayOps<void> (astype,
+/// reshape, transpose, index, at); graft/transforms/tape.h defines ArrayTape<void> (requires_grad,
+/// backward, grad, zero_grad).
+template <class>
+struct ArrayOps;
+template <class>
+struct ArrayTape;
 
 class Array {
  public:
@@ -147,25 +154,40 @@ class Array {
   /// A concrete array with the same value (resolves tracers that know their value).
   Array concretize(const char* what) const;
 
-  // ---- method sugar; the definitions live in graft/ops (they are composites) ----------------
+  // ---- method sugar, implemented by higher layers -------------------------------------------------
+  // The core neither declares nor links the functions these call: each forwards to a customization
+  // point (ArrayOps, ArrayTape below) that the layer implementing it defines, looked up where the
+  // method is used (D only defers that lookup). Code that calls them includes graft/ops/ops.h or
+  // graft/transforms/tape.h (graft/graft.h includes both); without it the call does not compile.
+  template <class D = void>
   Array astype(DType d) const;
+  template <class D = void>
   Array reshape(Shape s) const;
+  template <class D = void>
   Array T() const;  ///< transpose (reverses the axes)
+  template <class D = void>
   Array operator[](const IndexItem& i) const;
+  template <class D = void>
   Array operator[](std::initializer_list<IndexItem> idx) const;
-  /// Functional updates: `x.at({0, slice(1, none)}).set(v)` returns a new array.
-  AtRef at(std::initializer_list<IndexItem> idx) const;
-  AtRef at(const IndexItem& i) const;
+  /// Functional updates: `x.at({0, slice(1, none)}).set(v)` returns a new array (graft/ops: AtRef).
+  template <class D = void>
+  auto at(std::initializer_list<IndexItem> idx) const;
+  template <class D = void>
+  auto at(const IndexItem& i) const;
 
-  // ---- reverse mode in the PyTorch style (graft/transforms/tape.h defines these) -----------------
+  // reverse mode in the PyTorch style (graft/transforms/tape.h)
   /// Makes this array a leaf of this thread's default tape: later operations on it are recorded.
+  template <class D = void>
   Array& requires_grad_();
   /// Reverse mode from this one-element array: adds its derivative with respect to every
   /// requires_grad_() leaf it depends on to that leaf's grad().
+  template <class D = void>
   void backward() const;
   /// The gradient accumulated by backward() (null before the first backward()).
+  template <class D = void>
   Array grad() const;
   /// Clears the accumulated gradient.
+  template <class D = void>
   void zero_grad_() const;
 
   /// Uninitialized CPU array.
@@ -243,16 +265,28 @@ struct IndexItem {
 };
 using Index = std::vector<IndexItem>;
 
-/// The result of `x.at(idx)`: functional index updates (JAX's `.at[...]`).
-struct AtRef {
-  Array x;
-  Index idx;
-  Array get() const;
-  Array set(const Array& v) const;
-  Array add(const Array& v) const;
-  Array mul(const Array& v) const;
-  Array min(const Array& v) const;
-  Array max(const Array& v) const;
-};
+// ---- the sugar's forwarding (see Array) -----------------------------------------------------------
+template <class D>
+Array Array::astype(DType d) const { return ArrayOps<D>::astype(*this, d); }
+template <class D>
+Array Array::reshape(Shape s) const { return ArrayOps<D>::reshape(*this, std::move(s)); }
+template <class D>
+Array Array::T() const { return ArrayOps<D>::transpose(*this); }
+template <class D>
+Array Array::operator[](const IndexItem& i) const { return ArrayOps<D>::index(*this, Index{i}); }
+template <class D>
+Array Array::operator[](std::initializer_list<IndexItem> idx) const { return ArrayOps<D>::index(*this, Index(idx)); }
+template <class D>
+auto Array::at(std::initializer_list<IndexItem> idx) const { return ArrayOps<D>::at(*this, Index(idx)); }
+template <class D>
+auto Array::at(const IndexItem& i) const { return ArrayOps<D>::at(*this, Index{i}); }
+template <class D>
+Array& Array::requires_grad_() { return ArrayTape<D>::requires_grad(*this); }
+template <class D>
+void Array::backward() const { ArrayTape<D>::backward(*this); }
+template <class D>
+Array Array::grad() const { return ArrayTape<D>::grad(*this); }
+template <class D>
+void Array::zero_grad_() const { ArrayTape<D>::zero_grad(*this); }
 
 }  // namespace graft

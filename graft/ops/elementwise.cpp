@@ -364,9 +364,4 @@ Array clip(const Array& x, std::optional<Array> lo, std::optional<Array> hi) {
   return r;
 }
 
-// ---- Array method sugar ----------------------------------------------------------------------------------
-Array Array::astype(DType d) const { return graft::astype(*this, d); }
-Array Array::reshape(Shape s) const { return graft::reshape(*this, s); }
-Array Array::T() const { return graft::transpose(*this); }
-
 }  // namespace graft

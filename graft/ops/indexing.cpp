@@ -217,10 +217,6 @@ Array one_hot(const Array& labels, int64_t num_classes, DType d, int64_t axis) {
 }
 
 // ---- x[...] and x.at(...) ----------------------------------------------------------------------------------
-Array Array::operator[](const IndexItem& i) const { return index(*this, Index{i}); }
-Array Array::operator[](std::initializer_list<IndexItem> idx) const { return index(*this, Index(idx)); }
-AtRef Array::at(std::initializer_list<IndexItem> idx) const { return AtRef{*this, Index(idx)}; }
-AtRef Array::at(const IndexItem& i) const { return AtRef{*this, Index{i}}; }
 
 namespace {
 // A static rectangular region (ints and unit-step slices only): its start and size per dim, and the

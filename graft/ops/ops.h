@@ -291,6 +291,18 @@ Array diagonal(const Array& x);
 // ---- indexing ---------------------------------------------------------------------------------------------
 /// x[idx] with NumPy semantics (ints, slices, newaxis, ellipsis, integer arrays, concrete boolean masks).
 Array index(const Array& x, const Index& idx);
+
+/// The result of `x.at(idx)`: functional index updates (JAX's `.at[...]`).
+struct AtRef {
+  Array x;
+  Index idx;
+  Array get() const;
+  Array set(const Array& v) const;
+  Array add(const Array& v) const;
+  Array mul(const Array& v) const;
+  Array min(const Array& v) const;
+  Array max(const Array& v) const;
+};
 Array take(const Array& x, const Array& indices, std::optional<int64_t> axis = std::nullopt);
 Array take_along_axis(const Array& x, const Array& indices, int64_t axis);
 /// one_hot(labels, n): labels[..., None] == arange(n), as dtype d.
@@ -326,5 +338,15 @@ Array all_to_all(const Array& x, const std::string& axis_name, int64_t split_axi
 Array axis_index(const std::string& axis_name);
 /// The number of members of the axis (a ValueError outside any map that binds it).
 int64_t axis_size(const std::string& axis_name);
+
+// ---- Array's method sugar (graft/core/array.h): x.astype(d), x.reshape(s), x.T(), x[idx], x.at(idx) ------
+template <>
+struct ArrayOps<void> {
+  static Array astype(const Array& x, DType d) { return graft::astype(x, d); }
+  static Array reshape(const Array& x, const Shape& s) { return graft::reshape(x, s); }
+  static Array transpose(const Array& x) { return graft::transpose(x); }
+  static Array index(const Array& x, const Index& idx) { return graft::index(x, idx); }
+  static AtRef at(const Array& x, Index idx) { return AtRef{x, std::move(idx)}; }
+};
 
 }  // namespace graft

@@ -2,8 +2,9 @@
 
 #include <sstream>
 
-#include "graft/backend/collectives.h"
+#include "graft/runtime/collectives.h"
 #include "graft/core/error.h"
+#include "graft/ops/ops.h"
 #include "graft/prims/lax.h"
 
 namespace graft {

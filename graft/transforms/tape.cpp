@@ -213,32 +213,32 @@ TapeTracer* default_tracer(const Array& x) {
 }
 }  // namespace
 
-Array& Array::requires_grad_() {
+Array& requires_grad(Array& x) {
   TapeTrace* t = default_tape();
-  if (!default_tracer(*this)) *this = t->watch(*this);
-  return *this;
+  if (!default_tracer(x)) x = t->watch(x);
+  return x;
 }
 
-void Array::backward() const {
+void backward(const Array& loss) {
   TapeTrace* t = default_tape();
-  if (!default_tracer(*this))
-    fail<ValueError>("backward: this ", aval().str(), " array does not depend on any array with requires_grad_()");
-  if (size() != 1) fail<ShapeError>("backward: the array must have one element (a loss), got ", aval().str());
-  for (auto& [node, ct] : t->backward(*this)) {
+  if (!default_tracer(loss))
+    fail<ValueError>("backward: this ", loss.aval().str(), " array does not depend on any array with requires_grad_()");
+  if (loss.size() != 1) fail<ShapeError>("backward: the array must have one element (a loss), got ", loss.aval().str());
+  for (auto& [node, ct] : t->backward(loss)) {
     if (!node->leaf || !ct[0].valid()) continue;
     auto* n = const_cast<TapeNode*>(node);
     n->grad = n->grad.valid() ? lax::add(n->grad, ct[0]) : ct[0];
   }
 }
 
-Array Array::grad() const {
-  TapeTracer* t = is_tracer() ? default_tracer(*this) : nullptr;
+Array tape_grad(const Array& x) {
+  TapeTracer* t = x.is_tracer() ? default_tracer(x) : nullptr;
   if (!t || !t->node->leaf) fail<ValueError>("grad: only arrays marked with requires_grad_() have a gradient");
   return t->node->grad;
 }
 
-void Array::zero_grad_() const {
-  TapeTracer* t = is_tracer() ? default_tracer(*this) : nullptr;
+void zero_grad(const Array& x) {
+  TapeTracer* t = x.is_tracer() ? default_tracer(x) : nullptr;
   if (t && t->node->leaf) t->node->grad = Array();
 }
 

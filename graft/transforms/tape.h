@@ -53,4 +53,20 @@ class GradientTape {
   TraceScope* scope_;
 };
 
+/// The PyTorch-style entry points (x.requires_grad_(), loss.backward(), x.grad(), x.zero_grad_() call
+/// these): make x a leaf of this thread's default tape; add d loss / d leaf to every leaf's gradient;
+/// the gradient accumulated on leaf x; clear it.
+Array& requires_grad(Array& x);
+void backward(const Array& loss);
+Array tape_grad(const Array& x);
+void zero_grad(const Array& x);
+
+template <>
+struct ArrayTape<void> {
+  static Array& requires_grad(Array& x) { return graft::requires_grad(x); }
+  static void backward(const Array& loss) { graft::backward(loss); }
+  static Array grad(const Array& x) { return tape_grad(x); }
+  static void zero_grad(const Array& x) { graft::zero_grad(x); }
+};
+
 }  // namespace graft

@@ -1,6 +1,7 @@
 #include "graft/backends/backend.h"
 
 #include "graft/compiler/fusion.h"
+#include "graft/compiler/pipeline.h"
 #include "graft/compiler/target.h"
 #include "graft/core/error.h"
 
@@ -11,6 +12,10 @@ namespace backends {
 int16_t add(const BackendDescriptor& b) {
   if (b.name.empty()) fail<ValueError>("register_backend: the backend needs a name");
   if (!b.runtime) fail<ValueError>("register_backend: backend '", b.name, "' has no runtime");
+  for (const std::string& name : b.passes)  // before anything is registered: a bad descriptor leaves no trace
+    if (!compiler::pass_named(name).per_target)
+      fail<ValueError>("register_backend: pass '", name, "' runs for every target; a backend can only ask for per-target "
+                       "passes");
   compiler::Target target{b.passes, b.fusion != nullptr || b.name == "cpu"};
   int16_t type = register_device_type(b.name, b.aliases, b.runtime);
   compiler::set_target(type, std::move(target));

@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string>
 
+#include "graft/compiler/fusion.h"
+#include "graft/compiler/pipeline.h"
 #include "prims/conformance.h"
 
 namespace graft::testing {
@@ -248,6 +250,19 @@ inline void check_jit_placement(Device d) {
   EXPECT_EQ(g.device(), d);
   EXPECT_TRUE(g.concrete()->committed());
   EXPECT_TRUE(close(g, want, 1e-6, 1e-6));
+  // operands committed to two devices: the same error as an eager primitive's (graft/core/placement.h),
+  // from the jitted program and from a fused loop bound on its own
+  auto h = jit([](const Array& a, const Array& b) { return tanh(a) * b; });
+  Array on_cpu = device_put(x, Device::cpu()), on_d = device_put(x, d);
+  expect_throws<ValueError>([&] { h(on_cpu, on_d); }, "jit: its operands are committed to different devices, cpu:0 and " +
+                                                          d.str());
+  ClosedJaxpr opt = compiler::optimize(make_jaxpr([](const Array& a, const Array& b) { return tanh(a) * b; })(x, x));
+  int fused = 0;
+  for (auto& e : opt.jaxpr->eqns)
+    if (e.prim == &compiler::fusion_p && ++fused)
+      expect_throws<ValueError>([&] { bind(compiler::fusion_p, {on_cpu, on_d}, e.params); },
+                                "fusion: its operands are committed to different devices");
+  EXPECT_EQ(fused, 1);
 }
 
 }  // namespace graft::testing

@@ -18,6 +18,7 @@
 #include "graft/backends/backend.h"
 #include "graft/backends/cuda/fusion_codegen.h"
 #include "graft/compiler/executable.h"
+#include "graft/compiler/target.h"
 #include "graft/compiler/cpu/fused_kernel.h"
 
 namespace graft::testing {
@@ -130,6 +131,39 @@ TEST(SimDevice, DonatedParametersAreUpdatedInPlace) {
 TEST(SimDevice, RoundTripPlacementAndErrors) { check_round_trip_and_placement(sim()); }
 
 TEST(SimDevice, TransformationsAndControlFlow) { check_transformations_and_control_flow(sim()); }
+
+// The descriptor's parts reach every layer: the core's device types (names, aliases, parsing), the
+// compiler's target (its passes, its fused loops), and the kernel table; bad descriptors are refused.
+TEST(SimDevice, RegisteredThroughOneDescriptor) {
+  int16_t t = sim_type();
+  EXPECT_GT(t, 0);
+  EXPECT_EQ(Device::named("sim"), sim());
+  EXPECT_EQ(parse_device("sim:0"), sim());
+  EXPECT_EQ(find_device_type("sim"), t);
+  EXPECT_NE(device_type_names().find("sim"), std::string::npos);
+  EXPECT_EQ(register_backend({.name = "sim", .runtime = backend_for(t), .fusion = device_impl(t, compiler::fusion_p),
+                              .passes = {"gemm_epilogues"}}),
+            t)
+      << "registering a name again keeps its id";
+  compiler::Target target = compiler::target_of(t);
+  EXPECT_EQ(target.passes, std::vector<std::string>{"gemm_epilogues"});
+  EXPECT_EQ(target.fused_loops, EmulatedModule::available());
+  EXPECT_EQ(compiler::target_of(0).passes, std::vector<std::string>{"accumulate_dots"});
+  // the built-in backends keep the first ids: the CPU is 0 and cuda (built or not) is known by name
+  EXPECT_EQ(find_device_type("cpu"), 0);
+  EXPECT_GT(find_device_type("cuda"), 0);
+  EXPECT_EQ(find_device_type("gpu"), find_device_type("cuda"));
+  EXPECT_LT(find_device_type("cuda"), t);
+  expect_throws<ValueError>([&] { register_backend({.name = "", .runtime = backend_for(t)}); }, "needs a name");
+  expect_throws<ValueError>([&] { register_backend({.name = "nosim"}); }, "has no runtime");
+  expect_throws<ValueError>([&] { register_backend({.name = "badsim", .runtime = backend_for(t), .passes = {"cse"}}); },
+                            "pass 'cse' runs for every target");
+  expect_throws<ValueError>([&] { register_backend({.name = "badsim", .runtime = backend_for(t), .passes = {"nope"}}); },
+                            "no pass named 'nope'");
+  expect_throws<ValueError>([&] { register_backend({.name = "gpu", .runtime = backend_for(t)}); }, "alias of cuda");
+  expect_throws<ValueError>([&] { parse_device("nodevice:0"); }, "unknown device 'nodevice:0'");
+  expect_throws<ValueError>([&] { (void)Device::named("nodevice"); }, "unknown device type 'nodevice'");
+}
 
 TEST(SimDevice, NamesAndMissingDevices) {
   EXPECT_EQ(sim().str(), "sim:0");

@@ -39,17 +39,9 @@ class ShardMapFn {
   template <class... Args>
     requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
-    using Out = detail::result_t<F, Args...>;
-    std::tuple<const Args&...> targs(args...);
-    auto fa = detail::flatten_args(targs);
-    if (in_.size() != sizeof...(Args))
-      fail<ValueError>("shard_map: in_specs has ", in_.size(), " entries for ", sizeof...(Args), " arguments");
-    std::vector<PartitionSpec> leaf_specs;
-    for (size_t i = 0; i < sizeof...(Args); ++i)
-      for (size_t k = fa.offset[i]; k < fa.offset[i + 1]; ++k) leaf_specs.push_back(in_[i]);
-    auto out_def = std::make_shared<TreeDef>();
-    std::vector<Array> outs = shard_map_flat(detail::flat_fn(f_, fa, targs, out_def), mesh_, leaf_specs, out_, fa.leaves);
-    return tree_unflatten<Out>(*out_def, outs);
+    return detail::flat_call(
+        f_, [&](FlatCall& c) { return shard_map_flat(c.fn, mesh_, c.per_leaf(in_, "shard_map: in_specs"), out_, c.leaves); },
+        args...);
   }
 
  private:

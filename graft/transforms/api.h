@@ -110,6 +110,36 @@ FlatFn flat_fn(const F& f, const FlatArgs<Args...>& fa, const std::tuple<const A
   };
 }
 
+/// The preamble every typed wrapper shares: flattens the call f(args...) (the arguments `sel` marks, all
+/// non-static ones when empty) into a FlatCall and returns what run(call) returns. The call's fn is
+/// valid while run runs.
+template <class F, class Run, class... Args>
+decltype(auto) with_flat_call(const F& f, const std::vector<bool>& sel, Run&& run, const Args&... args) {
+  std::tuple<const Args&...> targs(args...);
+  auto fa = flatten_args(targs, sel);
+  FlatCall c;
+  c.out_def = std::make_shared<TreeDef>();
+  c.fn = flat_fn(f, fa, targs, c.out_def);  // reads fa's structure, not its leaves
+  c.leaves = std::move(fa.leaves);
+  c.offset.assign(fa.offset.begin(), fa.offset.end());
+  c.traced.assign(fa.selected.begin(), fa.selected.end());
+  c.key = std::move(fa.key);
+  return run(c);
+}
+
+/// with_flat_call for a run that returns the flat outputs: they come back as f's output type.
+template <class F, class Run, class... Args>
+auto flat_call(const F& f, Run&& run, const Args&... args) {
+  using Out = result_t<F, Args...>;
+  return with_flat_call(
+      f, {},
+      [&](FlatCall& c) {
+        std::vector<Array> outs = run(c);
+        return tree_unflatten<Out>(*c.out_def, outs);
+      },
+      args...);
+}
+
 /// Argument I of the call rebuilt from a list of leaves laid out like fa.leaves.
 template <size_t I, class... Args>
 auto unflatten_arg(const FlatArgs<Args...>& fa, const std::vector<Array>& leaves) {
@@ -401,19 +431,14 @@ class VmapFn {
   template <class... Args>
     requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
-    using Out = detail::result_t<F, Args...>;
-    std::tuple<const Args&...> targs(args...);
-    auto fa = detail::flatten_args(targs);
-    if (!o_.in_axes.empty() && o_.in_axes.size() != sizeof...(Args))
-      fail<ValueError>("vmap: in_axes has ", o_.in_axes.size(), " entries for ", sizeof...(Args), " arguments");
-    std::vector<std::optional<int64_t>> leaf_axes;
-    for (size_t i = 0; i < sizeof...(Args); ++i)
-      for (size_t k = fa.offset[i]; k < fa.offset[i + 1]; ++k)
-        leaf_axes.push_back(o_.in_axes.empty() ? std::optional<int64_t>(0) : o_.in_axes[i]);
-    auto out_def = std::make_shared<TreeDef>();
-    std::vector<Array> outs = vmap_flat(detail::flat_fn(f_, fa, targs, out_def), fa.leaves, leaf_axes, o_.out_axes,
-                                        o_.axis_name, o_.axis_size);
-    return tree_unflatten<Out>(*out_def, outs);
+    return detail::flat_call(
+        f_,
+        [&](FlatCall& c) {
+          auto axes = o_.in_axes.empty() ? std::vector<std::optional<int64_t>>(c.leaves.size(), 0)
+                                         : c.per_leaf(o_.in_axes, "vmap: in_axes");
+          return vmap_flat(c.fn, c.leaves, axes, o_.out_axes, o_.axis_name, o_.axis_size);
+        },
+        args...);
   }
 
  private:
@@ -431,74 +456,20 @@ VmapFn<F> vmap(F f, VmapOptions o = {}) {
 template <class F>
 class Jitted {
  public:
-  Jitted(F f, JitOptions o)
-      : f_(std::move(f)),
-        poly_(o.polymorphic.empty() ? nullptr : std::make_shared<detail::PolyState>(o)),
-        st_(std::make_shared<detail::JitState>(std::move(o))) {}
+  Jitted(F f, JitOptions o) : f_(std::move(f)), jit_(std::move(o)) {}
   template <class... Args>
     requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
-    using Out = detail::result_t<F, Args...>;
-    std::tuple<const Args&...> targs(args...);
-    auto fa = detail::flatten_args(targs);
-    if (poly_ && detail::PolyState::eager_here()) {
-      // called eagerly: batch sizes share the program of a bucket (graft/transforms/polymorphic.h)
-      std::vector<int64_t> axes = poly_->leaf_axes(fa.leaves, fa.offset.data(), fa.selected.data(), sizeof...(Args));
-      bool concrete = true;
-      for (auto& x : fa.leaves) concrete = concrete && x.valid() && x.is_concrete();
-      if (concrete) {
-        auto r = poly_->call(
-            fa.key, fa.leaves, axes,
-            [&](const std::vector<Aval>& avals, TreeDef& out_def) {
-              auto def = std::make_shared<TreeDef>();
-              ClosedJaxpr c = make_jaxpr_flat(detail::flat_fn(f_, fa, targs, def), avals, "jit");
-              out_def = *def;
-              return c;
-            },
-            donated_leaves(fa));
-        if (r) return tree_unflatten<Out>(r->out_def, r->outs);
-      }
-    }
-    std::string key = fa.key;
-    detail::append_aval_key(key, fa.leaves);
-    auto entry = st_->get(
-        key, fa.leaves,
-        [&](TreeDef& out_def) {
-          std::vector<Aval> avals;
-          for (auto& x : fa.leaves) avals.push_back(x.aval());
-          auto def = std::make_shared<TreeDef>();
-          ClosedJaxpr c = make_jaxpr_flat(detail::flat_fn(f_, fa, targs, def), avals, "jit");
-          out_def = *def;
-          return c;
-        },
-        donated_leaves(fa));
-    return tree_unflatten<Out>(entry->out_def, st_->run(*entry, fa.leaves));
+    return detail::flat_call(f_, [&](FlatCall& c) { return jit_(c); }, args...);
   }
   /// Number of times the function was traced (cache misses) for an exact signature.
-  size_t num_traces() const { return st_->num_traces(); }
+  size_t num_traces() const { return jit_.num_traces(); }
   /// Number of programs compiled: one per exact signature, and with `polymorphic` one per bucket.
-  size_t num_compiles() const { return st_->num_traces() + (poly_ ? poly_->num_compiles() : 0); }
+  size_t num_compiles() const { return jit_.num_compiles(); }
 
  private:
-  template <class FA>
-  std::vector<bool> donated_leaves(const FA& fa) const {
-    const auto& nums = st_->opts.donate_argnums;
-    if (nums.empty()) return {};
-    std::vector<bool> d(fa.leaves.size(), false);
-    for (int a : nums) {
-      if (a < 0 || static_cast<size_t>(a) >= fa.selected.size())
-        fail<ValueError>("jit(", st_->opts.name, "): donate_argnums has ", a, " but the function was called with ",
-                         fa.selected.size(), " arguments");
-      if (!fa.selected[static_cast<size_t>(a)])
-        fail<TypeError>("jit(", st_->opts.name, "): donated argument ", a,
-                        " is static (not an array or a pytree of arrays)");
-      for (size_t k = fa.offset[static_cast<size_t>(a)]; k < fa.offset[static_cast<size_t>(a) + 1]; ++k) d[k] = true;
-    }
-    return d;
-  }
   F f_;
-  std::shared_ptr<detail::PolyState> poly_;
-  std::shared_ptr<detail::JitState> st_;
+  JitFunction jit_;  // the front end shared with Python (graft/transforms/jit.h)
 };
 
 /// jit(f): stage f into a jaxpr once per argument signature (avals + static argument values) and run
@@ -515,11 +486,14 @@ auto make_jaxpr(F f) {
   return [f](const auto&... args)
              requires std::is_invocable_v<const F&, decltype(args)...>
   {
-    auto targs = std::tuple<const detail::D<decltype(args)>&...>(args...);
-    auto fa = detail::flatten_args(targs);
-    std::vector<Aval> avals;
-    for (auto& x : fa.leaves) avals.push_back(x.aval());
-    return make_jaxpr_flat(detail::flat_fn(f, fa, targs, std::make_shared<TreeDef>()), avals);
+    return detail::with_flat_call(
+        f, {},
+        [](FlatCall& c) {
+          std::vector<Aval> avals;
+          for (auto& x : c.leaves) avals.push_back(x.aval());
+          return make_jaxpr_flat(c.fn, avals);
+        },
+        args...);
   };
 }
 
@@ -599,16 +573,13 @@ class CustomJvpFn {
     requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
     using Out = detail::result_t<F, Args...>;
-    std::tuple<const Args&...> targs(args...);
-    auto fa = detail::flatten_args(targs);
-    auto out_def = std::make_shared<TreeDef>();
     R rule = rule_;
     CustomJvpRule flat_rule = [rule](const std::vector<Array>& ps, const std::vector<Array>& ts) {
       auto [o, t] = rule(ps, ts);
       return std::make_pair(tree_flatten<Out>(o), tree_flatten<Out>(t));
     };
-    std::vector<Array> outs = custom_jvp_apply(detail::flat_fn(f_, fa, targs, out_def), flat_rule, fa.leaves, name_);
-    return tree_unflatten<Out>(*out_def, outs);
+    return detail::flat_call(
+        f_, [&](FlatCall& c) { return custom_jvp_apply(c.fn, flat_rule, c.leaves, name_); }, args...);
   }
 
  private:
@@ -634,9 +605,6 @@ class CustomVjpFn {
     requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
     using Out = detail::result_t<F, Args...>;
-    std::tuple<const Args&...> targs(args...);
-    auto fa = detail::flatten_args(targs);
-    auto out_def = std::make_shared<TreeDef>();
     Fwd fwd = fwd_;
     Bwd bwd = bwd_;
     auto def = std::make_shared<TreeDef>();
@@ -647,9 +615,8 @@ class CustomVjpFn {
     CustomBwd flat_bwd = [bwd, def](const std::vector<Array>& res, const std::vector<Array>& cts) {
       return bwd(res, tree_unflatten<Out>(*def, cts));
     };
-    std::vector<Array> outs = custom_vjp_apply(detail::flat_fn(f_, fa, targs, out_def), flat_fwd, flat_bwd, fa.leaves,
-                                               name_);
-    return tree_unflatten<Out>(*out_def, outs);
+    return detail::flat_call(
+        f_, [&](FlatCall& c) { return custom_vjp_apply(c.fn, flat_fwd, flat_bwd, c.leaves, name_); }, args...);
   }
 
  private:

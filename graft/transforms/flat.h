@@ -8,11 +8,45 @@
 #include <vector>
 
 #include "graft/core/array.h"
+#include "graft/core/small_vector.h"
 #include "graft/ir/jaxpr.h"
+#include "graft/transforms/pytree.h"
 
 namespace graft {
 
 using FlatFn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+
+/// A call of a function of pytrees, flattened: what each transformation's typed wrapper
+/// (graft/transforms/api.h, detail::flat_call) and the Python binding hand to the flat implementation.
+struct FlatCall {
+  /// The function on the leaves; it records its output's structure in *out_def when it runs.
+  FlatFn fn;
+  /// The arrays of the flattened arguments, in order.
+  std::vector<Array> leaves;
+  /// The leaves of positional argument i are [offset[i], offset[i+1]) (one more entry than arguments).
+  SmallVector<size_t, 8> offset;
+  /// Per positional argument: whether it was flattened (false: static, or not selected).
+  SmallVector<bool, 8> traced;
+  /// The arguments' structure and static values (jit's cache key, without the leaves' types).
+  std::string key;
+  /// The output's structure: set by fn, or by a callee that did not run it (jit's cache hit). May be
+  /// null where the caller rebuilds the output itself (Python).
+  std::shared_ptr<TreeDef> out_def;
+
+  size_t num_args() const { return traced.size(); }
+  /// One value per leaf from one per positional argument, e.g. vmap's in_axes or shard_map's in_specs
+  /// (ValueError naming `what` when `per_arg` has another length).
+  template <class T>
+  std::vector<T> per_leaf(const std::vector<T>& per_arg, const char* what) const {
+    if (per_arg.size() != num_args())
+      fail<ValueError>(what, " has ", per_arg.size(), " entries for ", num_args(), " arguments");
+    std::vector<T> out;
+    out.reserve(leaves.size());
+    for (size_t i = 0; i < num_args(); ++i)
+      for (size_t k = offset[i]; k < offset[i + 1]; ++k) out.push_back(per_arg[i]);
+    return out;
+  }
+};
 
 /// Forward mode: (f(primals), J·tangents). Null tangents are zeros.
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f, const std::vector<Array>& primals,

@@ -16,6 +16,7 @@
 #include "graft/transforms/control_util.h"
 #include "graft/transforms/control.h"
 #include "graft/transforms/custom.h"
+#include "graft/transforms/polymorphic.h"
 #include "graft/transforms/remat.h"
 
 namespace graft {
@@ -297,6 +298,12 @@ std::shared_ptr<const JitEntry> JitState::get(const std::string& key, const std:
   return e;
 }
 
+std::shared_ptr<const JitEntry> JitState::find(const std::string& key) {
+  std::lock_guard<std::mutex> lk(mu_);
+  auto it = cache_.find(key);
+  return it == cache_.end() ? nullptr : it->second;
+}
+
 std::vector<Array> JitState::run(const JitEntry& e, const std::vector<Array>& leaves) const {
   std::vector<Array> args = e.consts;
   args.insert(args.end(), leaves.begin(), leaves.end());
@@ -309,5 +316,65 @@ std::vector<Array> JitState::run(const JitEntry& e, const std::vector<Array>& le
 }
 
 }  // namespace detail
+
+// ---- the front end -------------------------------------------------------------------------------------
+JitFunction::JitFunction(JitOptions o)
+    : poly_(o.polymorphic.empty() ? nullptr : std::make_shared<detail::PolyState>(o)),
+      st_(std::make_shared<detail::JitState>(std::move(o))) {}
+
+const JitOptions& JitFunction::options() const { return st_->opts; }
+size_t JitFunction::num_traces() const { return st_->num_traces(); }
+size_t JitFunction::num_compiles() const { return st_->num_traces() + (poly_ ? poly_->num_compiles() : 0); }
+
+std::vector<bool> JitFunction::donated_leaves(const FlatCall& c) const {
+  const auto& nums = st_->opts.donate_argnums;
+  if (nums.empty()) return {};
+  std::vector<bool> d(c.leaves.size(), false);
+  for (int a : nums) {
+    if (a < 0 || static_cast<size_t>(a) >= c.num_args())
+      fail<ValueError>("jit(", st_->opts.name, "): donate_argnums has ", a, " but the function was called with ",
+                       c.num_args(), " arguments");
+    if (!c.traced[static_cast<size_t>(a)])
+      fail<TypeError>("jit(", st_->opts.name, "): donated argument ", a, " is static (not an array or a pytree of arrays)");
+    for (size_t k = c.offset[static_cast<size_t>(a)]; k < c.offset[static_cast<size_t>(a) + 1]; ++k) d[k] = true;
+  }
+  return d;
+}
+
+std::vector<Array> JitFunction::operator()(FlatCall& c) const {
+  auto trace = [&](const std::vector<Aval>& avals, TreeDef& out_def) {
+    ClosedJaxpr j = make_jaxpr_flat(c.fn, avals, "jit");
+    if (c.out_def) out_def = *c.out_def;
+    return j;
+  };
+  std::vector<bool> donated = donated_leaves(c);
+  if (poly_ && detail::PolyState::eager_here() &&
+      std::all_of(c.leaves.begin(), c.leaves.end(), [](const Array& x) { return x.valid() && x.is_concrete(); })) {
+    // called eagerly: batch sizes share the program of a bucket
+    std::vector<int64_t> axes = poly_->leaf_axes(c.leaves, c.offset.data(), c.traced.data(), c.num_args());
+    if (auto r = poly_->call(c.key, c.leaves, axes, trace, donated)) {
+      if (c.out_def) *c.out_def = r->out_def;
+      return std::move(r->outs);
+    }
+  }
+  std::string key = c.key;
+  detail::append_aval_key(key, c.leaves);
+  auto entry = st_->get(
+      key, c.leaves,
+      [&](TreeDef& out_def) {
+        std::vector<Aval> avals;
+        for (auto& x : c.leaves) avals.push_back(x.aval());
+        return trace(avals, out_def);
+      },
+      donated);
+  if (c.out_def) *c.out_def = entry->out_def;
+  return st_->run(*entry, c.leaves);
+}
+
+std::shared_ptr<const detail::JitEntry> JitFunction::cached(const std::string& key) const { return st_->find(key); }
+
+std::vector<Array> JitFunction::run(const detail::JitEntry& e, const std::vector<Array>& leaves) const {
+  return st_->run(e, leaves);
+}
 
 }  // namespace graft

@@ -50,6 +50,8 @@ struct JitOptions {
 
 namespace detail {
 
+class PolyState;
+
 /// One traced specialization of a jitted function.
 struct JitEntry {
   JaxprPtr call;            ///< consts hoisted to leading inputs; no consts of its own
@@ -67,6 +69,8 @@ class JitState {
   std::shared_ptr<const JitEntry> get(const std::string& key, const std::vector<Array>& leaves,
                                       const std::function<ClosedJaxpr(TreeDef&)>& trace,
                                       const std::vector<bool>& donated = {});
+  /// The cached entry for `key`, or null.
+  std::shared_ptr<const JitEntry> find(const std::string& key);
   /// Runs an entry on the flat arguments (directly when eager, else by binding jit_p).
   std::vector<Array> run(const JitEntry& e, const std::vector<Array>& leaves) const;
   size_t num_traces() const { return traces_; }
@@ -86,6 +90,36 @@ void append_aval_key(std::string& key, const std::vector<Array>& leaves);
 bool log_compiles();
 
 }  // namespace detail
+
+/// jit's front end over a flattened call, shared by the typed C++ wrapper (jit in graft/transforms/api.h)
+/// and the Python binding: everything a jitted call does between flattening its arguments and
+/// rebuilding its results. The arguments' leaves marked by donate_argnums are donated; with
+/// `polymorphic`, an eager call runs in a bucket's masked program (graft/transforms/polymorphic.h);
+/// otherwise the program traced for the call's exact signature (its structure key and the leaves'
+/// types) runs, traced from the call's fn on a cache miss. Copies share the cache. Thread-safe.
+class JitFunction {
+ public:
+  explicit JitFunction(JitOptions o);
+  /// Runs the call and returns its flat outputs; sets *c.out_def (when not null) to their structure.
+  std::vector<Array> operator()(FlatCall& c) const;
+  /// The leaves donated by donate_argnums (empty: none); ValueError for an argument number out of range,
+  /// TypeError for a static argument.
+  std::vector<bool> donated_leaves(const FlatCall& c) const;
+  /// The cached exact-signature entry for `key` (a structure key with the leaves' types appended, see
+  /// detail::append_aval_key), or null: for a caller's own fast path (Python's positional arrays).
+  std::shared_ptr<const detail::JitEntry> cached(const std::string& key) const;
+  /// Runs an entry on the flat arguments (directly when eager, else by binding jit_p).
+  std::vector<Array> run(const detail::JitEntry& e, const std::vector<Array>& leaves) const;
+  /// Times the function was traced for an exact signature (cache misses).
+  size_t num_traces() const;
+  /// Programs compiled: one per exact signature, and with `polymorphic` one per bucket.
+  size_t num_compiles() const;
+  const JitOptions& options() const;
+
+ private:
+  std::shared_ptr<detail::PolyState> poly_;
+  std::shared_ptr<detail::JitState> st_;
+};
 
 /// Registers the primitives of the transformations (jit, cond, while, scan, call, checkpoint, the
 /// custom derivative calls) and their parameter readers, which otherwise register on first use: a

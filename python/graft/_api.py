@@ -288,20 +288,14 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), p
             o, out_trees[key] = tree_flatten(out)
             return o
 
-        donated = []
-        for i, a in zip(dyn_pos, dyn_args):
-            donated += [i in donate] * tree_structure(a).num_leaves
-        donated += [False] * (len(leaves) - len(donated))
-        if polymorphic:
-            offset, selected = [0], []
-            for i, a in enumerate(args):
-                dyn = i not in static_argnums
-                selected.append(dyn)
-                offset.append(offset[-1] + (tree_structure(a).num_leaves if dyn else 0))
-            outs = state.call_poly(flat, key, leaves, offset, selected, donated if any(donated) else [])
-            if outs is not None:
-                return tree_unflatten(out_trees[key], outs)
-        outs = state.call(flat, key, leaves, donated if any(donated) else [])
+        # where each positional argument's leaves start (static ones have none): donate_argnums and
+        # polymorphic name positional arguments
+        offset, traced = [0], []
+        for i, a in enumerate(args):
+            dyn = i not in static_argnums
+            traced.append(dyn)
+            offset.append(offset[-1] + (tree_structure(a).num_leaves if dyn else 0))
+        outs = state.call(flat, key, leaves, offset, traced)
         out_tree = out_trees[key]
         if fast:
             flat_tuple = out_tree.kind == "tuple" and all(c.kind == "leaf" for c in out_tree.children)

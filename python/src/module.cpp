@@ -362,8 +362,9 @@ std::vector<std::optional<int64_t>> to_axes_list(const py::handle& h) {
   return r;
 }
 
-/// jit's per-function state over flat arguments; the Python side keys the cache on the pytree
-/// structure and the static arguments, and this appends the arrays' types.
+/// jit over Python callables: the shared front end (graft::JitFunction, the same one the C++ jit uses)
+/// on the call Python flattened; the Python side keys the cache on the pytree structure and the static
+/// arguments, and the front end appends the arrays' types.
 ///
 /// The common call — positional arrays only, no static arguments — has a fast path that stays in C++
 /// (call_cached): its key is the arrays' types, and the entry remembers how to rebuild the outputs.
@@ -371,46 +372,24 @@ class PyJit {
  public:
   PyJit(std::string name, std::vector<int> donate, py::object unflatten, std::vector<std::string> polymorphic,
         std::vector<int64_t> buckets)
-      : state_(JitOptions{std::move(name), {}}), donate_(std::move(donate)), unflatten_(std::move(unflatten)) {
-    if (!polymorphic.empty()) {
-      JitOptions o{state_.opts.name, {}, std::move(polymorphic), std::move(buckets)};
-      poly_ = std::make_shared<detail::PolyState>(o);
-    }
-  }
+      : jit_(JitOptions{std::move(name), std::move(donate), std::move(polymorphic), std::move(buckets)}),
+        unflatten_(std::move(unflatten)) {}
 
-  /// A call served by a bucket's masked program (graft/transforms/polymorphic.h), or None for the
-  /// exact path. `offset[a]`: where positional argument a's leaves start (len(args) + 1 entries).
-  py::object call_poly(py::function f, const std::string& key, const std::vector<Array>& leaves,
-                       const std::vector<size_t>& offset, const std::vector<bool>& selected,
-                       const std::vector<bool>& donated) {
-    if (!poly_ || !detail::PolyState::eager_here()) return py::none();
-    for (auto& x : leaves)
-      if (!x.is_concrete()) return py::none();
-    std::vector<char> sel(selected.begin(), selected.end());
-    std::vector<int64_t> axes =
-        poly_->leaf_axes(leaves, offset.data(), reinterpret_cast<const bool*>(sel.data()), selected.size());
-    auto r = poly_->call(
-        key, leaves, axes,
-        [&](const std::vector<Aval>& avals, TreeDef&) { return make_jaxpr_flat(flat_fn(f), avals, "jit"); }, donated);
-    if (!r) return py::none();
-    return py::cast(r->outs);
+  /// A call: `key` names the structure and static values, `leaves` the arrays of the traced
+  /// arguments (positional ones, then keywords), `offset[a]` where positional argument a's leaves
+  /// start (len(args) + 1 entries), `traced[a]` whether it is traced (static arguments are not).
+  std::vector<Array> call(py::function f, std::string key, std::vector<Array> leaves, const std::vector<size_t>& offset,
+                          const std::vector<bool>& traced) {
+    FlatCall c;
+    c.fn = flat_fn(std::move(f));
+    c.leaves = std::move(leaves);
+    c.offset.assign(offset.begin(), offset.end());
+    c.traced.assign(traced.begin(), traced.end());
+    c.key = std::move(key);
+    return jit_(c);
   }
-  size_t num_compiles() const { return state_.num_traces() + (poly_ ? poly_->num_compiles() : 0); }
-
-  std::vector<Array> call(py::function f, const std::string& key, const std::vector<Array>& leaves,
-                          const std::vector<bool>& donated) {
-    std::string k = key;
-    detail::append_aval_key(k, leaves);
-    auto entry = state_.get(
-        k, leaves,
-        [&](TreeDef&) {
-          std::vector<Aval> avals;
-          for (auto& x : leaves) avals.push_back(x.aval());
-          return make_jaxpr_flat(flat_fn(f), avals, "jit");
-        },
-        donated);
-    return run(*entry, leaves);
-  }
+  size_t num_compiles() const { return jit_.num_compiles(); }
+  size_t num_traces() const { return jit_.num_traces(); }
 
   /// The fast path: the cached result for positional arrays `args`, or None when this call needs the
   /// general path (other arguments, or not traced yet).
@@ -440,23 +419,14 @@ class PyJit {
     std::vector<Array> leaves;
     for (auto h : args) leaves.push_back(h.cast<Array>());
     std::string k = fast_key(leaves);
-    auto entry = state_.get(k, leaves, [&](TreeDef&) -> ClosedJaxpr {
-      throw graft::ValueError("jit: the fast path's entry is missing (a graft bug)");
-    }, donated_mask(leaves.size()));
+    auto entry = jit_.cached(k);
+    if (!entry) return;  // not cacheable (it closed over a value of an enclosing transformation)
     fast_[k] = Fast{entry, std::move(out_tree),
                     shape == "leaf" ? Shape::single : shape == "tuple" ? Shape::tuple : Shape::other};
   }
 
   /// The key the general path uses for positional arrays, so that both paths share entries.
   static std::string fast_prefix(size_t n) { return "A" + std::to_string(n) + "|"; }
-  std::vector<bool> donated_mask(size_t n) const {
-    std::vector<bool> d(n, false);
-    bool any = false;
-    for (int i : donate_)
-      if (i >= 0 && static_cast<size_t>(i) < n) d[static_cast<size_t>(i)] = any = true;
-    return any ? d : std::vector<bool>{};
-  }
-  size_t num_traces() const { return state_.num_traces(); }
 
  private:
   enum class Shape { single, tuple, other };
@@ -477,12 +447,10 @@ class PyJit {
     bool eager = std::all_of(leaves.begin(), leaves.end(), [](const Array& x) { return x.is_concrete(); });
     std::optional<py::gil_scoped_release> release;
     if (eager) release.emplace();
-    return state_.run(e, leaves);
+    return jit_.run(e, leaves);
   }
 
-  detail::JitState state_;
-  std::shared_ptr<detail::PolyState> poly_;
-  std::vector<int> donate_;
+  JitFunction jit_;
   py::object unflatten_;
   std::unordered_map<std::string, Fast> fast_;
 };
@@ -1088,7 +1056,6 @@ PYBIND11_MODULE(_graft, m) {
            "name"_a, "donate_argnums"_a, "unflatten"_a, "polymorphic"_a = std::vector<std::string>{},
            "buckets"_a = std::vector<int64_t>{})
       .def("call", &PyJit::call)
-      .def("call_poly", &PyJit::call_poly)
       .def_property_readonly("num_compiles", &PyJit::num_compiles)
       .def("call_cached", &PyJit::call_cached)
       .def("remember", &PyJit::remember)

@@ -21,6 +21,38 @@ def _flat_arrays(tree, what):
     return [_as_array(x, what) for x in leaves], d
 
 
+def _flat_with_aux(fun, in_tree, has_aux, box):
+    """fun on flat leaves: its output's leaves, then its aux's (has_aux); box records the output's
+    structure ("out"), its number of leaves ("n") and the aux's structure ("aux")."""
+
+    def flat(xs):
+        out = fun(*tree_unflatten(in_tree, xs))
+        if has_aux:
+            out, aux = out
+            aux_leaves, box["aux"] = tree_flatten(aux)
+        o, box["out"] = tree_flatten(out)
+        box["n"] = len(o)
+        return o + aux_leaves if has_aux else o
+
+    return flat
+
+
+def _custom_call(self, args, what, call):
+    """The shared body of custom_jvp and custom_vjp calls: `call(flat, leaves, tree, box)` runs the flat
+    function (which records its output structure in box["out"]); the output comes back as a pytree."""
+    leaves, tree = _flat_arrays(args, what)
+    box = {}
+
+    def flat(xs):
+        o, box["out"] = tree_flatten(self.fun(*tree_unflatten(tree, xs)))
+        return o
+
+    outs = call(flat, leaves, tree, box)
+    if "out" not in box:
+        box["out"] = tree_structure(self.fun(*args))
+    return tree_unflatten(box["out"], outs)
+
+
 def _floating(x):
     return str(x.dtype) in ("float16", "bfloat16", "float32", "float64")
 
@@ -39,19 +71,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     if p_tree != t_tree:
         raise ValueError(f"jvp: primals {p_tree} and tangents {t_tree} differ in structure")
     box = {}
-
-    def flat(xs):
-        out = fun(*tree_unflatten(p_tree, xs))
-        if has_aux:
-            out, aux = out
-            aux_leaves, box["aux"] = tree_flatten(aux)
-        o, box["out"] = tree_flatten(out)
-        n = len(o)
-        if has_aux:
-            o = o + aux_leaves
-        box["n"] = n
-        return o
-
+    flat = _flat_with_aux(fun, p_tree, has_aux, box)
     outs, touts = _graft.jvp(flat, p_leaves, t_leaves)
     n = box["n"]
     res = (tree_unflatten(box["out"], outs[:n]), tree_unflatten(box["out"], touts[:n]))
@@ -64,16 +84,7 @@ def vjp(fun, *primals, has_aux=False):
     """(fun(*primals), pullback) [, aux]; pullback(cotangent) gives one cotangent per primal."""
     p_leaves, p_tree = _flat_arrays(primals, "vjp")
     box = {}
-
-    def flat(xs):
-        out = fun(*tree_unflatten(p_tree, xs))
-        if has_aux:
-            out, aux = out
-            aux_leaves, box["aux"] = tree_flatten(aux)
-        o, box["out"] = tree_flatten(out)
-        box["n"] = len(o)
-        return o + aux_leaves if has_aux else o
-
+    flat = _flat_with_aux(fun, p_tree, has_aux, box)
     outs, pull = _graft.vjp(flat, p_leaves)
     n = box["n"]
     out_tree = box["out"]
@@ -361,21 +372,14 @@ class custom_jvp:
     def __call__(self, *args):
         if self.jvp is None:
             raise TypeError(f"custom_jvp {getattr(self.fun, '__name__', '')}: no JVP rule (use @f.defjvp)")
-        leaves, tree = _flat_arrays(args, "custom_jvp")
-        box = {}
+        def call(flat, leaves, tree, box):
+            def rule(ps, ts):
+                out, tan = self.jvp(tree_unflatten(tree, ps), tree_unflatten(tree, ts))
+                return tree_flatten(out)[0], tree_flatten(tan)[0]
 
-        def flat(xs):
-            o, box["out"] = tree_flatten(self.fun(*tree_unflatten(tree, xs)))
-            return o
+            return _graft.custom_jvp(flat, rule, leaves, getattr(self.fun, "__name__", "custom_jvp"))
 
-        def rule(ps, ts):
-            out, tan = self.jvp(tree_unflatten(tree, ps), tree_unflatten(tree, ts))
-            return tree_flatten(out)[0], tree_flatten(tan)[0]
-
-        outs = _graft.custom_jvp(flat, rule, leaves, getattr(self.fun, "__name__", "custom_jvp"))
-        if "out" not in box:
-            box["out"] = tree_structure(self.fun(*args))
-        return tree_unflatten(box["out"], outs)
+        return _custom_call(self, args, "custom_jvp", call)
 
 
 class custom_vjp:
@@ -392,29 +396,22 @@ class custom_vjp:
     def __call__(self, *args):
         if self.fwd is None:
             raise TypeError(f"custom_vjp {getattr(self.fun, '__name__', '')}: no VJP (use f.defvjp(fwd, bwd))")
-        leaves, tree = _flat_arrays(args, "custom_vjp")
-        box = {}
+        def call(flat, leaves, tree, box):
+            def fwd(xs):
+                out, res = self.fwd(*tree_unflatten(tree, xs))
+                o, box["out"] = tree_flatten(out)
+                r, box["res"] = tree_flatten(res)
+                return o, r
 
-        def flat(xs):
-            o, box["out"] = tree_flatten(self.fun(*tree_unflatten(tree, xs)))
-            return o
+            def bwd(res, cts):
+                g = self.bwd(tree_unflatten(box["res"], res), tree_unflatten(box["out"], cts))
+                if not isinstance(g, tuple):
+                    raise TypeError("custom_vjp: bwd must return a tuple with one cotangent per argument")
+                return tree_flatten(g)[0]
 
-        def fwd(xs):
-            out, res = self.fwd(*tree_unflatten(tree, xs))
-            o, box["out"] = tree_flatten(out)
-            r, box["res"] = tree_flatten(res)
-            return o, r
+            return _graft.custom_vjp(flat, fwd, bwd, leaves, getattr(self.fun, "__name__", "custom_vjp"))
 
-        def bwd(res, cts):
-            g = self.bwd(tree_unflatten(box["res"], res), tree_unflatten(box["out"], cts))
-            if not isinstance(g, tuple):
-                raise TypeError("custom_vjp: bwd must return a tuple with one cotangent per argument")
-            return tree_flatten(g)[0]
-
-        outs = _graft.custom_vjp(flat, fwd, bwd, leaves, getattr(self.fun, "__name__", "custom_vjp"))
-        if "out" not in box:
-            box["out"] = tree_structure(self.fun(*args))
-        return tree_unflatten(box["out"], outs)
+        return _custom_call(self, args, "custom_vjp", call)
 
 
 def checkpoint(fun, policy=None, names=()):

@@ -1,0 +1,65 @@
+// Shared by the files of graft's Python extension (python/src/): conversions between Python values and
+// graft's arrays, and one binding function per topic, which module.cpp calls in order.
+#pragma once
+
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/operators.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graft/graft.h"
+
+namespace graft::python {
+
+namespace py = pybind11;
+
+// ---- conversions (convert.cpp) ------------------------------------------------------------------------
+/// A dtype from a name ('float32', 'f32', 'bfloat16'), a NumPy dtype or scalar type (np.float32), or a
+/// graft dtype name.
+DType to_dtype(py::handle h);
+/// The NumPy dtype of d ('bfloat16', which NumPy lacks, as a string).
+py::object numpy_dtype(DType d);
+/// Any Python value graft takes as an array: an Array, a Python scalar (weakly typed, as in JAX), a
+/// NumPy array or anything NumPy turns into one (lists, NumPy scalars), converted to `want` if given.
+Array to_array(py::handle h, std::optional<DType> want = std::nullopt);
+std::vector<Array> to_arrays(const py::handle& seq);
+py::tuple shape_tuple(const Shape& s);
+Shape to_shape(py::handle h);
+AxisArg to_axis(py::handle h);
+/// The value a traced array stands for where its transformation knows it (grad, jvp, a tape), else null.
+std::optional<Array> known_value(const Array& x);
+/// A read-only NumPy view of a concrete array's storage (bf16 arrays: a float32 copy; device arrays: read
+/// back).
+py::array to_numpy(const Array& arg);
+/// x.__dlpack__(): a capsule that shares x's storage (no copy).
+py::capsule to_dlpack(const Array& arg);
+/// gf.from_dlpack(x): an array over x's memory (no copy when it is row-major), else a copy.
+Array from_dlpack(py::handle producer);
+/// A Python index (int, slice, None, Ellipsis, arrays, or a tuple of them) as graft's.
+Index to_index(py::handle h);
+/// Array(...) as JAX prints it; Traced<f32[3]> for a value without data.
+std::string array_repr(const Array& x);
+/// A Python function of a list of arrays returning a list (or tuple) of arrays, as a FlatFn. Errors
+/// raised in Python propagate through graft as pybind11's error_already_set.
+FlatFn flat_fn(py::function f);
+std::vector<std::optional<int64_t>> to_axes_list(const py::handle& h);
+
+// ---- bindings, one function per topic ---------------------------------------------------------------------
+void bind_arrays(py::module_& m);              // arrays.cpp: the Array class
+void bind_devices(py::module_& m);             // operations.cpp: asarray, DLPack, device_put, dtypes
+void bind_elementwise(py::module_& m);         // operations.cpp: elementwise graft.numpy functions
+void bind_operations(py::module_& m);          // operations.cpp: the rest of graft.numpy and graft.lax
+void bind_collectives_and_random(py::module_& m);  // operations.cpp
+void bind_nn_and_data(py::module_& m);         // operations.cpp: layers' functional forms, datasets
+void bind_io(py::module_& m);                  // io.cpp: .npy / .npz, exported programs
+void bind_transformations(py::module_& m);     // transformations.cpp: jvp, vjp, vmap, control flow, make_jaxpr
+void bind_paradigms(py::module_& m);           // transformations.cpp: the tape, graphs, custom rules, checkpoint
+void bind_jit(py::module_& m);                 // transformations.cpp: jit's front end
+void bind_spmd(py::module_& m);                // spmd.cpp: devices, meshes, shard_map
+
+}  // namespace graft::python

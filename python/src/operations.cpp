@@ -1,0 +1,266 @@
+// Operations (graft.numpy and graft.lax call these), collectives, random, neural-network layers and data.
+#include "common.h"
+
+namespace graft::python {
+
+using namespace pybind11::literals;
+
+void bind_devices(py::module_& m) {
+  // ---- operations (graft.numpy and graft.lax call these) ----------------------------------------------------
+  m.def("asarray", [](py::handle h, py::object d) {
+    return to_array(h, d.is_none() ? std::nullopt : std::optional<DType>(to_dtype(d)));
+  }, "x"_a, "dtype"_a = py::none());
+  m.def("from_dlpack", &from_dlpack, "x"_a);
+  // devices: "cpu", "cuda", "cuda:1" (JAX's device_put commits the array there)
+  m.def("device_put", [](py::handle x, const std::string& d) { return device_put(to_array(x), parse_device(d)); }, "x"_a,
+        "device"_a);
+  m.def("default_device_name", [] { return default_device().str(); });
+  struct DefaultDeviceScope {
+    Device d;
+    std::unique_ptr<DefaultDevice> on;
+  };
+  py::class_<DefaultDeviceScope>(m, "DefaultDevice")
+      .def(py::init([](const std::string& d) { return DefaultDeviceScope{parse_device(d), nullptr}; }), "device"_a)
+      .def("__enter__", [](DefaultDeviceScope& s) { s.on = std::make_unique<DefaultDevice>(s.d); })
+      .def("__exit__", [](DefaultDeviceScope& s, py::args) { s.on.reset(); });
+  m.def("canonical_dtype", [](py::handle d) { return std::string(long_name(to_dtype(d))); });
+}
+
+void bind_elementwise(py::module_& m) {
+  using Un = Array (*)(const Array&);
+  using Bin = Array (*)(const Array&, const Array&);
+  auto unary = [&](const char* name, Un f) { m.def(name, [f](py::handle x) { return f(to_array(x)); }, "x"_a); };
+  unary("negative", &negative);
+  unary("abs", &abs);
+  unary("sign", &sign);
+  unary("floor", &floor);
+  unary("ceil", &ceil);
+  unary("round", &graft::round);
+  unary("exp", &exp);
+  unary("exp2", &exp2);
+  unary("log", &log);
+  unary("log1p", &log1p);
+  unary("log2", &log2);
+  unary("log10", &log10);
+  unary("expm1", &expm1);
+  unary("sqrt", &sqrt);
+  unary("rsqrt", &rsqrt);
+  unary("cbrt", &cbrt);
+  unary("square", &square);
+  unary("reciprocal", &reciprocal);
+  unary("sin", &sin);
+  unary("cos", &cos);
+  unary("tan", &tan);
+  unary("arcsin", &arcsin);
+  unary("arccos", &arccos);
+  unary("arctan", &arctan);
+  unary("sinh", &sinh);
+  unary("cosh", &cosh);
+  unary("tanh", &tanh);
+  unary("arcsinh", &arcsinh);
+  unary("arccosh", &arccosh);
+  unary("arctanh", &arctanh);
+  unary("erf", &erf);
+  unary("erfc", &erfc);
+  unary("erf_inv", &erfinv);
+  unary("sigmoid", &sigmoid);
+  unary("isfinite", &isfinite);
+  unary("isnan", &isnan);
+  unary("isinf", &isinf);
+  unary("logical_not", &logical_not);
+  unary("stop_gradient", &stop_gradient);
+  unary("relu", &relu);
+  unary("relu6", &relu6);
+  unary("silu", &silu);
+  unary("softplus", &softplus);
+  unary("log_sigmoid", &log_sigmoid);
+  unary("ravel", &ravel);
+  m.def("gelu", [](py::handle x, bool approximate) { return gelu(to_array(x), approximate); }, "x"_a,
+        "approximate"_a = true);
+  auto binary = [&](const char* name, Bin f) {
+    m.def(name, [f](py::handle a, py::handle b) { return f(to_array(a), to_array(b)); }, "x"_a, "y"_a);
+  };
+  binary("add", &add);
+  binary("subtract", &subtract);
+  binary("multiply", &multiply);
+  binary("divide", &divide);
+  binary("floor_divide", &floor_divide);
+  binary("remainder", &remainder);
+  binary("power", &power);
+  binary("maximum", &maximum);
+  binary("minimum", &minimum);
+  binary("arctan2", &arctan2);
+  binary("logaddexp", &logaddexp);
+  binary("logical_and", &logical_and);
+  binary("logical_or", &logical_or);
+  binary("logical_xor", &logical_xor);
+  binary("equal", &equal);
+  binary("not_equal", &not_equal);
+  binary("less", &less);
+  binary("less_equal", &less_equal);
+  binary("greater", &greater);
+  binary("greater_equal", &greater_equal);
+  binary("matmul", &matmul);
+  binary("dot", &dot);
+  binary("vdot", &vdot);
+  binary("inner", &inner);
+  binary("outer", &outer);
+}
+
+void bind_operations(py::module_& m) {
+  m.def("where", [](py::handle c, py::handle x, py::handle y) { return where(to_array(c), to_array(x), to_array(y)); });
+  m.def("clip", [](py::handle x, py::handle lo, py::handle hi) {
+    auto opt = [](py::handle h) { return h.is_none() ? std::nullopt : std::optional<Array>(to_array(h)); };
+    return clip(to_array(x), opt(lo), opt(hi));
+  }, "x"_a, "min"_a = py::none(), "max"_a = py::none());
+  using Red = Array (*)(const Array&, AxisArg, bool);
+  auto reduction = [&](const char* name, Red f) {
+    m.def(name, [f](py::handle x, py::handle axis, bool keepdims) { return f(to_array(x), to_axis(axis), keepdims); },
+          "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
+  };
+  reduction("sum", &sum);
+  reduction("prod", &prod);
+  reduction("max", &max);
+  reduction("min", &min);
+  reduction("mean", &mean);
+  reduction("all", &all);
+  reduction("any", &any);
+  reduction("logsumexp", &logsumexp);
+  reduction("norm", &norm);
+  m.def("var", [](py::handle x, py::handle axis, bool keepdims, int64_t ddof) {
+    return var(to_array(x), to_axis(axis), keepdims, ddof);
+  }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0);
+  m.def("std", [](py::handle x, py::handle axis, bool keepdims, int64_t ddof) {
+    return graft::std(to_array(x), to_axis(axis), keepdims, ddof);
+  }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0);
+  m.def("argmax", [](py::handle x, std::optional<int64_t> axis, bool keepdims) { return argmax(to_array(x), axis, keepdims); },
+        "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
+  m.def("argmin", [](py::handle x, std::optional<int64_t> axis, bool keepdims) { return argmin(to_array(x), axis, keepdims); },
+        "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
+  m.def("softmax", [](py::handle x, int64_t axis) { return softmax(to_array(x), axis); }, "x"_a, "axis"_a = -1);
+  m.def("log_softmax", [](py::handle x, int64_t axis) { return log_softmax(to_array(x), axis); }, "x"_a, "axis"_a = -1);
+  m.def("cumsum", [](py::handle x, std::optional<int64_t> axis) { return cumsum(to_array(x), axis); }, "x"_a,
+        "axis"_a = py::none());
+  m.def("sort", [](py::handle x, int64_t axis) { return sort(to_array(x), axis); }, "x"_a, "axis"_a = -1);
+  m.def("argsort", [](py::handle x, int64_t axis) { return argsort(to_array(x), axis); }, "x"_a, "axis"_a = -1);
+  m.def("reshape", [](py::handle x, py::handle s) { return reshape(to_array(x), to_shape(s)); }, "x"_a, "shape"_a);
+  m.def("transpose", [](py::handle x, py::handle axes) {
+    return transpose(to_array(x), axes.is_none() ? Axes{} : to_shape(axes));
+  }, "x"_a, "axes"_a = py::none());
+  m.def("swapaxes", [](py::handle x, int64_t a, int64_t b) { return swapaxes(to_array(x), a, b); });
+  m.def("moveaxis", [](py::handle x, int64_t s, int64_t d) { return moveaxis(to_array(x), s, d); });
+  m.def("expand_dims", [](py::handle x, py::handle axis) { return expand_dims(to_array(x), to_axis(axis)); });
+  m.def("squeeze", [](py::handle x, py::handle axis) { return squeeze(to_array(x), to_axis(axis)); }, "x"_a,
+        "axis"_a = py::none());
+  m.def("broadcast_to", [](py::handle x, py::handle s) { return broadcast_to(to_array(x), to_shape(s)); });
+  m.def("concatenate", [](py::handle xs, int64_t axis) { return concatenate(to_arrays(xs), axis); }, "arrays"_a,
+        "axis"_a = 0);
+  m.def("stack", [](py::handle xs, int64_t axis) { return stack(to_arrays(xs), axis); }, "arrays"_a, "axis"_a = 0);
+  m.def("flip", [](py::handle x, py::handle axis) { return flip(to_array(x), to_axis(axis)); }, "x"_a,
+        "axis"_a = py::none());
+  m.def("tile", [](py::handle x, py::handle reps) { return tile(to_array(x), to_shape(reps)); });
+  m.def("repeat", [](py::handle x, int64_t r, std::optional<int64_t> axis) { return repeat(to_array(x), r, axis); },
+        "x"_a, "repeats"_a, "axis"_a = py::none());
+  m.def("take", [](py::handle x, py::handle i, std::optional<int64_t> axis) {
+    return take(to_array(x), to_array(i), axis);
+  }, "x"_a, "indices"_a, "axis"_a = py::none());
+  m.def("one_hot", [](py::handle x, int64_t n, py::handle d) { return one_hot(to_array(x), n, to_dtype(d)); }, "x"_a,
+        "num_classes"_a, "dtype"_a = "float32");
+  m.def("einsum", [](const std::string& s, py::args ops) { return einsum(s, to_arrays(ops)); });
+  m.def("zeros", [](py::handle s, py::handle d) { return zeros(to_shape(s), to_dtype(d)); }, "shape"_a,
+        "dtype"_a = "float32");
+  m.def("ones", [](py::handle s, py::handle d) { return ones(to_shape(s), to_dtype(d)); }, "shape"_a,
+        "dtype"_a = "float32");
+  m.def("full", [](py::handle s, double v, py::handle d) { return full(to_shape(s), v, to_dtype(d)); }, "shape"_a,
+        "fill_value"_a, "dtype"_a = "float32");
+  m.def("zeros_like", [](py::handle x) { return zeros_like(to_array(x)); });
+  m.def("ones_like", [](py::handle x) { return ones_like(to_array(x)); });
+  m.def("arange", [](double start, py::object stop, double step, py::object d) {
+    std::optional<DType> dt = d.is_none() ? std::nullopt : std::optional<DType>(to_dtype(d));
+    if (stop.is_none()) return arange(start, dt);
+    return arange(start, stop.cast<double>(), step, dt);
+  }, "start"_a, "stop"_a = py::none(), "step"_a = 1.0, "dtype"_a = py::none());
+  m.def("linspace", [](double a, double b, int64_t n, py::handle d, bool endpoint) {
+    return linspace(a, b, n, to_dtype(d), endpoint);
+  }, "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = "float32", "endpoint"_a = true);
+  m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, py::handle d) { return eye(n, mm, k, to_dtype(d)); },
+        "N"_a, "M"_a = py::none(), "k"_a = 0, "dtype"_a = "float32");
+}
+
+void bind_collectives_and_random(py::module_& m) {
+  // collectives over named axes (inside vmap(axis_name=...), shard_map, pmap)
+  auto names = [](py::handle h) {
+    std::vector<std::string> n;
+    if (py::isinstance<py::str>(h)) {
+      n.push_back(h.cast<std::string>());
+    } else {
+      for (auto e : h) n.push_back(e.cast<std::string>());
+    }
+    return AxisNameArg(n);
+  };
+  m.def("psum", [names](py::handle x, py::handle axis) { return psum(to_array(x), names(axis)); });
+  m.def("pmean", [names](py::handle x, py::handle axis) { return pmean(to_array(x), names(axis)); });
+  m.def("pmax", [names](py::handle x, py::handle axis) { return pmax(to_array(x), names(axis)); });
+  m.def("pmin", [names](py::handle x, py::handle axis) { return pmin(to_array(x), names(axis)); });
+  m.def("axis_index", [](const std::string& name) { return axis_index(name); });
+
+  // random (threefry keys)
+  m.def("random_key", [](uint64_t seed) { return random::key(seed); });
+  m.def("random_split", [](py::handle k, int64_t n) { return random::split(to_array(k), n); }, "key"_a, "num"_a = 2);
+  m.def("random_fold_in", [](py::handle k, uint32_t d) { return random::fold_in(to_array(k), d); });
+  m.def("random_normal", [](py::handle k, py::handle s, py::handle d) {
+    return random::normal(to_array(k), to_shape(s), to_dtype(d));
+  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  m.def("random_uniform", [](py::handle k, py::handle s, py::handle d, double lo, double hi) {
+    return random::uniform(to_array(k), to_shape(s), to_dtype(d), lo, hi);
+  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float32", "minval"_a = 0.0, "maxval"_a = 1.0);
+  m.def("random_bernoulli", [](py::handle k, py::handle p, py::handle s) {
+    return random::bernoulli(to_array(k), to_array(p), s.is_none() ? std::nullopt : std::optional<Shape>(to_shape(s)));
+  }, "key"_a, "p"_a = 0.5, "shape"_a = py::none());
+  m.def("random_permutation", [](py::handle k, int64_t n) { return random::permutation(to_array(k), n); });
+}
+
+void bind_nn_and_data(py::module_& m) {
+  // neural-network layers' functional forms (graft.nn builds its layers on these)
+  auto padding_of = [](py::handle h) -> nn::Padding {
+    if (py::isinstance<py::str>(h)) return nn::Padding(h.cast<std::string>());
+    return nn::Padding(h.cast<std::vector<std::pair<int64_t, int64_t>>>());
+  };
+  m.def("conv2d", [padding_of](py::handle x, py::handle w, std::array<int64_t, 2> stride, py::handle padding,
+                               std::array<int64_t, 2> dilation, int64_t groups) {
+    Array xa = to_array(x), wa = to_array(w);
+    if (xa.ndim() != 4 || wa.ndim() != 4)
+      throw graft::ShapeError("conv2d: expects x [N, C, H, W] and w [O, C / groups, KH, KW], got " + xa.aval().str() +
+                              " and " + wa.aval().str());
+    Shape spatial{xa.shape()[2], xa.shape()[3]}, s{stride[0], stride[1]};
+    Shape dk{(wa.shape()[2] - 1) * dilation[0] + 1, (wa.shape()[3] - 1) * dilation[1] + 1};
+    return lax::conv_general_dilated(xa, wa.astype(xa.dtype()), s, padding_of(padding).resolve(spatial, dk, s), {1, 1},
+                                     {dilation[0], dilation[1]}, lax::ConvDims::nchw(2), groups);
+  }, "x"_a, "w"_a, "stride"_a = std::array<int64_t, 2>{1, 1}, "padding"_a = "VALID",
+        "dilation"_a = std::array<int64_t, 2>{1, 1}, "groups"_a = 1);
+  m.def("max_pool2d", [padding_of](py::handle x, std::array<int64_t, 2> window,
+                                   std::optional<std::array<int64_t, 2>> stride, py::handle padding) {
+    return nn::max_pool2d(to_array(x), window, stride, padding_of(padding));
+  }, "x"_a, "window"_a, "stride"_a = py::none(), "padding"_a = "VALID");
+  m.def("avg_pool2d", [padding_of](py::handle x, std::array<int64_t, 2> window,
+                                   std::optional<std::array<int64_t, 2>> stride, py::handle padding) {
+    return nn::avg_pool2d(to_array(x), window, stride, padding_of(padding));
+  }, "x"_a, "window"_a, "stride"_a = py::none(), "padding"_a = "VALID");
+  m.def("dropout", [](py::handle key, py::handle x, double rate, bool train) {
+    return nn::dropout(to_array(key), to_array(x), rate, train);
+  }, "key"_a, "x"_a, "rate"_a, "train"_a = true);
+  m.def("cross_entropy", [](py::handle l, py::handle y) { return nn::cross_entropy(to_array(l), to_array(y)); });
+  m.def("softmax_cross_entropy", [](py::handle l, py::handle y) { return nn::softmax_cross_entropy(to_array(l), to_array(y)); });
+  m.def("accuracy", [](py::handle l, py::handle y) { return nn::accuracy(to_array(l), to_array(y)); });
+  m.def("load_fashion_mnist", [](const std::string& dir) {
+    data::FashionMnist d = data::load_fashion_mnist(dir);
+    py::dict r;
+    r["train_images"] = d.train_images;
+    r["train_labels"] = d.train_labels;
+    r["test_images"] = d.test_images;
+    r["test_labels"] = d.test_labels;
+    return r;
+  }, "dir"_a = data::kFashionMnistDir);
+}
+
+}  // namespace graft::python

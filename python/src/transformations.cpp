@@ -1,0 +1,250 @@
+// The transformations over flat lists of arrays (the package in python/graft adds pytrees), the seeds'
+// other paradigms, custom rules, checkpointing, and jit's front end.
+#include <sstream>
+
+#include "common.h"
+#include "graft/transforms/jit.h"
+
+namespace graft::python {
+
+using namespace pybind11::literals;
+
+namespace {
+
+/// jit over Python callables: the shared front end (graft::JitFunction, the same one the C++ jit uses)
+/// on the call Python flattened; the Python side keys the cache on the pytree structure and the static
+/// arguments, and the front end appends the arrays' types.
+///
+/// The common call — positional arrays only, no static arguments — has a fast path that stays in C++
+/// (call_cached): its key is the arrays' types, and the entry remembers how to rebuild the outputs.
+class PyJit {
+ public:
+  PyJit(std::string name, std::vector<int> donate, py::object unflatten, std::vector<std::string> polymorphic,
+        std::vector<int64_t> buckets)
+      : jit_(JitOptions{std::move(name), std::move(donate), std::move(polymorphic), std::move(buckets)}),
+        unflatten_(std::move(unflatten)) {}
+
+  /// A call: `key` names the structure and static values, `leaves` the arrays of the traced
+  /// arguments (positional ones, then keywords), `offset[a]` where positional argument a's leaves
+  /// start (len(args) + 1 entries), `traced[a]` whether it is traced (static arguments are not).
+  std::vector<Array> call(py::function f, std::string key, std::vector<Array> leaves, const std::vector<size_t>& offset,
+                          const std::vector<bool>& traced) {
+    FlatCall c;
+    c.fn = flat_fn(std::move(f));
+    c.leaves = std::move(leaves);
+    c.offset.assign(offset.begin(), offset.end());
+    c.traced.assign(traced.begin(), traced.end());
+    c.key = std::move(key);
+    return jit_(c);
+  }
+  size_t num_compiles() const { return jit_.num_compiles(); }
+  size_t num_traces() const { return jit_.num_traces(); }
+
+  /// The fast path: the cached result for positional arrays `args`, or None when this call needs the
+  /// general path (other arguments, or not traced yet).
+  py::object call_cached(const py::args& args) {
+    std::vector<Array> leaves;
+    leaves.reserve(args.size());
+    for (auto h : args) {
+      if (!py::isinstance<Array>(h)) return py::none();
+      leaves.push_back(h.cast<Array>());
+    }
+    std::string k = fast_key(leaves);
+    auto it = fast_.find(k);
+    if (it == fast_.end()) return py::none();
+    std::vector<Array> outs = run(*it->second.entry, leaves);
+    if (it->second.shape == Shape::single) return py::cast(outs[0]);
+    if (it->second.shape == Shape::tuple) {
+      py::tuple t(outs.size());
+      for (size_t i = 0; i < outs.size(); ++i) t[i] = py::cast(std::move(outs[i]));
+      return t;
+    }
+    return unflatten_(it->second.out_tree, outs);
+  }
+
+  /// After the general path traced positional arrays `args`: remember the entry for the fast path.
+  /// `shape`: "leaf" (one array), "tuple" (a flat tuple of arrays) or anything else (unflattened in Python).
+  void remember(const py::tuple& args, py::object out_tree, const std::string& shape) {
+    std::vector<Array> leaves;
+    for (auto h : args) leaves.push_back(h.cast<Array>());
+    std::string k = fast_key(leaves);
+    auto entry = jit_.cached(k);
+    if (!entry) return;  // not cacheable (it closed over a value of an enclosing transformation)
+    fast_[k] = Fast{entry, std::move(out_tree),
+                    shape == "leaf" ? Shape::single : shape == "tuple" ? Shape::tuple : Shape::other};
+  }
+
+  /// The key the general path uses for positional arrays, so that both paths share entries.
+  static std::string fast_prefix(size_t n) { return "A" + std::to_string(n) + "|"; }
+
+ private:
+  enum class Shape { single, tuple, other };
+  struct Fast {
+    std::shared_ptr<const detail::JitEntry> entry;
+    py::object out_tree;
+    Shape shape = Shape::other;
+  };
+
+  std::string fast_key(const std::vector<Array>& leaves) const {
+    std::string k = fast_prefix(leaves.size());
+    detail::append_aval_key(k, leaves);
+    return k;
+  }
+
+  std::vector<Array> run(const detail::JitEntry& e, const std::vector<Array>& leaves) {
+    // a concrete call runs compiled code only: other Python threads may run meanwhile
+    bool eager = std::all_of(leaves.begin(), leaves.end(), [](const Array& x) { return x.is_concrete(); });
+    std::optional<py::gil_scoped_release> release;
+    if (eager) release.emplace();
+    return jit_.run(e, leaves);
+  }
+
+  JitFunction jit_;
+  py::object unflatten_;
+  std::unordered_map<std::string, Fast> fast_;
+};
+
+}  // namespace
+
+void bind_transformations(py::module_& m) {
+  // ---- transformations over flat lists ----------------------------------------------------------------
+  m.def("jvp", [](py::function f, py::handle primals, py::handle tangents) {
+    return jvp_flat(flat_fn(f), to_arrays(primals), to_arrays(tangents));
+  });
+  m.def("vjp", [](py::function f, py::handle primals) {
+    VjpResult r = vjp_flat(flat_fn(f), to_arrays(primals));
+    std::function<std::vector<Array>(const std::vector<Array>&)> pull = r.pullback;
+    // a None cotangent is a zero one
+    py::cpp_function pb([pull](py::handle cts) {
+      std::vector<Array> c;
+      for (auto h : cts) c.push_back(h.is_none() ? Array() : to_array(h));
+      return pull(c);
+    });
+    return py::make_tuple(r.outs, pb);
+  });
+  // out_axes: a list (one entry for every output, or one for all), or a callable that gives the list
+  // once the function has returned (given the number of outputs): the outputs' structure is known then
+  m.def("vmap", [](py::function f, py::handle args, py::handle in_axes, py::object out_axes, const std::string& name,
+                   std::optional<int64_t> size) {
+    std::vector<std::optional<int64_t>> oa;
+    FlatFn inner = flat_fn(f);
+    FlatFn fn = inner;
+    if (PyCallable_Check(out_axes.ptr())) {
+      fn = [&oa, inner, out_axes](const std::vector<Array>& xs) {
+        std::vector<Array> r = inner(xs);
+        oa = to_axes_list(out_axes(r.size()));
+        return r;
+      };
+    } else {
+      oa = to_axes_list(out_axes);
+    }
+    return vmap_flat(fn, to_arrays(args), to_axes_list(in_axes), oa, name, size);
+  }, "f"_a, "args"_a, "in_axes"_a, "out_axes"_a, "axis_name"_a = "", "axis_size"_a = py::none());
+  m.def("cond", [](py::handle index, py::handle branches, py::handle operands) {
+    std::vector<FlatFn> bs;
+    for (auto b : branches) bs.push_back(flat_fn(py::reinterpret_borrow<py::function>(b)));
+    return cond_flat(to_array(index), bs, to_arrays(operands));
+  });
+  m.def("while_loop", [](py::function c, py::function b, py::handle init, int64_t max_steps) {
+    return while_flat(flat_fn(c), flat_fn(b), to_arrays(init), WhileOptions{max_steps});
+  }, "cond_fun"_a, "body_fun"_a, "init"_a, "max_steps"_a = -1);
+  m.def("scan", [](py::function f, py::handle init, py::handle xs, std::optional<int64_t> length, bool reverse) {
+    return scan_flat(flat_fn(f), to_arrays(init), to_arrays(xs), ScanOptions{length, reverse});
+  }, "f"_a, "init"_a, "xs"_a, "length"_a = py::none(), "reverse"_a = false);
+  m.def("make_jaxpr", [](py::function f, py::handle args) {
+    std::vector<Aval> avals;
+    for (auto& x : to_arrays(args)) avals.push_back(x.aval());
+    std::ostringstream s;
+    s << make_jaxpr_flat(flat_fn(f), avals);
+    return s.str();
+  });
+}
+
+void bind_paradigms(py::module_& m) {
+  // ---- the seeds' other paradigms ------------------------------------------------------------------
+  // PyTorch's tape: x.requires_grad_(), y.backward(), x.grad
+  auto arr = py::reinterpret_borrow<py::class_<Array>>(m.attr("Array"));
+  arr.def("requires_grad_", [](py::object self) {
+        self.cast<Array&>().requires_grad_();
+        return self;
+      })
+      .def("backward", [](const Array& y) { y.backward(); })
+      .def_property_readonly("grad", [](const Array& x) -> py::object {
+        Array g = x.grad();
+        return g.valid() ? py::cast(g) : py::none();
+      })
+      .def("zero_grad_", [](const Array& x) { x.zero_grad_(); })
+      .def("_assign", [](Array& self, const Array& v) { self = v; });
+  // TF2's GradientTape (graft/python/graft/_paradigms.py gives it TF's `with` and watch semantics)
+  py::class_<GradientTape>(m, "_Tape")
+      .def(py::init<>())
+      .def("watch", &GradientTape::watch)
+      .def("stop_recording", &GradientTape::stop_recording)
+      .def("gradient", [](const GradientTape& t, const Array& target, const std::vector<Array>& sources) {
+        return t.gradient(target, sources);
+      });
+  // Theano / TF1: placeholders build a graph; function() closes it into a callable
+  py::class_<Function>(m, "Function")
+      .def("__call__", [](const Function& f, py::args args) { return f(to_arrays(args)); })
+      .def_property_readonly("jaxpr", [](const Function& f) {
+        std::ostringstream s;
+        s << f.jaxpr();
+        return s.str();
+      })
+      .def_property_readonly("name", &Function::name);
+  py::class_<Graph>(m, "_Graph")
+      .def(py::init<std::string>(), "name"_a = "graph")
+      .def("placeholder", [](Graph& g, py::handle shape, py::handle d) { return g.placeholder(to_shape(shape), to_dtype(d)); },
+           "shape"_a = py::tuple(), "dtype"_a = "float32")
+      .def("function", [](Graph& g, const std::vector<Array>& in, const std::vector<Array>& out) {
+        return g.function(in, out);
+      });
+  m.def("graph_grad", [](const Function& f, std::vector<int> argnums) { return grad(f, argnums); }, "f"_a,
+        "argnums"_a = std::vector<int>{0});
+
+  // user-defined derivatives and rematerialization (graft.custom_jvp / custom_vjp / checkpoint wrap these)
+  auto pair_of_lists = [](py::handle h) {
+    py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+    if (t.size() != 2) throw py::type_error("expected a pair (outputs, second list)");
+    return std::pair<std::vector<Array>, std::vector<Array>>(to_arrays(t[0]), to_arrays(t[1]));
+  };
+  m.def("custom_jvp", [pair_of_lists](py::function f, py::function rule, py::handle args, const std::string& name) {
+    CustomJvpRule r = [rule, pair_of_lists](const std::vector<Array>& p, const std::vector<Array>& t) {
+      return pair_of_lists(rule(p, t));
+    };
+    return custom_jvp_apply(flat_fn(f), r, to_arrays(args), name);
+  });
+  m.def("custom_vjp", [pair_of_lists](py::function f, py::function fwd, py::function bwd, py::handle args,
+                                      const std::string& name) {
+    CustomFwd fw = [fwd, pair_of_lists](const std::vector<Array>& p) { return pair_of_lists(fwd(p)); };
+    CustomBwd bw = [bwd](const std::vector<Array>& res, const std::vector<Array>& ct) {
+      std::vector<Array> r;
+      for (auto h : bwd(res, ct)) r.push_back(h.is_none() ? Array() : to_array(h));
+      return r;
+    };
+    return custom_vjp_apply(flat_fn(f), fw, bw, to_arrays(args), name);
+  });
+  m.def("checkpoint", [](py::function f, py::handle args, const std::string& policy, std::vector<std::string> names) {
+    CheckpointPolicy p = policy == "dots_saveable"         ? CheckpointPolicy::dots_saveable()
+                         : policy == "everything_saveable" ? CheckpointPolicy::everything_saveable()
+                         : policy == "save_only_these_names" ? CheckpointPolicy::save_only_these_names(names)
+                                                             : CheckpointPolicy::nothing_saveable();
+    return checkpoint_flat(flat_fn(f), to_arrays(args), p);
+  }, "f"_a, "args"_a, "policy"_a = "nothing_saveable", "names"_a = std::vector<std::string>{});
+  m.def("checkpoint_name", [](py::handle x, const std::string& n) { return checkpoint_name(to_array(x), n); });
+}
+
+void bind_jit(py::module_& m) {
+  py::class_<PyJit>(m, "Jit")
+      .def(py::init<std::string, std::vector<int>, py::object, std::vector<std::string>, std::vector<int64_t>>(),
+           "name"_a, "donate_argnums"_a, "unflatten"_a, "polymorphic"_a = std::vector<std::string>{},
+           "buckets"_a = std::vector<int64_t>{})
+      .def("call", &PyJit::call)
+      .def_property_readonly("num_compiles", &PyJit::num_compiles)
+      .def("call_cached", &PyJit::call_cached)
+      .def("remember", &PyJit::remember)
+      .def_static("fast_prefix", &PyJit::fast_prefix)
+      .def_property_readonly("num_traces", &PyJit::num_traces);
+}
+
+}  // namespace graft::python

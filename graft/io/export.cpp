@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graft/io/nesting.h"
+
 #include "graft/compiler/jaxpr_text.h"
 #include "graft/io/safetensors.h"
 #include "graft/transforms/control.h"
@@ -96,6 +98,7 @@ void check_names(const std::string& program, const char* what, const std::vector
 std::vector<std::string> string_list(const std::string& path, const io::Metadata& meta, const char* key) {
   auto it = meta.find(key);
   if (it == meta.end()) corrupt(path, std::string("the metadata has no '") + key + "'");
+  if (io::nesting_depth(it->second, 1) > 1) corrupt(path, std::string("'") + key + "' is not a list of strings (it nests)");
   try {
     auto j = nlohmann::json::parse(it->second);
     std::vector<std::string> out;

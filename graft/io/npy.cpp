@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "graft/core/error.h"
+#include "graft/io/nesting.h"
 #include "graft/prims/lax.h"
 
 namespace graft::io {
@@ -160,6 +161,8 @@ std::string npy_bytes(const Array& x) {
   return out;
 }
 
+constexpr int kMaxHeaderDepth = 4;
+
 Array parse_npy(const std::string& b, const std::string& name) {
   if (b.size() < 10 || b.compare(0, 6, kMagic, 6) != 0) fail<IOError>("'", name, "' is not a .npy file (no \\x93NUMPY magic)");
   int major = static_cast<unsigned char>(b[6]);
@@ -169,6 +172,10 @@ Array parse_npy(const std::string& b, const std::string& name) {
   size_t hlen = read_le(b, 8, major == 1 ? 2 : 4);
   if (hlen > b.size() - prefix) fail<IOError>("'", name, "': the header (", hlen, " bytes) runs past the end of the file");
   std::string h = b.substr(prefix, hlen);
+  // a header is a dict holding a shape tuple: two levels (structured dtypes, which graft does not
+  // read, add two more)
+  if (nesting_depth(h, kMaxHeaderDepth) > kMaxHeaderDepth)
+    fail<IOError>("'", name, "': the header nests more than ", kMaxHeaderDepth, " levels deep");
   bool big = false;
   DType d = dtype_of_descr(header_value(h, "descr", name), &big, name);
   std::string fo = header_value(h, "fortran_order", name);

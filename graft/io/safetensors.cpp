@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "graft/io/nesting.h"
+
 namespace graft::io {
 
 namespace {
@@ -176,10 +178,16 @@ namespace {
 
 // The reference implementation's limit on the JSON header (100 MB): a header claiming more is corrupt.
 constexpr uint64_t kMaxHeaderBytes = uint64_t(100) << 20;
+// A header nests three levels (the object, a tensor's entry, its shape); a header nested deeper than
+// this is refused before it is parsed (nlohmann's printer and destructor recurse per level).
+constexpr int kMaxHeaderDepth = 16;
 
 // Parses the header, rejecting a key that appears twice in the same object (nlohmann's parser would
 // keep the last one silently).
 nlohmann::json parse_header(const std::string& path, const char* begin, const char* end) {
+  if (int d = nesting_depth(std::string_view(begin, static_cast<size_t>(end - begin)), kMaxHeaderDepth);
+      d > kMaxHeaderDepth)
+    corrupt(path, "the header nests more than " + std::to_string(kMaxHeaderDepth) + " levels deep");
   std::vector<std::set<std::string>> seen;
   auto cb = [&](int depth, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
@@ -198,10 +206,16 @@ nlohmann::json parse_header(const std::string& path, const char* begin, const ch
   }
 }
 
+// A value as error messages quote it: its JSON, cut short (a hostile header's value may be megabytes).
+std::string brief(const nlohmann::json& v) {
+  std::string s = v.dump();
+  return s.size() <= 80 ? s : s.substr(0, 77) + "...";
+}
+
 // A non-negative integer written as a JSON integer (not 2.0, "2", null or -1).
 uint64_t json_size(const std::string& path, const std::string& name, const char* field, const nlohmann::json& v) {
   if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
-    corrupt(path, "tensor '" + name + "' has a " + field + " that is not a non-negative integer: " + v.dump());
+    corrupt(path, "tensor '" + name + "' has a " + field + " that is not a non-negative integer: " + brief(v));
   return v.get<uint64_t>();
 }
 
@@ -227,7 +241,7 @@ TensorMap load_tensors_from_bytes(const std::string& bytes, Metadata* metadata, 
     if (name == "__metadata__") {
       if (!info.is_object()) corrupt(path, "__metadata__ must be an object of strings");
       for (auto& [k, v] : info.items()) {
-        if (!v.is_string()) corrupt(path, "__metadata__ value '" + k + "' is not a string: " + v.dump());
+        if (!v.is_string()) corrupt(path, "__metadata__ value '" + k + "' is not a string: " + brief(v));
         if (metadata) (*metadata)[k] = v.get<std::string>();
       }
       continue;
@@ -239,7 +253,7 @@ TensorMap load_tensors_from_bytes(const std::string& bytes, Metadata* metadata, 
     if (!info.contains("dtype") || !info["dtype"].is_string())
       corrupt(path, "tensor '" + name + "' needs a dtype string");
     auto d = from_st_dtype(info["dtype"].get<std::string>());
-    if (!d) corrupt(path, "tensor '" + name + "' has an unknown dtype " + info["dtype"].dump());
+    if (!d) corrupt(path, "tensor '" + name + "' has an unknown dtype " + brief(info["dtype"]));
     if (!info.contains("shape") || !info["shape"].is_array()) corrupt(path, "tensor '" + name + "' needs a shape list");
     Shape shape;
     for (auto& v : info["shape"]) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails if a file of a lower layer includes a header of a higher one (STYLE.md rule 1).
+# Fails if a file of a lower layer includes a header of a higher one (docs/style.md, "Layers point down").
 set -u
 root=${1:-.}
 layers=(core runtime ir prims interp compiler backends transforms ops parallel random nn optim data io)

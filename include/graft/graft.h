@@ -7,9 +7,8 @@
 //   g::Array dx = g::grad(f)(x);
 //   std::cout << g::make_jaxpr(g::grad(f))(x) << "\n";
 //
-// Layers (each includes only the ones before it): core (arrays, dtypes, traces), ir (jaxprs),
-// prims (primitives and lax), interp (interpreters), compiler, transforms (grad/vmap/jit/...),
-// ops (the NumPy-like API).
+// Layers (each includes only the ones before it; docs/architecture.md has the map): core, runtime, ir,
+// prims, interp, compiler, backends, transforms, ops, parallel, random, nn, optim, data, io.
 #pragma once
 
 #include "graft/core/array.h"
@@ -18,6 +17,7 @@
 #include "graft/core/error.h"
 #include "graft/core/shape.h"
 #include "graft/core/trace.h"
+#include "graft/core/version.h"
 #include "graft/ir/jaxpr.h"
 #include "graft/ops/ops.h"
 #include "graft/prims/lax.h"

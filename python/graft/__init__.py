@@ -5,6 +5,7 @@
     gf.grad(lambda w: gnp.sum(gnp.tanh(w) ** 2))(gnp.ones(3))
 """
 from . import _graft
+from ._graft import __version__  # the C++ library's version (graft::version())
 from ._graft import Array, ConcretizationError, Error, ShapeError, UnexpectedTracerError, from_dlpack
 from ._tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 from ._api import (ClosedJaxpr, checkpoint, checkpoint_name, custom_jvp, custom_vjp, grad, hessian, jacfwd,
@@ -14,7 +15,7 @@ from ._paradigms import GradientTape, Graph, graph_grad
 from . import data, export, io, lax, nn, numpy, optim, random, sharding
 from .sharding import devices, local_devices, process_count, process_index
 
-__all__ = ["Array", "ConcretizationError", "Error", "ShapeError", "UnexpectedTracerError", "ClosedJaxpr", "grad",
+__all__ = ["__version__", "Array", "ConcretizationError", "Error", "ShapeError", "UnexpectedTracerError", "ClosedJaxpr", "grad",
            "hessian", "jacfwd", "jacrev", "jit", "jvp", "make_jaxpr", "value_and_grad", "vjp", "vmap", "lax",
            "numpy", "random", "nn", "optim", "data", "io", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
            "device_get", "device_put", "default_device", "from_dlpack", "custom_jvp", "custom_vjp", "checkpoint", "checkpoint_name", "remat",

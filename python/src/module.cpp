@@ -13,6 +13,7 @@ using namespace graft::python;
 
 PYBIND11_MODULE(_graft, m) {
   m.doc() = "graft's C++ core: arrays, operations and transformations over flat lists of arrays";
+  m.attr("__version__") = graft::version();
 
   // errors: the base first (pybind11 tries the translators registered last first)
   static py::exception<Error> error(m, "Error", PyExc_RuntimeError);

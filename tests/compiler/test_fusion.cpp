@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "graft/compiler/executable.h"
 #include "graft/compiler/cpu/fused_kernel.h"
@@ -242,6 +243,21 @@ TEST(Pipeline, dump_ir_writes_every_pass) {
   EXPECT_EQ(files, cpu_passes + 1);
   EXPECT_TRUE(saw_fuse);
   std::filesystem::remove_all(dir);
+}
+
+// The pipeline as docs/architecture.md and pipeline.h spell it is the one pipeline.cpp runs (per-target
+// passes in brackets): a comment nothing checks drifts.
+TEST(Pipeline, docs_list_the_passes_in_order) {
+  std::string line;
+  for (auto& p : compiler::pipeline())
+    line += (line.empty() ? "" : " → ") + (p.per_target ? "[" + std::string(p.name) + "]" : std::string(p.name));
+  EXPECT_EQ(line, "inline → simplify → fold_constants → cse → dce → [accumulate_dots] → [gemm_epilogues] → fuse → dce");
+  for (const char* doc : {"/docs/architecture.md", "/graft/compiler/pipeline.h"}) {
+    std::ifstream f(std::string(GRAFT_SOURCE_DIR) + doc);
+    ASSERT_TRUE(f) << doc;
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find(line), std::string::npos) << doc << " does not list the pipeline as: " << line;
+  }
 }
 
 TEST(Pipeline, profile_table_names_each_step_by_operand_types) {

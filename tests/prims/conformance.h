@@ -6,7 +6,7 @@
 //   SecondOrder the derivative of the JVP (so JVP rules are themselves differentiable), vs FD (f64)
 //   Vmap        vmap over batched inputs (mixed batch axes, unbatched inputs) vs a loop
 //   Jit         jit vs eager
-// A coverage test fails when a primitive has no row (tests/prims/test_coverage.cpp).
+// A coverage test fails when a primitive has no row (tests/prims/test_conformance.cpp).
 #pragma once
 
 #include <functional>

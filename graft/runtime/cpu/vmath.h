@@ -6,7 +6,7 @@
 //
 //   for (int64_t i = 0; i < n; ++i) y[i] = graft::vmath::tanh(x[i]);   // AVX-512: 16 lanes a step
 //
-// Accuracy (checked over every float in the tested ranges by tests/backend/test_vmath.cpp): at most
+// Accuracy (checked over every float in the tested ranges by tests/runtime/test_vmath.cpp): at most
 // 2 ulp from the correctly rounded result, with IEEE behaviour at the edges (NaN in, NaN out;
 // overflow to inf, underflow through the subnormals to 0; exact tanh(±inf) = ±1, log(0) = -inf).
 // The polynomials are least-squares fits on Chebyshev nodes, made for this file.

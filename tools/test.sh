@@ -5,8 +5,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 # python3-torch: the Python tests exchange memory with PyTorch through DLPack; python3-onnx checks the
-# ONNX export
-"$root/tools/deps.sh" dataset-fashion-mnist python3-torch python3-onnx
+# ONNX export; python3-scipy is the oracle of graft.scipy.special's tests
+"$root/tools/deps.sh" dataset-fashion-mnist python3-torch python3-onnx python3-scipy
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRAFT_WERROR=ON
 cmake --build "$build"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"

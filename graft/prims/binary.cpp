@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "graft/prims/elementwise.h"
+#include "graft/prims/special_math.h"
 
 namespace graft::prims {
 
@@ -119,6 +120,14 @@ struct Xor {
     }
   }
 };
+// Special functions of two arguments (graft/prims/special_math.h), in double.
+template <double (*F)(double, double)>
+struct Special2 {
+  template <class C>
+  static C apply(C a, C b) { return static_cast<C>(F(static_cast<double>(a), static_cast<double>(b))); }
+};
+using Polygamma = Special2<&special::polygamma>;
+using Zeta = Special2<&special::zeta>;
 template <class C>
 constexpr int kBits = static_cast<int>(sizeof(C) * 8);
 // Shift amounts outside [0, bits) give XLA's saturated results instead of C++'s undefined behaviour.
@@ -223,6 +232,18 @@ Array jvp_atan2(const Array& a, const Array& b, const Array& y, const Array& ta,
   return sum_terms(ea, eb, y.aval());
 }
 
+// As in JAX: polygamma(m, x) and zeta(x, q) are differentiable in their second argument only.
+Array jvp_polygamma(const Array& m, const Array& x, const Array& y, const Array& tm, const Array& tx) {
+  if (!is_zero(tm))
+    fail<NotImplementedError>("polygamma: the derivative with respect to m (the order) is not defined; only x's is");
+  return lax::mul(tx, lax::polygamma(lax::add(m, lax::full(m.shape(), 1, m.dtype())), x));
+}
+Array jvp_zeta(const Array& s, const Array& q, const Array& y, const Array& ts, const Array& tq) {
+  if (!is_zero(ts)) fail<NotImplementedError>("zeta: the derivative with respect to x (the exponent) is not defined; only q's is");
+  Array s1 = lax::add(s, lax::full(s.shape(), 1, s.dtype()));
+  return lax::mul(tq, lax::mul(lax::neg(s), lax::zeta(s1, q)));
+}
+
 const BinaryInfo& info_of(const Primitive& p) { return *static_cast<const BinaryInfo*>(p.data); }
 
 JvpResult binary_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
@@ -269,6 +290,8 @@ BINARY_INFO(max, Max, kMaskAll, &jvp_minmax)
 BINARY_INFO(min, Min, kMaskAll, &jvp_minmax)
 BINARY_INFO(atan2, Atan2, kMaskFloat, &jvp_atan2)
 BINARY_INFO(nextafter, NextAfter, kF64F32, nullptr)
+BINARY_INFO(polygamma, Polygamma, kMaskFloat, &jvp_polygamma)
+BINARY_INFO(zeta, Zeta, kMaskFloat, &jvp_zeta)
 BINARY_INFO(and_, And, kIB, nullptr)
 BINARY_INFO(or_, Or, kIB, nullptr)
 BINARY_INFO(xor_, Xor, kIB, nullptr)
@@ -323,6 +346,8 @@ BINARY_PRIM(max, "max", nullptr)
 BINARY_PRIM(min, "min", nullptr)
 BINARY_PRIM(atan2, "atan2", nullptr)
 BINARY_PRIM(nextafter, "nextafter", nullptr)
+BINARY_PRIM(polygamma, "polygamma", nullptr)
+BINARY_PRIM(zeta, "zeta", nullptr)
 BINARY_PRIM(and_, "and", nullptr)
 BINARY_PRIM(or_, "or", nullptr)
 BINARY_PRIM(xor_, "xor", nullptr)
@@ -348,6 +373,8 @@ LAX_BINARY(max, max)
 LAX_BINARY(min, min)
 LAX_BINARY(atan2, atan2)
 LAX_BINARY(nextafter, nextafter)
+LAX_BINARY(polygamma, polygamma)
+LAX_BINARY(zeta, zeta)
 LAX_BINARY(bitwise_and, and_)
 LAX_BINARY(bitwise_or, or_)
 LAX_BINARY(bitwise_xor, xor_)

@@ -124,6 +124,12 @@ Array abs(const Array& x);
 Array erf(const Array& x);
 Array erfc(const Array& x);
 Array erf_inv(const Array& x);
+/// log |Γ(x)|, ψ(x) = d/dx log Γ(x), e^-|x| I0(x), e^-|x| I1(x) (JAX's lax.lgamma, digamma, bessel_i0e,
+/// bessel_i1e).
+Array lgamma(const Array& x);
+Array digamma(const Array& x);
+Array bessel_i0e(const Array& x);
+Array bessel_i1e(const Array& x);
 Array square(const Array& x);
 Array integer_pow(const Array& x, int64_t y);
 Array bitwise_not(const Array& x);
@@ -144,6 +150,10 @@ Array max(const Array& a, const Array& b);
 Array min(const Array& a, const Array& b);
 Array atan2(const Array& a, const Array& b);
 Array nextafter(const Array& a, const Array& b);
+/// ψ^(m)(x), the m-th derivative of digamma (m a non-negative integer value; differentiable in x only).
+Array polygamma(const Array& m, const Array& x);
+/// The Hurwitz zeta function ζ(x, q) = Σ_k (k + q)^-x (differentiable in q only).
+Array zeta(const Array& x, const Array& q);
 Array bitwise_and(const Array& a, const Array& b);
 Array bitwise_or(const Array& a, const Array& b);
 Array bitwise_xor(const Array& a, const Array& b);

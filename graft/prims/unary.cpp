@@ -7,8 +7,9 @@
 #include <limits>
 #include <numbers>
 
-#include "graft/runtime/cpu/vmath.h"
 #include "graft/prims/elementwise.h"
+#include "graft/prims/special_math.h"
+#include "graft/runtime/cpu/vmath.h"
 
 namespace graft::prims {
 
@@ -197,6 +198,16 @@ struct ErfInv {
     return static_cast<C>(r);
   }
 };
+// Special functions (graft/prims/special_math.h), in double whatever the operand's type.
+template <double (*F)(double)>
+struct Special {
+  template <class C>
+  static C apply(C x, int64_t) { return static_cast<C>(F(static_cast<double>(x))); }
+};
+using Lgamma = Special<&special::lgamma>;
+using Digamma = Special<&special::digamma>;
+using BesselI0e = Special<&special::bessel_i0e>;
+using BesselI1e = Special<&special::bessel_i1e>;
 struct Square {
   template <class C>
   static C apply(C x, int64_t) { return wrap_mul(x, x); }
@@ -306,6 +317,23 @@ Array jvp_erfc(const Array& x, const Array& y, const Array& t, const Params& p) 
 Array jvp_erf_inv(const Array&, const Array& y, const Array& t, const Params&) {
   return lax::mul(t, lax::mul(c(std::sqrt(std::numbers::pi) / 2.0, y), lax::exp(lax::square(y))));
 }
+Array jvp_lgamma(const Array& x, const Array&, const Array& t, const Params&) {
+  return lax::mul(t, lax::digamma(x));
+}
+Array jvp_digamma(const Array& x, const Array&, const Array& t, const Params&) {
+  return lax::mul(t, lax::polygamma(c(1, x), x));
+}
+// d/dx e^-|x| I0(x) = e^-|x| (I1(x) - sign(x) I0(x))
+Array jvp_bessel_i0e(const Array& x, const Array& y, const Array& t, const Params&) {
+  return lax::mul(t, lax::sub(lax::bessel_i1e(x), lax::mul(lax::sign(x), y)));
+}
+// d/dx e^-|x| I1(x) = e^-|x| (I0(x) - I1(x) (sign(x) + 1/x)), which is 1/2 at 0
+Array jvp_bessel_i1e(const Array& x, const Array& y, const Array& t, const Params&) {
+  Array zero = lax::eq(x, c(0, x));
+  Array safe = lax::select(zero, lax::full(x.shape(), 1, x.dtype()), x);
+  Array d = lax::sub(lax::bessel_i0e(x), lax::mul(y, lax::add(lax::sign(x), lax::div(c(1, x), safe))));
+  return lax::mul(t, lax::select(zero, lax::full(x.shape(), 0.5, x.dtype()), d));
+}
 Array jvp_square(const Array& x, const Array&, const Array& t, const Params&) {
   return lax::mul(t, lax::mul(c(2, x), x));
 }
@@ -398,6 +426,10 @@ UNARY_INFO(abs, Abs, kMaskNum, false, &jvp_abs, nullptr)
 UNARY_INFO(erf, Erf, kMaskFloat, false, &jvp_erf, nullptr)
 UNARY_INFO(erfc, Erfc, kMaskFloat, false, &jvp_erfc, nullptr)
 UNARY_INFO(erf_inv, ErfInv, kMaskFloat, false, &jvp_erf_inv, nullptr)
+UNARY_INFO(lgamma, Lgamma, kMaskFloat, false, &jvp_lgamma, nullptr)
+UNARY_INFO(digamma, Digamma, kMaskFloat, false, &jvp_digamma, nullptr)
+UNARY_INFO(bessel_i0e, BesselI0e, kMaskFloat, false, &jvp_bessel_i0e, nullptr)
+UNARY_INFO(bessel_i1e, BesselI1e, kMaskFloat, false, &jvp_bessel_i1e, nullptr)
 UNARY_INFO(square, Square, kMaskNum, false, &jvp_square, nullptr)
 UNARY_INFO(integer_pow, IntegerPow, kMaskNum, false, &jvp_integer_pow, "y")
 UNARY_INFO(not_, Not, kMaskInt | kMaskBool, false, nullptr, nullptr)
@@ -442,6 +474,10 @@ UNARY_PRIM(abs, "abs", nullptr)
 UNARY_PRIM(erf, "erf", nullptr)
 UNARY_PRIM(erfc, "erfc", nullptr)
 UNARY_PRIM(erf_inv, "erf_inv", nullptr)
+UNARY_PRIM(lgamma, "lgamma", nullptr)
+UNARY_PRIM(digamma, "digamma", nullptr)
+UNARY_PRIM(bessel_i0e, "bessel_i0e", nullptr)
+UNARY_PRIM(bessel_i1e, "bessel_i1e", nullptr)
 UNARY_PRIM(square, "square", nullptr)
 UNARY_PRIM(integer_pow, "integer_pow", nullptr)
 UNARY_PRIM(not_, "not", nullptr)
@@ -488,6 +524,10 @@ LAX_UNARY(abs, abs)
 LAX_UNARY(erf, erf)
 LAX_UNARY(erfc, erfc)
 LAX_UNARY(erf_inv, erf_inv)
+LAX_UNARY(lgamma, lgamma)
+LAX_UNARY(digamma, digamma)
+LAX_UNARY(bessel_i0e, bessel_i0e)
+LAX_UNARY(bessel_i1e, bessel_i1e)
 LAX_UNARY(square, square)
 LAX_UNARY(bitwise_not, not_)
 LAX_UNARY(population_count, population_count)

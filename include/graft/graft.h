@@ -20,6 +20,7 @@
 #include "graft/core/version.h"
 #include "graft/ir/jaxpr.h"
 #include "graft/ops/ops.h"
+#include "graft/ops/special.h"
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
 #include "graft/data/data.h"

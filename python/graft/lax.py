@@ -11,6 +11,9 @@ max, min, pow = _graft.maximum, _graft.minimum, _graft.power  # noqa: A001
 dot = _graft.matmul
 rsqrt = _graft.rsqrt
 square = _graft.square
+lgamma, digamma, polygamma, zeta = (_graft.special_gammaln, _graft.special_digamma, _graft.special_polygamma,
+                                    _graft.special_zeta)
+bessel_i0e, bessel_i1e, erf_inv = _graft.special_i0e, _graft.special_i1e, _graft.erf_inv
 
 
 def _check_same(what, trees):

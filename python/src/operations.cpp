@@ -187,6 +187,34 @@ void bind_operations(py::module_& m) {
         "N"_a, "M"_a = py::none(), "k"_a = 0, "dtype"_a = "float32");
 }
 
+void bind_special(py::module_& m) {
+  // jax.scipy.special's functions (graft/ops/special.h), as special_<name>; graft.scipy.special and
+  // graft.lax name them
+  using Un = Array (*)(const Array&);
+  using Bin = Array (*)(const Array&, const Array&);
+  auto unary = [&](const char* name, Un f) { m.def(name, [f](py::handle x) { return f(to_array(x)); }, "x"_a); };
+  auto binary = [&](const char* name, Bin f) {
+    m.def(name, [f](py::handle a, py::handle b) { return f(to_array(a), to_array(b)); }, "a"_a, "b"_a);
+  };
+  unary("special_gammaln", &special::gammaln);
+  unary("special_digamma", &special::digamma);
+  binary("special_polygamma", &special::polygamma);
+  binary("special_zeta", &special::zeta);
+  binary("special_betaln", &special::betaln);
+  binary("special_xlogy", &special::xlogy);
+  binary("special_xlog1py", &special::xlog1py);
+  unary("special_entr", &special::entr);
+  unary("special_expit", &special::expit);
+  unary("special_logit", &special::logit);
+  unary("special_ndtr", &special::ndtr);
+  unary("special_log_ndtr", &special::log_ndtr);
+  unary("special_ndtri", &special::ndtri);
+  unary("special_i0", &special::i0);
+  unary("special_i0e", &special::i0e);
+  unary("special_i1", &special::i1);
+  unary("special_i1e", &special::i1e);
+}
+
 void bind_collectives_and_random(py::module_& m) {
   // collectives over named axes (inside vmap(axis_name=...), shard_map, pmap)
   auto names = [](py::handle h) {

@@ -123,7 +123,7 @@ inline void check_derivatives_match_the_cpu(const Case& c, Device d) {
     if (ty[k].valid() && tyg[k].valid()) {
       EXPECT_TRUE(close(tyg[k], ty[k], 1e-10, 1e-10)) << "jvp output " << k;
     }
-  VjpResult v = vjp_flat(f, x), vg = vjp_flat(f, to_device(x, d));
+  VjpResult v = vjp_of_diff(c, f, x), vg = vjp_of_diff(c, f, to_device(x, d));
   Inputs ct;
   for (auto& o : v.outs) ct.push_back(is_floating(o.dtype()) ? rng.uniform(o.shape(), o.dtype()) : Array());
   Inputs g = v.pullback(ct), gg = vg.pullback(to_device(ct, d));

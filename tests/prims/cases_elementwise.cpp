@@ -2,6 +2,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "prims/conformance.h"
 
@@ -96,6 +97,54 @@ double erfinv_ref(double y) {
   }
   return 0.5 * (lo + hi);
 }
+// References for the special functions, independent of graft/prims/special_math.cpp's methods where
+// they can be: sums taken far enough, integrals by the trapezoid rule (exact to rounding for periodic
+// integrands), reflection formulas.
+double digamma_ref(double x) {
+  if (x < 0) return digamma_ref(1 - x) - M_PI / std::tan(M_PI * x);
+  // ψ(x) = ψ(x + N) - Σ_{k<N} 1/(x + k), ψ(x + N) from three terms of its expansion (error ~ 1/N^4)
+  const int n = 20000;
+  double sum = 0;
+  for (int k = n - 1; k >= 0; --k) sum += 1 / (x + k);
+  double y = x + n;
+  return std::log(y) - 0.5 / y - 1 / (12 * y * y) - sum;
+}
+// Σ_{k>=0} (k + q)^-s: N terms and the integral of the rest with its half-step correction
+double zeta_ref(double s, double q) {
+  const int n = 20000;
+  double sum = 0;
+  for (int k = n - 1; k >= 0; --k) sum += std::pow(k + q, -s);
+  double y = n + q;
+  return sum + std::pow(y, 1 - s) / (s - 1) + 0.5 * std::pow(y, -s) + s * std::pow(y, -s - 1) / 12;
+}
+double polygamma_ref(double m, double x) {
+  if (m == 0) return digamma_ref(x);
+  return (std::fmod(m, 2.0) == 0 ? -1 : 1) * std::tgamma(m + 1) * zeta_ref(m + 1, x);
+}
+// e^-|x| I_nu(x) = (1/π) ∫_0^π e^{|x|(cos t - 1)} cos(nu t) dt (times sign(x) for nu = 1)
+double bessel_ie_ref(int nu, double x) {
+  const int n = 400;
+  double sum = 0, ax = std::fabs(x);
+  for (int i = 0; i <= n; ++i) {
+    double t = M_PI * i / n, f = std::exp(ax * (std::cos(t) - 1)) * std::cos(nu * t);
+    sum += (i == 0 || i == n) ? 0.5 * f : f;
+  }
+  double r = sum / n;
+  return nu == 1 && x < 0 ? -r : r;
+}
+
+// A row of a special function of (an order or exponent held fixed at `a`, x in [lo, hi)).
+Case special2(std::string name, const Primitive& p, double a, double lo, double hi,
+              std::function<double(double, double)> f) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &p;
+  c.inputs = [=](Rng& r, DType d) { return Inputs{lax::full(kShape, a, d), r.uniform(kShape, d, lo, hi)}; };
+  c.reference = ref_map([f](const std::vector<double>& v) { return f(v[0], v[1]); });
+  c.diff = {false, true};
+  c.rtol32 = 1e-5;
+  return c;
+}
 }  // namespace
 
 std::vector<Case> elementwise_cases() {
@@ -149,6 +198,26 @@ std::vector<Case> elementwise_cases() {
     c.rtol32 = 4e-6;
     v.push_back(c);
   }
+  // ---- special functions (graft/prims/special_math.h) -------------------------------------------------------
+  for (auto [name, lo, hi] : {std::tuple{"lgamma", 0.2, 5.0}, {"lgamma_negative", -2.8, -2.2}}) {
+    Case c = unary(name, lgamma_p, lo, hi, [](double x) { return std::lgamma(x); });
+    c.rtol32 = 1e-5;
+    v.push_back(c);
+  }
+  for (auto [name, lo, hi] : {std::tuple{"digamma", 0.2, 5.0}, {"digamma_negative", -2.8, -2.2}, {"digamma_large", 20.0, 60.0}}) {
+    Case c = unary(name, digamma_p, lo, hi, digamma_ref);
+    c.rtol32 = 1e-5;
+    v.push_back(c);
+  }
+  for (auto [name, lo, hi] : {std::tuple{"bessel_i0e", -5.0, 5.0}, {"bessel_i0e_large", 25.0, 60.0}})
+    v.push_back(unary(name, bessel_i0e_p, lo, hi, [](double x) { return bessel_ie_ref(0, x); }));
+  for (auto [name, lo, hi] : {std::tuple{"bessel_i1e", -5.0, 5.0}, {"bessel_i1e_large", -60.0, -25.0}})
+    v.push_back(unary(name, bessel_i1e_p, lo, hi, [](double x) { return bessel_ie_ref(1, x); }));
+  v.push_back(special2("polygamma_0", polygamma_p, 0, 0.3, 4, polygamma_ref));
+  v.push_back(special2("polygamma_1", polygamma_p, 1, 0.3, 4, polygamma_ref));
+  v.push_back(special2("polygamma_3", polygamma_p, 3, 0.5, 4, polygamma_ref));
+  v.push_back(special2("zeta_2", zeta_p, 2, 0.3, 4, zeta_ref));
+  v.push_back(special2("zeta_3_5", zeta_p, 3.5, 0.5, 4, zeta_ref));
   v.push_back(unary("square", square_p, -2, 2, [](double x) { return x * x; }));
   v.push_back(unary("integer_pow_3", integer_pow_p, -2, 2, [](double x) { return x * x * x; }, true,
                     {{"y", int64_t(3)}}));

@@ -57,6 +57,30 @@ inline Inputs map_named(const Case& c, const Inputs& in, const std::function<Inp
                    out_axes, name, size);
 }
 
+/// Reverse mode over the differentiated inputs only: the others are constants to it, as a caller holds an
+/// index, a predicate or an order fixed (polygamma's order and zeta's exponent have no derivative, as in
+/// JAX). The pullback gives a cotangent per input, null for the fixed ones.
+inline VjpResult vjp_of_diff(const Case& c, const FlatFn& f, const Inputs& x) {
+  Inputs xd;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (c.diff[i]) xd.push_back(x[i]);
+  FlatFn fd = [&c, f, x](const Inputs& d) {
+    Inputs all = x;
+    for (size_t i = 0, k = 0; i < x.size(); ++i)
+      if (c.diff[i]) all[i] = d[k++];
+    return f(all);
+  };
+  VjpResult r = vjp_flat(fd, xd);
+  auto pullback = r.pullback;
+  r.pullback = [pullback, &c, n = x.size()](const Inputs& cts) {
+    Inputs gd = pullback(cts), g(n);
+    for (size_t i = 0, k = 0; i < n; ++i)
+      if (c.diff[i]) g[i] = gd[k++];
+    return g;
+  };
+  return r;
+}
+
 /// Evaluates the row's primitive on inputs under the current trace (per member of its named axes).
 inline Inputs run_case(const Case& c, const Inputs& in) {
   auto prim = [&c](const Inputs& x) {

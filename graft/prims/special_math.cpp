@@ -1,0 +1,138 @@
+#include "graft/prims/special_math.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+namespace graft::prims::special {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kEps = std::numeric_limits<double>::epsilon();
+
+bool is_integer(double x) { return std::isfinite(x) && std::floor(x) == x; }
+
+// (2j)! / B_2j for j = 1..12: the Euler–Maclaurin remainder's coefficients, from the Bernoulli numbers
+// B_2 .. B_24 (as fractions, exactly).
+const std::array<double, 12>& euler_maclaurin_divisors() {
+  static const std::array<double, 12> d = [] {
+    constexpr double num[12] = {1, -1, 1, -1, 5, -691, 7, -3617, 43867, -174611, 854513, -236364091};
+    constexpr double den[12] = {6, 30, 42, 30, 66, 2730, 6, 510, 798, 330, 138, 2730};
+    std::array<double, 12> out{};
+    double fact = 1;  // (2j)!
+    for (int j = 1; j <= 12; ++j) {
+      fact *= (2.0 * j - 1) * (2.0 * j);
+      out[static_cast<size_t>(j - 1)] = fact * den[j - 1] / num[j - 1];
+    }
+    return out;
+  }();
+  return d;
+}
+}  // namespace
+
+double lgamma(double x) {
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
+}
+
+double digamma(double x) {
+  if (std::isnan(x) || x == kInf) return x;
+  if (x == -kInf || (x <= 0 && is_integer(x))) return kNaN;
+  double result = 0;
+  if (x < 0) {
+    // ψ(x) = ψ(1 - x) - π / tan(πx); the argument reduced to (0, 1) keeps tan accurate for large |x|
+    double r = x - std::floor(x);
+    result = -std::numbers::pi / std::tan(std::numbers::pi * r);
+    x = 1 - x;
+  }
+  for (; x < 10; x += 1) result -= 1 / x;
+  // ψ(x) ~ log x - 1/(2x) - Σ B_2k / (2k x^2k)
+  double f = 1 / (x * x);
+  double series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132 - f * (691.0 / 32760 - f / 12))))));
+  return result + std::log(x) - 0.5 / x - series;
+}
+
+double zeta(double s, double q) {
+  if (std::isnan(s) || std::isnan(q)) return kNaN;
+  if (s == 1) return kInf;
+  if (s < 1) return kNaN;
+  if (q <= 0) {
+    if (is_integer(q)) return kInf;
+    if (!is_integer(s)) return kNaN;  // (k + q)^-s of a negative base
+  }
+  // Σ_{k<N} (k + q)^-s directly, then the Euler–Maclaurin tail from a = q + N: a^(1-s)/(s-1) + a^-s / 2
+  // + Σ_j B_2j / (2j)! s (s+1) ... (s+2j-2) a^(-s-2j+1)
+  double sum = std::pow(q, -s), a = q, b = 0;
+  for (int i = 0; i < 9 || a <= 9.0; ++i) {
+    a += 1;
+    b = std::pow(a, -s);
+    sum += b;
+    if (std::fabs(b / sum) < kEps) return sum;
+  }
+  sum += b * a / (s - 1) - 0.5 * b;
+  double rising = 1, k = 0;  // s (s+1) ... (s+k-1)
+  for (double d : euler_maclaurin_divisors()) {
+    rising *= s + k;
+    b /= a;
+    double t = rising * b / d;
+    sum += t;
+    if (std::fabs(t / sum) < kEps) break;
+    k += 1;
+    rising *= s + k;
+    b /= a;
+    k += 1;
+  }
+  return sum;
+}
+
+double polygamma(double n, double x) {
+  if (std::isnan(n) || std::isnan(x) || n < 0 || !is_integer(n)) return kNaN;
+  if (n == 0) return digamma(x);
+  double sign = std::fmod(n, 2.0) == 0 ? -1.0 : 1.0;  // (-1)^(n+1)
+  return sign * std::exp(lgamma(n + 1)) * zeta(n + 1, x);
+}
+
+namespace {
+// I_nu(x) e^-x for x >= 0, nu in {0, 1}
+double bessel_scaled(int nu, double x) {
+  if (x <= 30) {
+    // Σ (x/2)^(2k+nu) / (k! (k+nu)!), all terms positive
+    double half = 0.5 * x, q = half * half;
+    double term = nu == 0 ? 1.0 : half, sum = term;
+    for (int k = 1; k < 500; ++k) {
+      term *= q / (k * static_cast<double>(k + nu));
+      sum += term;
+      if (term < kEps * 0.25 * sum) break;
+    }
+    return sum * std::exp(-x);
+  }
+  // e^-x I_nu(x) ~ 1/sqrt(2πx) Σ_k (-1)^k Π_{j<=k} (4nu² - (2j-1)²) / (k! (8x)^k)
+  double mu = 4.0 * nu * nu, term = 1, sum = 1;
+  for (int k = 1; k < 60; ++k) {
+    double odd = 2.0 * k - 1;
+    double next = -term * (mu - odd * odd) / (k * 8.0 * x);
+    if (std::fabs(next) >= std::fabs(term)) break;  // the asymptotic series starts to diverge
+    term = next;
+    sum += term;
+    if (std::fabs(term) < kEps * 0.25 * std::fabs(sum)) break;
+  }
+  return sum / std::sqrt(2 * std::numbers::pi * x);
+}
+}  // namespace
+
+double bessel_i0e(double x) {
+  if (std::isnan(x)) return x;
+  if (std::isinf(x)) return 0;
+  return bessel_scaled(0, std::fabs(x));
+}
+
+double bessel_i1e(double x) {
+  if (std::isnan(x)) return x;
+  if (std::isinf(x)) return 0;
+  double r = bessel_scaled(1, std::fabs(x));
+  return x < 0 ? -r : r;  // I1 is odd
+}
+
+}  // namespace graft::prims::special

@@ -1,0 +1,24 @@
+// Scalar special functions behind the primitives lgamma, digamma, polygamma, zeta, bessel_i0e and
+// bessel_i1e (graft/prims/unary.cpp, binary.cpp). All compute in double; the kernels round to the
+// operand's type. Domains and poles follow JAX (XLA's kernels) and SciPy: NaN outside a function's
+// domain, and at digamma's poles.
+#pragma once
+
+namespace graft::prims::special {
+
+/// log |Γ(x)| (lgamma_r: no global sign, safe from many threads); +inf at the poles.
+double lgamma(double x);
+/// ψ(x) = d/dx log Γ(x): recurrence to x >= 10, then the asymptotic series; reflection for x < 0.
+/// NaN at x = 0, -1, -2, ...
+double digamma(double x);
+/// The Hurwitz zeta function ζ(s, q) = Σ_{k>=0} (k + q)^-s by Euler–Maclaurin summation: +inf at s = 1
+/// and where q is a non-positive integer, NaN for s < 1 and for q < 0 with s not an integer.
+double zeta(double s, double q);
+/// ψ^(n)(x): ψ for n = 0, (-1)^(n+1) n! ζ(n + 1, x) above; NaN for n negative or not an integer.
+double polygamma(double n, double x);
+/// e^-|x| I0(x) and e^-|x| I1(x), the exponentially scaled modified Bessel functions of the first kind:
+/// their power series for |x| <= 30, the asymptotic expansion above.
+double bessel_i0e(double x);
+double bessel_i1e(double x);
+
+}  // namespace graft::prims::special

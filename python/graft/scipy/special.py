@@ -1,0 +1,37 @@
+"""jax.scipy.special's functions on graft arrays (graft/ops/special.h in C++): gamma-family functions,
+Hurwitz zeta, the normal CDF and its inverse, modified Bessel functions, xlogy and friends. Every one is
+differentiable where JAX's is, and works under jit, vmap and grad."""
+from .. import _graft
+
+gammaln = _graft.special_gammaln
+digamma = _graft.special_digamma
+polygamma = _graft.special_polygamma
+zeta = _graft.special_zeta
+betaln = _graft.special_betaln
+xlogy = _graft.special_xlogy
+xlog1py = _graft.special_xlog1py
+entr = _graft.special_entr
+expit = _graft.special_expit
+logit = _graft.special_logit
+ndtr = _graft.special_ndtr
+log_ndtr = _graft.special_log_ndtr
+ndtri = _graft.special_ndtri
+i0 = _graft.special_i0
+i0e = _graft.special_i0e
+i1 = _graft.special_i1
+i1e = _graft.special_i1e
+erf = _graft.erf
+erfc = _graft.erfc
+erfinv = _graft.erf_inv
+
+
+def logsumexp(a, axis=None, keepdims=False):
+    return _graft.logsumexp(a, axis, keepdims)
+
+
+def softmax(x, axis=-1):
+    return _graft.softmax(x, axis)
+
+
+__all__ = ["betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammaln", "i0", "i0e", "i1", "i1e",
+           "log_ndtr", "logit", "logsumexp", "ndtr", "ndtri", "polygamma", "softmax", "xlog1py", "xlogy", "zeta"]

@@ -1,0 +1,161 @@
+// graft::special (jax.scipy.special's functions): known values, domains and poles as JAX gives them,
+// derivatives (the custom rules of xlogy and ndtri included) against known values and finite
+// differences in f64, and jit / vmap against eager.
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "graft/ops/special.h"
+#include "testing.h"
+
+namespace graft {
+namespace {
+using namespace graft::testing;
+namespace sp = graft::special;
+
+constexpr double kPi = std::numbers::pi;
+constexpr double kEulerGamma = 0.57721566490153286061;
+
+double at(const Array& x) { return x.astype(DType::f64).item<double>(); }
+Array f64(double v) { return array(v).astype(DType::f64); }
+
+// d/dx f at x by central differences in f64
+template <class F>
+double fd(F f, double x, double h = 1e-6) {
+  return (at(f(f64(x + h))) - at(f(f64(x - h)))) / (2 * h);
+}
+template <class F>
+double ad(F f, double x) {
+  return at(grad([&](const Array& a) { return sum(f(a)); })(f64(x)));
+}
+
+TEST(Special, KnownValues) {
+  EXPECT_NEAR(at(sp::gammaln(f64(0.5))), std::log(std::sqrt(kPi)), 1e-15);
+  EXPECT_NEAR(at(sp::gammaln(f64(10))), std::log(362880.0), 1e-13);
+  EXPECT_NEAR(at(sp::gammaln(f64(-2.5))), std::log(std::fabs(std::tgamma(-2.5))), 1e-14);
+  EXPECT_NEAR(at(sp::digamma(f64(1))), -kEulerGamma, 1e-15);
+  EXPECT_NEAR(at(sp::digamma(f64(0.5))), -kEulerGamma - 2 * std::numbers::ln2, 1e-15);
+  EXPECT_NEAR(at(sp::digamma(f64(3))), 1.5 - kEulerGamma, 1e-15);
+  EXPECT_NEAR(at(sp::digamma(f64(-0.5))), -kEulerGamma - 2 * std::numbers::ln2 + 2, 1e-14);  // ψ(x+1) = ψ(x) + 1/x
+  EXPECT_NEAR(at(sp::polygamma(f64(1), f64(1))), kPi * kPi / 6, 1e-14);
+  EXPECT_NEAR(at(sp::polygamma(f64(2), f64(1))), -2 * 1.2020569031595942854, 1e-13);
+  EXPECT_NEAR(at(sp::zeta(f64(2), f64(1))), kPi * kPi / 6, 1e-15);
+  EXPECT_NEAR(at(sp::zeta(f64(4), f64(1))), std::pow(kPi, 4) / 90, 1e-15);
+  EXPECT_NEAR(at(sp::zeta(f64(2), f64(-1.5))), kPi * kPi / 2 + 4 + 4.0 / 9, 1e-12);  // ζ(2, 1/2) = π²/2, shifted
+  EXPECT_NEAR(at(sp::betaln(f64(2), f64(3))), std::log(1.0 / 12), 1e-14);
+  EXPECT_NEAR(at(sp::xlogy(f64(2), f64(3))), 2 * std::log(3.0), 1e-15);
+  EXPECT_NEAR(at(sp::xlog1py(f64(2), f64(3))), 2 * std::log(4.0), 1e-15);
+  EXPECT_NEAR(at(sp::entr(f64(0.5))), 0.5 * std::numbers::ln2, 1e-15);
+  EXPECT_EQ(at(sp::expit(f64(0))), 0.5);
+  EXPECT_NEAR(at(sp::logit(f64(0.75))), std::log(3.0), 1e-15);
+  EXPECT_EQ(at(sp::ndtr(f64(0))), 0.5);
+  EXPECT_NEAR(at(sp::ndtr(f64(1.96))), 0.97500210485177952, 1e-15);
+  EXPECT_NEAR(at(sp::ndtri(f64(0.97500210485177952))), 1.96, 1e-13);
+  EXPECT_NEAR(at(sp::ndtri(f64(1e-10))), -6.3613409024040557, 1e-12);
+  EXPECT_EQ(at(sp::ndtri(f64(0.5))), 0);
+  EXPECT_NEAR(at(sp::i0(f64(1))), 1.2660658777520082, 1e-15);
+  EXPECT_NEAR(at(sp::i1(f64(1))), 0.56515910399248503, 1e-15);
+  EXPECT_NEAR(at(sp::i1(f64(-1))), -0.56515910399248503, 1e-15);
+  EXPECT_EQ(at(sp::i0e(f64(0))), 1);
+  EXPECT_EQ(at(sp::i1e(f64(0))), 0);
+  // integers promote to the default float, as jax.scipy.special's do
+  Array g = sp::gammaln(array(int64_t(4)));
+  EXPECT_EQ(g.dtype(), DType::f32);
+  EXPECT_NEAR(g.item<float>(), std::log(6.0f), 1e-6);
+}
+
+TEST(Special, DomainsAndPolesAsJax) {
+  for (double x : {0.0, -1.0, -7.0}) EXPECT_TRUE(std::isnan(at(sp::digamma(f64(x))))) << x;
+  EXPECT_TRUE(std::isinf(at(sp::gammaln(f64(0)))));
+  EXPECT_TRUE(std::isinf(at(sp::zeta(f64(1), f64(2)))));
+  EXPECT_TRUE(std::isnan(at(sp::zeta(f64(0.5), f64(2)))));
+  EXPECT_TRUE(std::isinf(at(sp::zeta(f64(2), f64(-3)))));
+  EXPECT_TRUE(std::isnan(at(sp::zeta(f64(2.5), f64(-1.5)))));
+  EXPECT_TRUE(std::isnan(at(sp::polygamma(f64(1.5), f64(2)))));
+  EXPECT_TRUE(std::isnan(at(sp::polygamma(f64(-1), f64(2)))));
+  EXPECT_EQ(at(sp::xlogy(f64(0), f64(0))), 0);
+  EXPECT_EQ(at(sp::xlog1py(f64(0), f64(-1))), 0);
+  EXPECT_EQ(at(sp::entr(f64(0))), 0);
+  EXPECT_EQ(at(sp::entr(f64(-1))), -INFINITY);
+  EXPECT_EQ(at(sp::ndtri(f64(0))), -INFINITY);
+  EXPECT_EQ(at(sp::ndtri(f64(1))), INFINITY);
+  EXPECT_EQ(at(sp::i0e(f64(INFINITY))), 0);
+}
+
+TEST(Special, LogNdtrIsAccurateInBothTails) {
+  // the exact value: log(Φ(x)) below 0, log1p(-Φ(-x)) above (where Φ(x) rounds to 1)
+  auto exact = [](double x) {
+    return x > 0 ? std::log1p(-0.5 * std::erfc(x / std::numbers::sqrt2)) : std::log(0.5 * std::erfc(-x / std::numbers::sqrt2));
+  };
+  // f64: the asymptotic series below -20 (JAX's order 3), log(Φ) to 0, log1p(-Φ(-x)) above
+  for (double x : {-40.0, -25.0, -20.5, -15.0, -3.0, 0.0, 2.0, 7.0, 9.0, 12.0}) {
+    double want = exact(x);
+    EXPECT_NEAR(at(sp::log_ndtr(f64(x))), want, 1e-9 * std::fabs(want) + 1e-300) << x;
+  }
+  // f32 leaves log(Φ) below -10, where Φ underflows in f32
+  for (double x : {-30.0, -12.0, -5.0, 1.0, 6.0}) {
+    double want = exact(x);
+    double got = sp::log_ndtr(array(static_cast<float>(x))).item<float>();
+    EXPECT_NEAR(got, want, 2e-5 * std::fabs(want) + 1e-12) << x;
+  }
+}
+
+TEST(Special, DerivativesMatchFiniteDifferences) {
+  EXPECT_NEAR(ad(sp::gammaln, 3.0), 1.5 - kEulerGamma, 1e-14);
+  EXPECT_NEAR(ad(sp::digamma, 1.0), kPi * kPi / 6, 1e-13);
+  struct F {
+    const char* name;
+    std::function<Array(const Array&)> f;
+    double x;
+  };
+  std::vector<F> fs = {
+      {"gammaln", sp::gammaln, 2.3},
+      {"digamma", sp::digamma, 0.7},
+      {"polygamma", [](const Array& x) { return sp::polygamma(f64(2), x); }, 1.3},
+      {"zeta", [](const Array& q) { return sp::zeta(f64(3), q); }, 1.7},
+      {"betaln", [](const Array& a) { return sp::betaln(a, f64(2.5)); }, 1.5},
+      {"xlogy x", [](const Array& x) { return sp::xlogy(x, f64(2.5)); }, 1.5},
+      {"xlogy y", [](const Array& y) { return sp::xlogy(f64(1.5), y); }, 2.5},
+      {"xlog1py y", [](const Array& y) { return sp::xlog1py(f64(1.5), y); }, 0.5},
+      {"entr", sp::entr, 0.3},
+      {"logit", sp::logit, 0.3},
+      {"ndtr", sp::ndtr, -0.7},
+      {"log_ndtr mid", sp::log_ndtr, -3.0},
+      {"log_ndtr lower", sp::log_ndtr, -25.0},
+      {"log_ndtr upper", sp::log_ndtr, 8.5},
+      {"ndtri", sp::ndtri, 0.1},
+      {"i0", sp::i0, -1.2},
+      {"i1", sp::i1, 0.8},
+      {"i0e", sp::i0e, 40.0},
+      {"i1e", sp::i1e, -2.0},
+  };
+  for (auto& [name, f, x] : fs) {
+    double want = fd(f, x);
+    EXPECT_NEAR(ad(f, x), want, 1e-7 * (1 + std::fabs(want))) << name;
+  }
+  // xlogy's derivative in x at x = 0 is log(y) (JAX's rule), not the 0 a select would give
+  EXPECT_NEAR(ad([](const Array& x) { return sp::xlogy(x, f64(2)); }, 0.0), std::log(2.0), 1e-15);
+  // i1e's at 0 is 1/2
+  EXPECT_NEAR(ad(sp::i1e, 0.0), 0.5, 1e-15);
+  expect_throws<NotImplementedError>([] { grad([](const Array& n) { return sum(sp::polygamma(n, f64(2))); })(f64(1)); },
+                                     "with respect to m");
+  expect_throws<NotImplementedError>([] { grad([](const Array& s) { return sum(sp::zeta(s, f64(2))); })(f64(3)); },
+                                     "with respect to x");
+}
+
+TEST(Special, JitAndVmapMatchEager) {
+  Rng rng(7);
+  Array x = rng.uniform({4, 5}, DType::f32, 0.2, 3);
+  auto f = [](const Array& a) {
+    return sp::gammaln(a) + sp::digamma(a) + sp::xlogy(a, a + 1.0) + sp::log_ndtr(a - 2.0) + sp::i0e(a) +
+           sp::polygamma(array(1.0f), a) + sp::zeta(array(2.0f), a) + sp::ndtri(sp::expit(a - 1.5));
+  };
+  Array want = f(x);
+  EXPECT_TRUE(close(jit(f)(x), want, 1e-5, 1e-6));
+  EXPECT_TRUE(close(vmap(f)(x), want, 1e-5, 1e-6));
+  EXPECT_TRUE(close(jit(grad([&](const Array& a) { return sum(f(a)); }))(x),
+                    grad([&](const Array& a) { return sum(f(a)); })(x), 1e-4, 1e-5));
+}
+
+}  // namespace
+}  // namespace graft

@@ -14,7 +14,8 @@ struct Target {
   /// CPU's accumulate_dots or a GPU's gemm_epilogues. Others are left out.
   std::vector<std::string> passes;
   /// A code generator runs `fusion` bodies on this device (its backend's fusion kernel): jit runs the
-  /// program optimized for the device. Otherwise a jitted program runs there op by op.
+  /// program optimized for the device. Otherwise a jitted program runs there op by op. (The CPU's fused
+  /// loops are the fusion primitive's own kernel, graft/compiler/cpu/: jit always compiles for the CPU.)
   bool fused_loops = false;
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds graft's Python package and installs it for Debian's python3 with pip (offline: pyproject.toml
-# builds it with CMake through python/build_backend/graft_build.py, from Debian's pybind11-dev,
+# builds it with CMake through python/pep517/graft_build.py, from Debian's pybind11-dev,
 # python3-dev and python3-numpy; --no-index: nothing comes from a package index).
 #   tools/python.sh                 install into python3's own site-packages (e.g. /usr/local/lib/python3.11/dist-packages)
 #   tools/python.sh --target DIR    install into DIR instead (put it on PYTHONPATH)

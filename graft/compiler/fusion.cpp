@@ -2,13 +2,30 @@
 #include "graft/compiler/fusion.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "graft/compiler/cpu/fused_kernel.h"
+#include "graft/core/env.h"
 #include "graft/core/error.h"
 #include "graft/core/placement.h"
 #include "graft/core/trace.h"
 
 namespace graft::compiler {
+
+namespace {
+std::atomic<int> g_excess{-1};  // -1: not decided yet
+}
+
+bool excess_precision() {
+  int v = g_excess.load();
+  if (v < 0) {
+    v = env::flag("GRAFT_EXCESS_PRECISION", true) ? 1 : 0;
+    g_excess.store(v);
+  }
+  return v == 1;
+}
+
+void set_excess_precision(bool on) { g_excess.store(on ? 1 : 0); }
 
 // ---- geometry shared with the fuse pass -------------------------------------------------------------
 std::optional<BroadcastPattern> broadcast_pattern(const Shape& operand, const Shape& result, const IntList& dims) {

@@ -47,4 +47,13 @@ int64_t fusible_row_length(const Eqn& e);
 /// A fusion equation's body.
 const ClosedJaxpr& fusion_body(const Params& params);
 
+/// Whether fused loops keep bf16 and f16 intermediates in f32 registers, rounding only the values they
+/// store (default; as XLA's fusions with xla_allow_excess_precision and PyTorch Inductor's do: more
+/// accurate and fewer instructions than eager evaluation, which rounds every operation's result).
+/// GRAFT_EXCESS_PRECISION=0 rounds after every operation, which gives eager's bits exactly. Explicit
+/// conversions to a half type always round. Every backend's fused-loop generator follows it.
+bool excess_precision();
+/// Sets it for loops compiled from now on (tests).
+void set_excess_precision(bool on);
+
 }  // namespace graft::compiler

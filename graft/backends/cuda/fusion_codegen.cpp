@@ -341,7 +341,8 @@ void Generator::map(const Eqn& e) {
   std::string fn = helper(e, body_expr, args, compute);
   std::string call = fn + "(";
   for (size_t k = 0; k < args.size(); ++k) call += (k ? ", " : "") + vals_[static_cast<size_t>(args[k])].name;
-  v.expr = rounded(call + ")", out);
+  // half results stay f32 between operations with excess precision (compiler/fusion.h), as on the CPU
+  v.expr = compiler::excess_precision() && p != &prims::convert_element_type_p ? call + ")" : rounded(call + ")", out);
   v.args = std::move(args);
   id_[e.outputs[0].get()] = add(std::move(v));
 }

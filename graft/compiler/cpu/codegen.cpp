@@ -1,5 +1,6 @@
 // The elemental emitter: LLVM IR for each primitive a generated loop supports, and the loop itself.
 #include "graft/compiler/cpu/codegen.h"
+#include "graft/compiler/fusion.h"
 #include "graft/core/env.h"
 
 #include <atomic>
@@ -34,7 +35,15 @@ namespace {
 
 using namespace prims;
 
-bool supported_dtype(DType d) { return d != DType::f16 && d != DType::bf16; }
+bool is_half(DType d) { return d == DType::f16 || d == DType::bf16; }
+
+// f16 values are widened and rounded by the F16C instructions (every AVX2 CPU has them); bf16 by
+// integer operations, which any vector unit has
+bool supported_dtype(DType d) {
+  if (d != DType::f16) return true;
+  static const bool f16c = cpu::have_llvm_jit() && cpu::jit_target().find("+f16c") != std::string::npos;
+  return f16c;
+}
 
 bool is_one_of(const Primitive& p, std::initializer_list<const Primitive*> ps) {
   for (auto* q : ps)
@@ -64,7 +73,8 @@ bool can_generate(const Primitive& p, std::span<const DType> in, DType out, cons
   for (DType d : in)
     if (!supported_dtype(d)) return false;
   DType a = in.empty() ? out : in[0];
-  bool fl = is_floating(a), f32 = a == DType::f32;
+  // the transcendental polynomials are f32 ones (vmath's), which the tile kernels use for halves too
+  bool fl = is_floating(a), f32 = a == DType::f32 || is_half(a);
   if (is_one_of(p, {&exp_p, &log_p, &tanh_p, &logistic_p})) return f32;
   if (is_one_of(p, {&sqrt_p, &rsqrt_p, &floor_p, &ceil_p, &is_finite_p})) return fl;
   if (is_one_of(p, {&neg_p, &abs_p, &sign_p, &square_p, &copy_p, &stop_gradient_p})) return !is_bool(a);
@@ -85,7 +95,9 @@ bool can_generate_reduction(const Primitive& p, DType d) {
   // float products stay with the tile kernel, which accumulates f32 products in f64 (a generated
   // loop's f32 accumulators lost 7e-5 over rows of 4096 factors)
   if (&p == &reduce_prod_p && is_floating(d)) return false;
-  return supported_dtype(d) && !is_bool(d) && is_one_of(p, {&reduce_sum_p, &reduce_max_p, &reduce_min_p, &reduce_prod_p});
+  // half-precision accumulators stay with the tile kernels (which accumulate in f32 and round once)
+  return supported_dtype(d) && !is_half(d) && !is_bool(d) &&
+         is_one_of(p, {&reduce_sum_p, &reduce_max_p, &reduce_min_p, &reduce_prod_p});
 }
 
 #ifndef GRAFT_HAVE_LLVM
@@ -120,10 +132,52 @@ class Emitter {
       default: return b_.getFloatTy();
     }
   }
-  // In memory, bools are bytes.
-  llvm::Type* stored(DType d) const { return d == DType::bool_ ? b_.getInt8Ty() : scalar(d); }
+  // In memory, bools are bytes, bf16 values 16-bit integers (their bits) and f16 values halves; in
+  // registers both half types are f32 (scalar's default).
+  llvm::Type* stored(DType d) const {
+    if (d == DType::bool_) return b_.getInt8Ty();
+    if (d == DType::bf16) return b_.getInt16Ty();
+    if (d == DType::f16) return b_.getHalfTy();
+    return scalar(d);
+  }
+
+  // A loaded value of dtype d (`stored` elements) in registers: bools as i1, halves widened to f32
+  // (exactly: a bf16 value is the high half of its f32).
+  llvm::Value* from_memory(llvm::Value* x, DType d) {
+    if (d == DType::bool_) return b_.CreateICmpNE(x, llvm::Constant::getNullValue(x->getType()));
+    if (d == DType::f16) return b_.CreateFPExt(x, type(d));
+    if (d == DType::bf16) {
+      llvm::Value* w = b_.CreateShl(b_.CreateZExt(x, widen(b_.getInt32Ty())), splat(b_.getInt32(16)));
+      return b_.CreateBitCast(w, type(d));
+    }
+    return x;
+  }
+  // A value of dtype d in registers as stored in memory: halves rounded to nearest even.
+  llvm::Value* to_memory(llvm::Value* x, DType d) {
+    if (d == DType::bool_) return b_.CreateZExt(x, widen(b_.getInt8Ty()));
+    if (d == DType::f16) return b_.CreateFPTrunc(x, widen(b_.getHalfTy()));
+    if (d == DType::bf16) return b_.CreateTrunc(bf16_bits(x), widen(b_.getInt16Ty()));
+    return x;
+  }
+  // An f32 value rounded to dtype d (a half type) and widened back: what storing and reloading it gives.
+  llvm::Value* round_to(llvm::Value* x, DType d) {
+    if (d == DType::f16) return b_.CreateFPExt(b_.CreateFPTrunc(x, widen(b_.getHalfTy())), x->getType());
+    llvm::Value* hi = b_.CreateAnd(bf16_bits(x), splat(b_.getInt32(0xffff)));
+    return b_.CreateBitCast(b_.CreateShl(hi, splat(b_.getInt32(16))), x->getType());
+  }
   llvm::Type* type(DType d) const { return widen(scalar(d)); }
   llvm::Type* widen(llvm::Type* t) const { return lanes_ == 1 ? t : llvm::FixedVectorType::get(t, lanes_); }
+
+  // bfloat16::from_float on f32 lanes, in the low 16 bits of i32 lanes: round to nearest even, NaNs
+  // made quiet
+  llvm::Value* bf16_bits(llvm::Value* x) {
+    llvm::Type* i32 = widen(b_.getInt32Ty());
+    llvm::Value* u = b_.CreateBitCast(x, i32);
+    llvm::Value* odd = b_.CreateAnd(b_.CreateLShr(u, splat(b_.getInt32(16))), splat(b_.getInt32(1)));
+    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(u, b_.CreateAdd(odd, splat(b_.getInt32(0x7fff)))), splat(b_.getInt32(16)));
+    llvm::Value* quiet = b_.CreateOr(b_.CreateLShr(u, splat(b_.getInt32(16))), splat(b_.getInt32(0x40)));
+    return sel(b_.CreateFCmpUNO(x, x), quiet, rounded);
+  }
 
   llvm::Value* splat(llvm::Value* s) const { return lanes_ == 1 ? s : b_.CreateVectorSplat(lanes_, s); }
   llvm::Value* cf(double v) const { return llvm::ConstantFP::get(widen(b_.getFloatTy()), v); }
@@ -368,6 +422,11 @@ class Emitter {
   }
 
   llvm::Value* convert(llvm::Value* x, DType from, DType to) {
+    if (from == to) return x;
+    // halves are f32 in registers: convert as f32 (f64 and integers as the interpreter does, through
+    // f32), then round to the narrower type
+    if (is_half(from)) from = DType::f32;
+    if (is_half(to)) return round_to(convert(x, from, DType::f32), to);
     llvm::Type* t = type(to);
     if (from == to) return x;
     if (is_bool(to)) {
@@ -393,11 +452,13 @@ class Emitter {
   unsigned lanes_;
 };
 
-// Lanes of the vector body: 64 bytes of the widest element type (LLVM splits them on narrower CPUs).
+// Lanes of the vector body: 64 bytes of the widest type in registers (LLVM splits them on narrower
+// CPUs; halves are f32 there).
 unsigned lanes_for(const LoopSpec& s) {
   size_t widest = 1;
-  for (auto& o : s.operands) widest = std::max(widest, itemsize(o.dtype));
-  for (auto& o : s.ops) widest = std::max(widest, itemsize(o.dtype));
+  auto width = [](DType d) { return is_half(d) ? size_t(4) : itemsize(d); };
+  for (auto& o : s.operands) widest = std::max(widest, width(o.dtype));
+  for (auto& o : s.ops) widest = std::max(widest, width(o.dtype));
   return static_cast<unsigned>(64 / widest);
 }
 
@@ -420,6 +481,7 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
   b.SetInsertPoint(entry);
 
   unsigned lanes = lanes_for(spec);
+  const bool excess = excess_precision();
   Emitter scalar_em(b, *mod, 1);
   // operand pointers, in order (literals have none)
   std::vector<llvm::Value*> base(spec.operands.size(), nullptr);
@@ -443,9 +505,7 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
     }
     base[i] = load_ptr(o.dtype);
     if (o.uniform) {
-      llvm::Value* s = b.CreateLoad(scalar_em.stored(o.dtype), base[i]);
-      if (is_bool(o.dtype)) s = b.CreateICmpNE(s, b.getInt8(0));
-      uniform[i] = s;
+      uniform[i] = scalar_em.from_memory(b.CreateLoad(scalar_em.stored(o.dtype), base[i]), o.dtype);
     }
   }
   std::vector<DType> value_dtype;
@@ -508,7 +568,7 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
                        {ahead, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
         }
       }
-      val[k] = is_bool(d) ? b.CreateICmpNE(x, llvm::Constant::getNullValue(st)) : x;
+      val[k] = em.from_memory(x, d);
     }
     size_t k0 = spec.operands.size();
     for (size_t j = 0; j < spec.ops.size(); ++j) {
@@ -519,6 +579,10 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
         arg_d.push_back(value_dtype[static_cast<size_t>(a)]);
       }
       val[k0 + j] = em.emit(spec.ops[j], args, arg_d);
+      // half-precision results stay f32 in registers (excess precision, as XLA's and Inductor's
+      // fused loops keep them), or are rounded after every operation as eager evaluation rounds them
+      DType od = spec.ops[j].dtype;
+      if (is_half(od) && !excess && spec.ops[j].prim != &convert_element_type_p) val[k0 + j] = em.round_to(val[k0 + j], od);
     }
     for (size_t k = 0; k < spec.reductions.size(); ++k) {
       const auto& r = spec.reductions[k];
@@ -532,7 +596,7 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
       DType d = value_dtype[static_cast<size_t>(id)];
       llvm::Type* st = em.widen(em.stored(d));
       llvm::Value* x = val[static_cast<size_t>(id)];
-      if (is_bool(d)) x = b.CreateZExt(x, st);
+      x = em.to_memory(x, d);
       llvm::Value* p = b.CreateBitCast(b.CreateGEP(em.stored(d), out_base[o], i), st->getPointerTo());
       bool nt = w > 1 && o < spec.streaming.size() && spec.streaming[o];
       llvm::StoreInst* store = b.CreateAlignedStore(x, p, llvm::Align(nt ? 64 : itemsize(d)));
@@ -613,7 +677,7 @@ namespace {
 // file's build time, so a rebuilt code generator never reuses objects made by an older one.
 std::string cache_key(std::span<const LoopSpec* const> specs) {
   std::ostringstream k;
-  k << "graft-codegen " << __DATE__ << " " << __TIME__ << "\n";
+  k << "graft-codegen " << __DATE__ << " " << __TIME__ << (excess_precision() ? " excess" : "") << "\n";
   for (const LoopSpec* sp : specs) {
     k << "loop";
     for (auto& o : sp->operands) {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "graft/runtime/cpu/features.h"
 #include "graft/runtime/cpu/parallel.h"
 
 #include <omp.h>
@@ -62,12 +63,14 @@ void gemm_loop(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, in
 // oneDNN's sgemm is slow when only B is transposed (132 against 210 GFLOP/s for 128x512x512 here),
 // which is the shape of every backward product dx = dy W^T. Its matmul primitive (brgemm kernels)
 // reads a transposed B at full speed; primitives are made once per shape and layout (~0.3-3 ms).
-bool dnnl_matmul_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                     int64_t ldb, float* C, int64_t ldc) {
+// bf16 products use the same primitive with bf16 operands and result: on CPUs with AVX512-BF16 or
+// AMX its kernels take the native dot products, accumulate in f32 and round each result once.
+bool dnnl_matmul(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda,
+                 const void* B, int64_t ldb, void* C, int64_t ldc) {
   using namespace dnnl;
   // the team size is part of the key: a primitive made for two threads runs two (parallel.h may ask
   // for one while the cores are contended)
-  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>;
+  using Key = std::tuple<DType, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>;
   struct Entry {
     matmul prim;
     memory::desc a, b, c, scratch;
@@ -76,7 +79,8 @@ bool dnnl_matmul_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
   static std::map<Key, std::shared_ptr<Entry>>* cache = new std::map<Key, std::shared_ptr<Entry>>();
   engine& eng = dnnl_engine();
   std::shared_ptr<Entry> e;
-  Key key{ta, tb, M, N, K, lda, ldb, ldc, omp_get_max_threads()};
+  Key key{dt, ta, tb, M, N, K, lda, ldb, ldc, omp_get_max_threads()};
+  auto type = dt == DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   try {
     {
       std::lock_guard<std::mutex> lk(mu);
@@ -85,23 +89,66 @@ bool dnnl_matmul_f32(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const fl
     }
     if (!e) {
       std::lock_guard<std::mutex> made(dnnl_create_mutex());
-      memory::desc a({M, K}, memory::data_type::f32, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
-      memory::desc b({K, N}, memory::data_type::f32, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
-      memory::desc c({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
+      memory::desc a({M, K}, type, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+      memory::desc b({K, N}, type, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+      memory::desc c({M, N}, type, memory::dims{ldc, 1});
       matmul::primitive_desc pd(matmul::desc(a, b, c), dnnl_attr(), eng);
       e = std::make_shared<Entry>(Entry{matmul(pd), a, b, c, pd.scratchpad_desc()});
       std::lock_guard<std::mutex> lk(mu);
       cache->emplace(key, e);
     }
     stream s(eng);
-    memory ma(e->a, eng, const_cast<float*>(A)), mb(e->b, eng, const_cast<float*>(B)), mc(e->c, eng, C);
+    memory ma(e->a, eng, const_cast<void*>(A)), mb(e->b, eng, const_cast<void*>(B)), mc(e->c, eng, C);
     dnnl_execute(e->prim, e->scratch, s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
     return true;
   } catch (const dnnl::error&) {
-    return false;  // the caller falls back to sgemm
+    return false;  // the caller falls back to sgemm (f32) or the f32 route (bf16)
   }
 }
 #endif
+
+// Half-precision products without native kernels: the operands widened to f32 (exactly), the f32
+// GEMM (BLAS or oneDNN), the result rounded once. Widening costs O(MK + KN) against the product's
+// O(MNK), and the f32 kernels run an order of magnitude faster than a loop over half values.
+void half_gemm_in_f32(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda,
+                      const void* B, int64_t ldb, void* C, int64_t ldc, double alpha, double beta) {
+  auto widen = [&](const void* src, int64_t rows, int64_t cols, int64_t ld, std::vector<float>& dst) {
+    dst.resize(static_cast<size_t>(rows * cols));
+    parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols)), [&](int64_t r0, int64_t r1) {
+      visit_dtype(dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const T* s = static_cast<const T*>(src) + r * ld;
+            float* d = dst.data() + r * cols;
+            for (int64_t c = 0; c < cols; ++c) d[c] = static_cast<float>(s[c]);
+          }
+        }
+      });
+    });
+  };
+  std::vector<float> a, b, c;
+  widen(A, ta ? K : M, ta ? M : K, lda, a);
+  widen(B, tb ? N : K, tb ? K : N, ldb, b);
+  if (beta != 0.0) {
+    widen(C, M, N, ldc, c);
+  } else {
+    c.resize(static_cast<size_t>(M * N));
+  }
+  gemm(DType::f32, ta, tb, M, N, K, a.data(), ta ? M : K, b.data(), tb ? K : N, c.data(), N, alpha, beta);
+  parallel_for(M, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, N)), [&](int64_t m0, int64_t m1) {
+    visit_dtype(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>) {
+        for (int64_t m = m0; m < m1; ++m) {
+          T* d = static_cast<T*>(C) + m * ldc;
+          const float* s = c.data() + m * N;
+          for (int64_t n = 0; n < N; ++n) d[n] = T(s[n]);
+        }
+      }
+    });
+  });
+}
 
 }  // namespace
 
@@ -115,14 +162,23 @@ void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const voi
   // library call overhead dominates tiny products: they use the loop below
   bool tiny = M * N * K <= 512;
   [[maybe_unused]] bool plain = alpha == 1.0 && beta == 0.0;
+  if ((dt == DType::bf16 || dt == DType::f16) && !tiny) {
+#ifdef GRAFT_HAVE_DNNL
+    if (plain && native_half_gemm(dt)) {
+      use_kernel_threads();
+      if (dnnl_matmul(dt, ta, tb, M, N, K, A, lda, B, ldb, C, ldc)) return;
+    }
+#endif
+    half_gemm_in_f32(dt, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta);
+    return;
+  }
 #ifdef GRAFT_HAVE_DNNL
   // f32 goes to oneDNN's sgemm (row-major, transposes as flags, no copies), which threads itself
   // on the OpenMP team that graft's kernels share
   if (dt == DType::f32 && !tiny) {
     use_kernel_threads();  // the team size follows GRAFT_NUM_THREADS and contention (parallel.h)
     if (plain && tb && !ta &&
-        dnnl_matmul_f32(ta, tb, M, N, K, static_cast<const float*>(A), lda, static_cast<const float*>(B), ldb,
-                        static_cast<float*>(C), ldc))
+        dnnl_matmul(dt, ta, tb, M, N, K, A, lda, B, ldb, C, ldc))
       return;
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, static_cast<float>(alpha),
                                   static_cast<const float*>(A), lda, static_cast<const float*>(B), ldb,

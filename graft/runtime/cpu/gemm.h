@@ -8,7 +8,9 @@
 namespace graft::cpu {
 
 /// `ta`/`tb` transpose A ([K,M] in memory) / B ([N,K] in memory). f32/f64 go to BLAS when graft was
-/// built with it; other dtypes (ints, f16, bf16) use a blocked loop that accumulates in the compute type.
+/// built with it. bf16 and f16 accumulate in f32 and round each result once: on oneDNN's native bf16
+/// kernels where the CPU has them (features.h), else by widening the operands to f32 for the f32 GEMM.
+/// Integers (and tiny products) use a loop that accumulates in the compute type.
 /// A, B, C all have dtype `dt`. With beta 0 (the default) C's old contents are not read (NaNs there do
 /// not propagate); alpha and beta other than 1 and 0 are for floating dtypes.
 void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,

@@ -75,6 +75,53 @@ bool is_identity_after(const IntList& a, const IntList& b, const IntList& c) {
   return true;
 }
 
+IntList row_major_strides(const Shape& s) {
+  IntList st(s.size());
+  int64_t n = 1;
+  for (size_t i = s.size(); i-- > 0;) st[i] = n, n *= s[i];
+  return st;
+}
+
+// The stride of dims `ds` of an operand (strides `st`) taken as one dimension, in that order: each
+// non-unit dim's stride is the next non-unit one's times its size. nullopt where they do not merge.
+std::optional<int64_t> merged_stride(const Shape& s, const IntList& st, const IntList& ds) {
+  std::optional<int64_t> stride;
+  int64_t inner = 0;  // the previous non-unit dim, innermost so far
+  for (size_t i = ds.size(); i-- > 0;) {
+    int64_t x = ds[i];
+    if (s[x] == 1) continue;
+    if (!stride) {
+      stride = st[x];
+    } else if (st[x] != st[inner] * s[inner]) {
+      return std::nullopt;
+    }
+    inner = x;
+  }
+  return stride.value_or(1);
+}
+
+// The product as one strided batched matmul (cpu::strided_matmul): operands read in place, whatever
+// the order of their batch, free and contracting dims, provided the free dims and the contracting
+// dims each merge into one. False (nothing written) where they do not or the kernel declines.
+bool strided_product(const Array& l, const Array& r, const lax::DotDims& d, const IntList& lfree, const IntList& rfree,
+                     int64_t M, int64_t N, int64_t K, const Array& out) {
+  if (M * N * K <= 512) return false;
+  IntList ls = row_major_strides(l.shape()), rs = row_major_strides(r.shape());
+  auto m = merged_stride(l.shape(), ls, lfree), lk = merged_stride(l.shape(), ls, d.lhs_contract);
+  auto n = merged_stride(r.shape(), rs, rfree), rk = merged_stride(r.shape(), rs, d.rhs_contract);
+  if (!m || !lk || !n || !rk) return false;
+  IntList batch, as, bs;
+  for (size_t i = 0; i < d.lhs_batch.size(); ++i) {
+    if (l.shape()[d.lhs_batch[i]] == 1) continue;
+    batch.push_back(l.shape()[d.lhs_batch[i]]);
+    as.push_back(ls[d.lhs_batch[i]]);
+    bs.push_back(rs[d.rhs_batch[i]]);
+  }
+  as.push_back(*m), as.push_back(*lk);
+  bs.push_back(*rk), bs.push_back(*n);
+  return cpu::strided_matmul(out.dtype(), batch, M, N, K, l.raw_data(), as, r.raw_data(), bs, out.concrete()->data());
+}
+
 }  // namespace
 
 void dot_general_into(const Array& lhs, const Array& rhs, const Params& params, const Array& out, double alpha,
@@ -93,6 +140,15 @@ void dot_general_into(const Array& lhs, const Array& rhs, const Params& params, 
   for (auto x : lfree) M *= l.shape()[x];
   for (auto x : rfree) N *= r.shape()[x];
   for (auto x : d.lhs_contract) K *= l.shape()[x];
+  // batched products, and layouts that no transpose flag covers (which would cost a copy), go to one
+  // strided matmul where it applies; a single product with at most a transposed operand is a GEMM call
+  // (oneDNN's matmul is slower than its sgemm on a transposed A)
+  bool lhs_copy = !is_identity_after(d.lhs_batch, lfree, d.lhs_contract) &&
+                  !is_identity_after(d.lhs_batch, d.lhs_contract, lfree);
+  bool rhs_copy = !is_identity_after(d.rhs_batch, d.rhs_contract, rfree) &&
+                  !is_identity_after(d.rhs_batch, rfree, d.rhs_contract);
+  if (alpha == 1.0 && beta == 0.0 && (B > 1 || lhs_copy || rhs_copy) && strided_product(l, r, d, lfree, rfree, M, N, K, out))
+    return;
   // lhs as [B, M, K] (or [B, K, M] with ta), rhs as [B, K, N] (or [B, N, K] with tb)
   bool ta = false, tb = false;
   if (!is_identity_after(d.lhs_batch, lfree, d.lhs_contract)) {

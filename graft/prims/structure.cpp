@@ -1,4 +1,5 @@
 // Shape and layout primitives: broadcast_in_dim, reshape, transpose, squeeze, rev, iota.
+#include <algorithm>
 #include <numeric>
 
 #include "graft/runtime/cpu/copy.h"
@@ -252,9 +253,12 @@ Arrays iota_impl(const Primitive&, std::span<const Array>, std::span<const Aval>
   visit_dtype(out[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
+      // runs of `inner` equal values, counting 0..n-1, repeated for each outer index (no division per
+      // element: that made a one-hot's iota of 2^18 elements cost 0.8 ms)
       T* o = static_cast<T*>(r.concrete()->data());
-      int64_t total = r.size();
-      for (int64_t i = 0; i < total; ++i) o[i] = static_cast<T>(static_cast<compute_t<T>>((i / inner) % n));
+      int64_t outer = n * inner == 0 ? 0 : r.size() / (n * inner);
+      for (int64_t j = 0; j < n; ++j) std::fill(o + j * inner, o + (j + 1) * inner, static_cast<T>(static_cast<compute_t<T>>(j)));
+      for (int64_t b = 1; b < outer; ++b) std::copy(o, o + n * inner, o + b * n * inner);
     }
   });
   return {r};

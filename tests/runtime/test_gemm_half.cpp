@@ -124,5 +124,33 @@ TEST(GemmHalf, NanAndInfPropagate) {
   set_native_bf16_for_testing(-1);
 }
 
+// Attention's per-head products read in place: q [b, t, h, d] times k [b, s, h, d] over d, batched
+// over (b, h), as one strided matmul; against a double loop.
+TEST(StridedMatmul, AttentionLayoutInPlace) {
+  const int64_t b = 3, t = 40, s = 37, h = 4, d = 16;
+  std::mt19937_64 g(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> q(size_t(b * t * h * d)), k(size_t(b * s * h * d)), out(size_t(b * h * t * s), NAN);
+  for (auto& x : q) x = u(g);
+  for (auto& x : k) x = u(g);
+  std::vector<int64_t> batch{b, h};
+  std::vector<int64_t> qs{t * h * d, d, h * d, 1};  // [b, h] batch, then M = t, K = d
+  std::vector<int64_t> ks{s * h * d, d, 1, h * d};  // [b, h] batch, then K = d, N = s
+  bool took = strided_matmul(DType::f32, batch, t, s, d, q.data(), qs, k.data(), ks, out.data());
+  EXPECT_EQ(took, have_onednn());
+  if (!took) GTEST_SKIP() << "graft was built without oneDNN";
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < h; ++j)
+      for (int64_t x = 0; x < t; ++x)
+        for (int64_t y = 0; y < s; ++y) {
+          double acc = 0;
+          for (int64_t z = 0; z < d; ++z) acc += double(q[size_t(((i * t + x) * h + j) * d + z)]) * double(k[size_t(((i * s + y) * h + j) * d + z)]);
+          ASSERT_NEAR(out[size_t(((i * h + j) * t + x) * s + y)], acc, 1e-5) << i << " " << j << " " << x << " " << y;
+        }
+  // f16 has no such kernel: declined, nothing written
+  std::vector<float16> hq(q.size()), hk(k.size()), ho(out.size(), float16(0.0f));
+  EXPECT_FALSE(strided_matmul(DType::f16, batch, t, s, d, hq.data(), qs, hk.data(), ks, ho.data()));
+}
+
 }  // namespace
 }  // namespace graft::cpu

@@ -34,6 +34,14 @@ bool native_bf16() {
   return o < 0 ? detected : o == 1;
 }
 
+bool have_onednn() {
+#ifdef GRAFT_HAVE_DNNL
+  return true;
+#else
+  return false;
+#endif
+}
+
 bool native_half_gemm(DType d) { return d == DType::bf16 && native_bf16(); }
 
 void set_native_bf16_for_testing(int on) { g_override.store(on < 0 ? -1 : (on ? 1 : 0)); }

@@ -16,6 +16,9 @@ bool native_bf16();
 /// products always take the f32 route: oneDNN 2.6 has no f16 matmul for the CPUs it is built for).
 bool native_half_gemm(DType d);
 
+/// Whether graft was built with oneDNN (its GEMM, matmul and convolution kernels).
+bool have_onednn();
+
 /// For tests: overrides native_bf16() (nullopt-like -1 restores the detected value).
 void set_native_bf16_for_testing(int on);
 

@@ -15,6 +15,7 @@ extern "C" void openblas_set_num_threads(int);
 #ifdef GRAFT_HAVE_DNNL
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "graft/runtime/cpu/dnnl_util.h"
@@ -151,6 +152,68 @@ void half_gemm_in_f32(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t 
 }
 
 }  // namespace
+
+bool strided_matmul(DType dt, std::span<const int64_t> batch, int64_t M, int64_t N, int64_t K, const void* A,
+                    std::span<const int64_t> a_strides, const void* B, std::span<const int64_t> b_strides, void* C) {
+#ifdef GRAFT_HAVE_DNNL
+  using namespace dnnl;
+  if (!(dt == DType::f32 || (dt == DType::bf16 && native_bf16()))) return false;
+  size_t nb = batch.size();
+  if (nb + 2 > 12 || a_strides.size() != nb + 2 || b_strides.size() != nb + 2 || M <= 0 || N <= 0 || K <= 0) return false;
+  int threads = use_kernel_threads();
+  // key: dtype, threads, then every dim and stride
+  std::vector<int64_t> key{static_cast<int64_t>(dt), threads, M, N, K};
+  key.insert(key.end(), batch.begin(), batch.end());
+  key.insert(key.end(), a_strides.begin(), a_strides.end());
+  key.insert(key.end(), b_strides.begin(), b_strides.end());
+  struct Entry {
+    matmul prim;
+    memory::desc a, b, c, scratch;
+    bool fast;
+  };
+  static std::mutex mu;
+  static std::map<std::vector<int64_t>, std::shared_ptr<Entry>>* cache = new std::map<std::vector<int64_t>, std::shared_ptr<Entry>>();
+  engine& eng = dnnl_engine();
+  std::shared_ptr<Entry> e;
+  auto type = dt == DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  try {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      auto it = cache->find(key);
+      if (it != cache->end()) e = it->second;
+    }
+    if (!e) {
+      std::lock_guard<std::mutex> made(dnnl_create_mutex());
+      memory::dims ad(batch.begin(), batch.end()), bd = ad, cd = ad;
+      ad.push_back(M), ad.push_back(K);
+      bd.push_back(K), bd.push_back(N);
+      cd.push_back(M), cd.push_back(N);
+      memory::dims cs(cd.size());
+      int64_t st = 1;
+      for (size_t i = cd.size(); i-- > 0;) cs[i] = st, st *= cd[i];
+      memory::desc a(ad, type, memory::dims(a_strides.begin(), a_strides.end()));
+      memory::desc b(bd, type, memory::dims(b_strides.begin(), b_strides.end()));
+      memory::desc c(cd, type, cs);
+      matmul::primitive_desc pd(matmul::desc(a, b, c), dnnl_attr(), eng);
+      // oneDNN's reference kernels take any layout at a fraction of the speed: copying is faster
+      bool fast = std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
+      e = std::make_shared<Entry>(Entry{matmul(pd), a, b, c, pd.scratchpad_desc(), fast});
+      std::lock_guard<std::mutex> lk(mu);
+      cache->emplace(key, e);
+    }
+    if (!e->fast) return false;
+    stream s(eng);
+    memory ma(e->a, eng, const_cast<void*>(A)), mb(e->b, eng, const_cast<void*>(B)), mc(e->c, eng, C);
+    dnnl_execute(e->prim, e->scratch, s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
+    return true;
+  } catch (const dnnl::error&) {
+    return false;
+  }
+#else
+  (void)dt, (void)batch, (void)M, (void)N, (void)K, (void)A, (void)a_strides, (void)B, (void)b_strides, (void)C;
+  return false;
+#endif
+}
 
 void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,
           int64_t ldb, void* C, int64_t ldc, double alpha, double beta) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "graft/core/dtype.h"
 
@@ -15,5 +16,15 @@ namespace graft::cpu {
 /// not propagate); alpha and beta other than 1 and 0 are for floating dtypes.
 void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,
           int64_t ldb, void* C, int64_t ldc, double alpha = 1.0, double beta = 0.0);
+
+/// Batched products in one call, on operands laid out by strides: C[b..., m, n] = sum_k A[b..., m, k]
+/// B[b..., k, n] for every batch index b (dims `batch`), A and B given by their strides in elements
+/// (batch strides, then M and K for A, K and N for B), C dense row-major. For f32, and bf16 where the
+/// CPU has native bf16 (features.h): one oneDNN matmul over all batches, reading strided operands in
+/// place, where a transposed or interleaved layout would otherwise cost a copy and a GEMM per batch
+/// (attention's q k^T and p v per head). Returns false, computing nothing, where oneDNN has no fast
+/// kernel for the layout or dtype: the caller then lays the operands out densely.
+bool strided_matmul(DType dt, std::span<const int64_t> batch, int64_t M, int64_t N, int64_t K, const void* A,
+                    std::span<const int64_t> a_strides, const void* B, std::span<const int64_t> b_strides, void* C);
 
 }  // namespace graft::cpu

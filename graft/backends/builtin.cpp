@@ -19,7 +19,7 @@ BackendDescriptor cpu_backend() {
   BackendDescriptor b;
   b.name = "cpu";
   b.runtime = &host_backend();
-  b.passes = {"accumulate_dots"};
+  b.passes = {"widen_half_products", "accumulate_dots"};
   return b;
 }
 

@@ -23,6 +23,8 @@ const std::vector<Pass>& pipeline() {
       {"fold_constants", "evaluate what is known before the program runs", &passes::fold_constants},
       {"cse", "compute repeated subexpressions once", &passes::eliminate_common_subexpressions},
       {"dce", "drop results nothing reads", &passes::eliminate_dead_code},
+      {"widen_half_products", "half-precision products in f32 where the CPU has no bf16 dot products",
+       &passes::widen_half_products, true},
       {"accumulate_dots", "add scaled products into values of their type in one GEMM", &passes::accumulate_dots,
        true},
       {"gemm_epilogues", "fold bias adds into their products, pair weight and bias gradients", &passes::gemm_epilogues,

@@ -3,11 +3,11 @@
 // A pass rewrites a closed jaxpr into an equivalent one. The pipeline is a flat list of named passes
 // (graft/compiler/passes/, one per file), run in order:
 //
-//   inline → simplify → fold_constants → cse → dce → [accumulate_dots] → [gemm_epilogues] → fuse → dce
+//   inline → simplify → fold_constants → cse → dce → [widen_half_products] → [accumulate_dots] → [gemm_epilogues] → fuse → dce
 //
 // Passes in brackets are per target: they run for the device types whose backend asks for them
-// (graft/compiler/target.h). The CPU asks for accumulate_dots (products accumulated in place by the
-// CPU's GEMM), the CUDA backend for gemm_epilogues (cuBLASLt's bias epilogues). The fused groups are the
+// (graft/compiler/target.h). The CPU asks for widen_half_products (bf16 products in f32 where the CPU
+// has no bf16 dot products) and accumulate_dots (products accumulated in place by the CPU's GEMM), the CUDA backend for gemm_epilogues (cuBLASLt's bias epilogues). The fused groups are the
 // same for every target; each backend's code generator compiles them (the CPU's: graft/compiler/cpu/,
 // CUDA's: graft/backends/cuda/fusion_codegen.h).
 //

@@ -2,6 +2,7 @@
 // text, its constants (dtype, shape, bytes), the release lists as variable numbers (constvars, then
 // inputs, then each equation's outputs, in order) and the plan's sizes.
 #include "graft/compiler/program_cache.h"
+#include "graft/runtime/cpu/features.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -188,7 +189,8 @@ std::string program_cache_key(const ClosedJaxpr& original, const std::vector<boo
     std::lock_guard<std::mutex> lk(salt_mu);
     key += salt();
   }
-  key += std::string("|skip:") + (skip ? skip : "") + "|donated:";
+  // passes that follow the CPU's features (widen_half_products) make different programs
+  key += std::string("|skip:") + (skip ? skip : "") + (cpu::native_bf16() ? "|bf16" : "") + "|donated:";
   for (bool d : donated) key += d ? '1' : '0';
   key += '|';
   Fingerprint(key).jaxpr(*original.jaxpr);

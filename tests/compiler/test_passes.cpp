@@ -5,6 +5,7 @@
 
 #include "graft/compiler/memory_plan.h"
 #include "graft/compiler/pipeline.h"
+#include "graft/runtime/cpu/features.h"
 
 namespace graft {
 namespace {
@@ -92,6 +93,55 @@ TEST_F(Passes, simplify_transposed_product) {
 
 TEST_F(Passes, simplify_double_negation) {
   EXPECT_EQ(after("simplify", [](const Array& x) { return -(-x); }, v), R"({ lambda ; a:f32[3]. let _:f32[3] = neg a in (a,) })");
+}
+
+TEST_F(Passes, widen_half_products_where_the_cpu_has_no_bf16_dot_products) {
+  // a bf16 weight read by two products is widened once; an f32-preferred product keeps its type; with
+  // native bf16 the pass leaves the program alone
+  auto f = [](const Array& x, const Array& w) {
+    return std::vector<Array>{matmul(x, w), lax::dot_general(x, w, lax::DotDims({1}, {0}, {}, {}), DType::f32)};
+  };
+  Array x = ones({2, 3}, DType::bf16), w = ones({3, 4}, DType::bf16);
+  cpu::set_native_bf16_for_testing(0);
+  std::string widened = after("widen_half_products", f, x, w);
+  cpu::set_native_bf16_for_testing(1);
+  std::string kept = after("widen_half_products", f, x, w);
+  cpu::set_native_bf16_for_testing(-1);
+  EXPECT_EQ(widened, R"({ lambda ; a:bf16[2,3] b:bf16[3,4]. let
+    c:f32[2,3] = convert_element_type[new_dtype=float32 weak_type=False] a
+    d:f32[3,4] = convert_element_type[new_dtype=float32 weak_type=False] b
+    e:f32[2,4] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] c d
+    f:bf16[2,4] = convert_element_type[new_dtype=bfloat16 weak_type=False] e
+    g:f32[2,4] = dot_general[
+      dimension_numbers=(([1], [0]), ([], []))
+      precision=None
+      preferred_element_type=None
+    ] c d
+  in (f, g) })");
+  EXPECT_EQ(kept.find("convert_element_type"), std::string::npos) << kept;
+}
+
+TEST_F(Passes, widened_half_products_equal_eager_ones) {
+  // eager bf16 products without native kernels widen, multiply in f32 and round once: the same bits as
+  // the rewritten program's f32 product between conversions (batched ones within an ulp: one strided
+  // matmul against a GEMM per batch)
+  testing::Rng rng(41);
+  cpu::set_native_bf16_for_testing(0);
+  for (DType d : {DType::bf16, DType::f16}) {
+    Array x = rng.uniform({37, 50}, d), w = rng.uniform({50, 29}, d);
+    auto f = [](const Array& a, const Array& b) { return relu(matmul(a, b)) * 2.0; };
+    Array want = f(x, w), got = jit(f)(x, w);
+    EXPECT_EQ(got.dtype(), d);
+    EXPECT_TRUE(testing::close(got, want, 0, 0)) << short_name(d);
+    Array xb = rng.uniform({4, 37, 50}, d), wb = rng.uniform({4, 50, 29}, d);
+    auto g = [](const Array& a, const Array& b) { return matmul(a, b); };
+    EXPECT_TRUE(testing::close(jit(g)(xb, wb), g(xb, wb), 1e-2, 1e-2)) << short_name(d);
+  }
+  cpu::set_native_bf16_for_testing(-1);
 }
 
 TEST_F(Passes, fuse_bias_relu) {

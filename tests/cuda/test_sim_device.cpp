@@ -148,7 +148,7 @@ TEST(SimDevice, RegisteredThroughOneDescriptor) {
   compiler::Target target = compiler::target_of(t);
   EXPECT_EQ(target.passes, std::vector<std::string>{"gemm_epilogues"});
   EXPECT_EQ(target.fused_loops, EmulatedModule::available());
-  EXPECT_EQ(compiler::target_of(0).passes, std::vector<std::string>{"accumulate_dots"});
+  EXPECT_EQ(compiler::target_of(0).passes, (std::vector<std::string>{"widen_half_products", "accumulate_dots"}));
   // the built-in backends keep the first ids: the CPU is 0 and cuda (built or not) is known by name
   EXPECT_EQ(find_device_type("cpu"), 0);
   EXPECT_GT(find_device_type("cuda"), 0);

@@ -20,6 +20,10 @@ ClosedJaxpr fold_constants(const ClosedJaxpr& j);
 /// simplify: algebraic identities (x*1, x+0, neg(neg x), transpose∘transpose, reshape chains,
 /// broadcast chains, identity conversions, stop_gradient at run time, transposed products).
 ClosedJaxpr simplify(const ClosedJaxpr& j);
+/// widen_half_products: on a CPU without bf16 dot products, a product of bf16 or f16 operands runs in
+/// f32 between conversions, which fuse into the neighbouring loops (a speed rewrite: results round
+/// where they did).
+ClosedJaxpr widen_half_products(const ClosedJaxpr& j);
 /// accumulate_dots: a product scaled and added to a value of its type (w - 0.01 * dot(x, dy)) becomes
 /// one dot_general_add, a GEMM that accumulates into that value (graft/compiler/cpu/accumulate.h).
 ClosedJaxpr accumulate_dots(const ClosedJaxpr& j);

@@ -132,14 +132,30 @@ struct Embedding {
 /// [B, S, H, D], v [B, S, H, Dv] -> [B, T, H, Dv], softmax(q k^T / sqrt(D)) v per head. With `causal`
 /// (T == S) position t attends to positions <= t only; `mask` (bool, broadcastable to [B, H, T, S])
 /// removes the pairs where it is false. A row with nothing to attend to gets zero weights.
+/// `impl` chooses how it is computed (JAX's `implementation=`): written out as primitives (the default,
+/// as JAX's "xla"), or fused (fused_attention).
+enum class AttentionImpl {
+  composite,  ///< einsum, softmax of the T x S logits, einsum: every transformation applies (jvp too)
+  fused,      ///< fused_attention: blockwise, no T x S matrix stored; reverse mode only
+};
 Array dot_product_attention(const Array& q, const Array& k, const Array& v, bool causal = false,
-                            const std::optional<Array>& mask = std::nullopt);
+                            const std::optional<Array>& mask = std::nullopt,
+                            AttentionImpl impl = AttentionImpl::composite);
+
+/// The same attention computed blockwise on the CPU (FlashAttention): blocks of queries against
+/// blocks of keys, an online softmax, causal blocks above the diagonal skipped, the backward pass
+/// recomputing each block's weights from the rows' saved log-sum-exp; halves compute in f32. Equal to
+/// the composite to rounding; grad, vmap and jit apply, forward mode (jvp) is a TypeError (a custom_vjp,
+/// as JAX's cuDNN attention). Inputs as dot_product_attention's, already checked.
+Array fused_attention(const Array& q, const Array& k, const Array& v, bool causal = false,
+                      const std::optional<Array>& mask = std::nullopt);
 
 /// Multi-head self-attention: x [B, T, dim] -> [B, T, dim] through query/key/value/output projections
 /// (dim divisible by heads).
 struct MultiHeadAttention {
   int64_t dim = 0, heads = 1;
   bool causal = false;
+  AttentionImpl attention = AttentionImpl::fused;  ///< composite for forward-mode derivatives
   Tree init(const Array& key, DType d = DType::f32) const;  ///< {"query", "key", "value", "out"}: Linear each
   Array operator()(const Tree& params, const Array& x) const;
 };
@@ -150,6 +166,7 @@ struct TransformerBlock {
   int64_t dim = 0, heads = 1, mlp_ratio = 4;
   bool causal = true;
   double dropout = 0;
+  AttentionImpl attention = AttentionImpl::fused;
   Tree init(const Array& key, DType d = DType::f32) const;
   Array operator()(const Tree& params, const Array& x, const std::optional<Array>& dropout_key = std::nullopt) const;
 };
@@ -164,6 +181,7 @@ struct TransformerBlock {
 struct TransformerLM {
   int64_t vocab = 256, dim = 128, heads = 4, layers = 2, max_len = 128;
   double dropout = 0;
+  AttentionImpl attention = AttentionImpl::fused;
   Tree init(const Array& key, DType d = DType::f32) const;
   Array operator()(const Tree& params, const Array& ids, const std::optional<Array>& dropout_key = std::nullopt) const;
 };

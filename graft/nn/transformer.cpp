@@ -10,7 +10,8 @@
 
 namespace graft::nn {
 
-Array dot_product_attention(const Array& q, const Array& k, const Array& v, bool causal, const std::optional<Array>& mask) {
+Array dot_product_attention(const Array& q, const Array& k, const Array& v, bool causal, const std::optional<Array>& mask,
+                            AttentionImpl impl) {
   if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4)
     fail<ShapeError>("dot_product_attention: q, k and v must be [batch, length, heads, head_dim], got ", q.aval().str(),
                      ", ", k.aval().str(), " and ", v.aval().str());
@@ -23,10 +24,11 @@ Array dot_product_attention(const Array& q, const Array& k, const Array& v, bool
                     k.aval().str(), " and ", v.aval().str());
   if (causal && qs[1] != ks[1])
     fail<ShapeError>("dot_product_attention: causal attention needs as many queries as keys, got ", qs[1], " and ", ks[1]);
+  if (mask && mask->dtype() != DType::bool_)
+    fail<TypeError>("dot_product_attention: the mask must be boolean, got ", mask->aval().str());
+  if (impl == AttentionImpl::fused) return fused_attention(q, k, v, causal, mask);
   Array logits = einsum("bthd,bshd->bhts", {q, k}) * (1.0 / std::sqrt(static_cast<double>(qs[3])));
   std::optional<Array> allowed = mask;
-  if (allowed && allowed->dtype() != DType::bool_)
-    fail<TypeError>("dot_product_attention: the mask must be boolean, got ", allowed->aval().str());
   if (causal) {
     Array t = iota(DType::i32, {qs[1], ks[1]}, 0), s = iota(DType::i32, {qs[1], ks[1]}, 1);
     Array lower = t >= s;
@@ -58,7 +60,7 @@ Array MultiHeadAttention::operator()(const Tree& params, const Array& x) const {
   Linear proj{dim, dim};
   int64_t b = x.shape()[0], t = x.shape()[1];
   auto heads_of = [&](const char* name) { return reshape(proj(params[name], x), {b, t, heads, dim / heads}); };
-  Array o = dot_product_attention(heads_of("query"), heads_of("key"), heads_of("value"), causal);
+  Array o = dot_product_attention(heads_of("query"), heads_of("key"), heads_of("value"), causal, std::nullopt, attention);
   return proj(params["out"], reshape(o, {b, t, dim}));
 }
 
@@ -75,7 +77,7 @@ Array TransformerBlock::operator()(const Tree& params, const Array& x, const std
   auto drop = [&](const Array& h, uint32_t i) {
     return dropout_key && dropout > 0 ? nn::dropout(random::fold_in(*dropout_key, i), h, dropout) : h;
   };
-  Array h = x + drop(MultiHeadAttention{dim, heads, causal}(params["attn"], LayerNorm{dim}(params["ln1"], x)), 0);
+  Array h = x + drop(MultiHeadAttention{dim, heads, causal, attention}(params["attn"], LayerNorm{dim}(params["ln1"], x)), 0);
   Array m = Linear{dim, mlp_ratio * dim}(params["fc1"], LayerNorm{dim}(params["ln2"], h));
   return h + drop(Linear{mlp_ratio * dim, dim}(params["fc2"], gelu(m)), 1);
 }
@@ -105,7 +107,7 @@ Array TransformerLM::operator()(const Tree& params, const Array& ids, const std:
   for (size_t i = 0; i < blocks.size(); ++i) {
     std::optional<Array> k;
     if (dropout_key) k = random::fold_in(*dropout_key, static_cast<uint32_t>(i));
-    h = TransformerBlock{dim, heads, 4, true, dropout}(blocks[i], h, k);
+    h = TransformerBlock{dim, heads, 4, true, dropout, attention}(blocks[i], h, k);
   }
   return Linear{dim, vocab}(params["head"], LayerNorm{dim}(params["ln"], h));
 }

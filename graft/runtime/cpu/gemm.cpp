@@ -153,6 +153,32 @@ void half_gemm_in_f32(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t 
 
 }  // namespace
 
+void gemm_small(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,
+                int64_t ldb, void* C, int64_t ldc, double alpha, double beta) {
+  if (M > 0 && N > 0 && K > 0) {
+#ifdef GRAFT_HAVE_DNNL
+    if (dt == DType::f32 &&
+        dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, static_cast<float>(alpha), static_cast<const float*>(A), lda,
+                   static_cast<const float*>(B), ldb, static_cast<float>(beta), static_cast<float*>(C), ldc) == dnnl_success)
+      return;
+#endif
+#ifdef GRAFT_HAVE_BLAS
+    auto tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
+    if (dt == DType::f64) {
+      cblas_dgemm(CblasRowMajor, tA, tB, int(M), int(N), int(K), alpha, static_cast<const double*>(A), int(lda),
+                  static_cast<const double*>(B), int(ldb), beta, static_cast<double*>(C), int(ldc));
+      return;
+    }
+    if (dt == DType::f32) {
+      cblas_sgemm(CblasRowMajor, tA, tB, int(M), int(N), int(K), static_cast<float>(alpha), static_cast<const float*>(A),
+                  int(lda), static_cast<const float*>(B), int(ldb), static_cast<float>(beta), static_cast<float*>(C), int(ldc));
+      return;
+    }
+#endif
+  }
+  gemm(dt, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, alpha, beta);
+}
+
 bool strided_matmul(DType dt, std::span<const int64_t> batch, int64_t M, int64_t N, int64_t K, const void* A,
                     std::span<const int64_t> a_strides, const void* B, std::span<const int64_t> b_strides, void* C) {
 #ifdef GRAFT_HAVE_DNNL

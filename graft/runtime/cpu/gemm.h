@@ -17,6 +17,13 @@ namespace graft::cpu {
 void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,
           int64_t ldb, void* C, int64_t ldc, double alpha = 1.0, double beta = 0.0);
 
+/// The same product for small operands inside a kernel that already runs in parallel (per attention
+/// head, say): oneDNN's or BLAS's sgemm/dgemm on the calling thread, without the matmul primitive's
+/// per-call setup (a cache lookup, a stream, scratch memory), which costs more than a 64 x 64 product.
+/// f32 and f64 (other dtypes as gemm).
+void gemm_small(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda, const void* B,
+                int64_t ldb, void* C, int64_t ldc, double alpha = 1.0, double beta = 0.0);
+
 /// Batched products in one call, on operands laid out by strides: C[b..., m, n] = sum_k A[b..., m, k]
 /// B[b..., k, n] for every batch index b (dims `batch`), A and B given by their strides in elements
 /// (batch strides, then M and K for A, K and N for B), C dense row-major. For f32, and bf16 where the

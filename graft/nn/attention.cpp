@@ -1,0 +1,339 @@
+// Fused attention on the CPU: FlashAttention's blockwise computation as two primitives, its forward
+// (outputs and the rows' log-sum-exp) and its backward (the three input gradients), tied together by
+// custom_vjp. Per head (in parallel over batch x heads), blocks of kBlock queries meet blocks of kBlock
+// keys: the logits of a block pair are one small GEMM, the softmax runs online (a running maximum and
+// sum per row, the output rescaled when the maximum grows), and causal blocks above the diagonal are
+// skipped. No T x S matrix is ever stored: the backward pass recomputes each block's weights from the
+// saved log-sum-exp (FlashAttention-2). Halves compute in f32, f64 in f64.
+//
+// Both primitives live here rather than in prims/primitives.def: they are nn's implementation of one
+// composite (dot_product_attention), like the compiler's dot_bias, with no JVP of their own (forward
+// mode through fused attention is a TypeError, as through JAX's cuDNN attention).
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include "graft/nn/nn.h"
+#include "graft/ops/ops.h"
+#include "graft/prims/primitives.h"
+#include "graft/runtime/cpu/gemm.h"
+#include "graft/runtime/cpu/parallel.h"
+#include "graft/runtime/cpu/vmath.h"
+#include "graft/transforms/api.h"
+
+namespace graft::nn {
+
+namespace {
+
+constexpr int64_t kBlock = 64;
+
+struct Geometry {
+  int64_t B, T, S, H, D, E;
+  static Geometry of(const Shape& q, const Shape& k, const Shape& v) { return {q[0], q[1], k[1], q[2], q[3], v[3]}; }
+};
+
+template <class C>
+C exp_c(C x) {
+  if constexpr (std::is_same_v<C, float>) {
+    return vmath::exp(x);
+  } else {
+    return std::exp(x);
+  }
+}
+
+template <class C>
+void gemm_c(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const C* A, int64_t lda, const C* B, int64_t ldb, C* out,
+            int64_t ldc, double alpha, double beta) {
+  cpu::gemm_small(dtype_v<C>, ta, tb, M, N, K, A, lda, B, ldb, out, ldc, alpha, beta);
+}
+
+// Head (b, h) of x [B, L, H, W] as a dense [L, W] block of the compute type, and back.
+template <class T, class C>
+void gather(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, C* out) {
+  for (int64_t l = 0; l < L; ++l) {
+    const T* row = x + ((b * L + l) * H + h) * W;
+    for (int64_t w = 0; w < W; ++w) out[l * W + w] = static_cast<C>(static_cast<compute_t<T>>(row[w]));
+  }
+}
+template <class T, class C>
+void scatter(const C* in, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, T* x) {
+  for (int64_t l = 0; l < L; ++l) {
+    T* row = x + ((b * L + l) * H + h) * W;
+    for (int64_t w = 0; w < W; ++w) row[w] = static_cast<T>(static_cast<compute_t<T>>(in[l * W + w]));
+  }
+}
+
+// Which (query, key) pairs of head (b, h) attend: causal ones at or below the diagonal, masked ones
+// where mask [B, H, T, S] is true.
+struct Allowed {
+  bool causal;
+  const bool* mask;  // the head's [T, S] slice, or null
+  int64_t S;
+  bool operator()(int64_t t, int64_t s) const { return (!causal || s <= t) && (!mask || mask[t * S + s]); }
+};
+
+// A head's forward pass: o [T, E] (into the output's layout) and lse [T].
+template <class T, class C>
+void forward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T* k, const T* v, Allowed ok, C scale,
+                  T* o, C* lse) {
+  std::vector<C> Q(size_t(g.T * g.D)), K(size_t(g.S * g.D)), V(size_t(g.S * g.E));
+  gather(q, b, h, g.T, g.H, g.D, Q.data());
+  gather(k, b, h, g.S, g.H, g.D, K.data());
+  gather(v, b, h, g.S, g.H, g.E, V.data());
+  std::vector<C> s(size_t(kBlock * kBlock)), acc(size_t(kBlock * g.E)), m(kBlock), l(kBlock), out(size_t(g.T * g.E));
+  const C ninf = -std::numeric_limits<C>::infinity();
+  for (int64_t i0 = 0; i0 < g.T; i0 += kBlock) {
+    int64_t rows = std::min(kBlock, g.T - i0);
+    std::fill(m.begin(), m.end(), ninf);
+    std::fill(l.begin(), l.end(), C(0));
+    std::fill(acc.begin(), acc.end(), C(0));
+    for (int64_t j0 = 0; j0 < g.S; j0 += kBlock) {
+      if (ok.causal && j0 > i0 + rows - 1) break;  // the block lies above the diagonal
+      int64_t cols = std::min(kBlock, g.S - j0);
+      gemm_c<C>(false, true, rows, cols, g.D, Q.data() + i0 * g.D, g.D, K.data() + j0 * g.D, g.D, s.data(), cols, scale, 0);
+      for (int64_t r = 0; r < rows; ++r) {
+        C* sr = s.data() + r * cols;
+        C mx = ninf;
+        for (int64_t c = 0; c < cols; ++c) {
+          if (ok(i0 + r, j0 + c)) {
+            mx = std::max(mx, sr[c]);
+          } else {
+            sr[c] = ninf;
+          }
+        }
+        C mnew = std::max(m[size_t(r)], mx);
+        if (mnew == ninf) {  // nothing to attend to yet: the row's weights stay 0
+          std::fill(sr, sr + cols, C(0));
+          continue;
+        }
+        C alpha = m[size_t(r)] == ninf ? C(0) : exp_c(m[size_t(r)] - mnew);
+        C sum = 0;
+        for (int64_t c = 0; c < cols; ++c) {
+          sr[c] = sr[c] == ninf ? C(0) : exp_c(sr[c] - mnew);
+          sum += sr[c];
+        }
+        l[size_t(r)] = l[size_t(r)] * alpha + sum;
+        m[size_t(r)] = mnew;
+        if (alpha != C(1))
+          for (int64_t e = 0; e < g.E; ++e) acc[size_t(r * g.E + e)] *= alpha;
+      }
+      gemm_c<C>(false, false, rows, g.E, cols, s.data(), cols, V.data() + j0 * g.E, g.E, acc.data(), g.E, 1, 1);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      bool some = l[size_t(r)] > C(0);
+      C inv = some ? C(1) / l[size_t(r)] : C(0);
+      for (int64_t e = 0; e < g.E; ++e) out[size_t((i0 + r) * g.E + e)] = acc[size_t(r * g.E + e)] * inv;
+      lse[i0 + r] = some ? m[size_t(r)] + std::log(l[size_t(r)]) : ninf;
+    }
+  }
+  scatter(out.data(), b, h, g.T, g.H, g.E, o);
+}
+
+// A head's backward pass from the saved log-sum-exp: dq, dk, dv (into their layouts).
+template <class T, class C>
+void backward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T* k, const T* v, const T* o, const C* lse,
+                   const T* dout, Allowed ok, C scale, T* dq, T* dk, T* dv) {
+  std::vector<C> Q(size_t(g.T * g.D)), K(size_t(g.S * g.D)), V(size_t(g.S * g.E)), O(size_t(g.T * g.E)),
+      dO(size_t(g.T * g.E));
+  gather(q, b, h, g.T, g.H, g.D, Q.data());
+  gather(k, b, h, g.S, g.H, g.D, K.data());
+  gather(v, b, h, g.S, g.H, g.E, V.data());
+  gather(o, b, h, g.T, g.H, g.E, O.data());
+  gather(dout, b, h, g.T, g.H, g.E, dO.data());
+  std::vector<C> rowdot(size_t(g.T));  // D_t = dO_t . O_t
+  for (int64_t t = 0; t < g.T; ++t) {
+    C acc = 0;
+    for (int64_t e = 0; e < g.E; ++e) acc += dO[size_t(t * g.E + e)] * O[size_t(t * g.E + e)];
+    rowdot[size_t(t)] = acc;
+  }
+  std::vector<C> dQ(Q.size(), C(0)), dK(K.size(), C(0)), dV(V.size(), C(0));
+  std::vector<C> p(size_t(kBlock * kBlock)), dp(size_t(kBlock * kBlock));
+  const C ninf = -std::numeric_limits<C>::infinity();
+  for (int64_t i0 = 0; i0 < g.T; i0 += kBlock) {
+    int64_t rows = std::min(kBlock, g.T - i0);
+    for (int64_t j0 = 0; j0 < g.S; j0 += kBlock) {
+      if (ok.causal && j0 > i0 + rows - 1) break;
+      int64_t cols = std::min(kBlock, g.S - j0);
+      gemm_c<C>(false, true, rows, cols, g.D, Q.data() + i0 * g.D, g.D, K.data() + j0 * g.D, g.D, p.data(), cols, scale, 0);
+      for (int64_t r = 0; r < rows; ++r) {
+        C L = lse[i0 + r];
+        C* pr = p.data() + r * cols;
+        for (int64_t c = 0; c < cols; ++c) pr[c] = L != ninf && ok(i0 + r, j0 + c) ? exp_c(pr[c] - L) : C(0);
+      }
+      // dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P (dP - D) scale;  dQ_i += dS K_j;  dK_j += dS^T Q_i
+      gemm_c<C>(true, false, cols, g.E, rows, p.data(), cols, dO.data() + i0 * g.E, g.E, dV.data() + j0 * g.E, g.E, 1, 1);
+      gemm_c<C>(false, true, rows, cols, g.E, dO.data() + i0 * g.E, g.E, V.data() + j0 * g.E, g.E, dp.data(), cols, 1, 0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          size_t i = size_t(r * cols + c);
+          dp[i] = p[i] * (dp[i] - rowdot[size_t(i0 + r)]) * scale;
+        }
+      gemm_c<C>(false, false, rows, g.D, cols, dp.data(), cols, K.data() + j0 * g.D, g.D, dQ.data() + i0 * g.D, g.D, 1, 1);
+      gemm_c<C>(true, false, cols, g.D, rows, dp.data(), cols, Q.data() + i0 * g.D, g.D, dK.data() + j0 * g.D, g.D, 1, 1);
+    }
+  }
+  scatter(dQ.data(), b, h, g.T, g.H, g.D, dq);
+  scatter(dK.data(), b, h, g.S, g.H, g.D, dk);
+  scatter(dV.data(), b, h, g.S, g.H, g.E, dv);
+}
+
+DType lse_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }
+
+void check_operands(const Primitive& p, AvalPtrs in, size_t n) {
+  if (in.size() != n && in.size() != n + 1)
+    fail<TypeError>(p.name, ": expected ", n, " operands (and an optional mask), got ", in.size());
+  const Aval &q = *in[0], &k = *in[1], &v = *in[2];
+  if (q.ndim() != 4 || k.ndim() != 4 || v.ndim() != 4 || k.shape[0] != q.shape[0] || v.shape[0] != q.shape[0] ||
+      k.shape[2] != q.shape[2] || v.shape[2] != q.shape[2] || k.shape[3] != q.shape[3] || v.shape[1] != k.shape[1])
+    fail<ShapeError>(p.name, ": q ", q.str(), ", k ", k.str(), " and v ", v.str(),
+                     " do not agree (q [B, T, H, D], k [B, S, H, D], v [B, S, H, Dv])");
+  if (in.size() == n + 1) {
+    const Aval& m = *in[n];
+    if (m.dtype != DType::bool_ || m.shape != Shape{q.shape[0], q.shape[2], q.shape[1], k.shape[1]})
+      fail<ShapeError>(p.name, ": the mask must be bool [B, H, T, S], got ", m.str());
+  }
+}
+
+Avals fwd_shape(const Primitive& p, AvalPtrs in, const Params&) {
+  check_operands(p, in, 3);
+  const Aval &q = *in[0], &v = *in[2];
+  return {Aval({q.shape[0], q.shape[1], q.shape[2], v.shape[3]}, q.dtype),
+          Aval({q.shape[0], q.shape[2], q.shape[1]}, lse_dtype(q.dtype))};
+}
+
+Avals bwd_shape(const Primitive& p, AvalPtrs in, const Params&) {
+  check_operands(p, in, 6);
+  return {Aval(in[0]->shape, in[0]->dtype), Aval(in[1]->shape, in[1]->dtype), Aval(in[2]->shape, in[2]->dtype)};
+}
+
+// Runs body(b, h) for every head, in parallel.
+template <class F>
+void for_heads(const Geometry& g, F body) {
+  cpu::parallel_for(g.B * g.H, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) body(i / g.H, i % g.H);
+  });
+}
+
+template <class F>
+void visit_float(DType d, F f) {
+  switch (d) {
+    case DType::f32: return f(TypeTag<float>{});
+    case DType::f64: return f(TypeTag<double>{});
+    case DType::bf16: return f(TypeTag<bfloat16>{});
+    case DType::f16: return f(TypeTag<float16>{});
+    default: fail<TypeError>("dot_product_attention: q, k and v must be floating, got ", short_name(d));
+  }
+}
+
+Arrays fwd_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
+  Geometry g = Geometry::of(in[0].shape(), in[1].shape(), in[2].shape());
+  Array o = Array::empty(out[0]), lse = Array::empty(out[1]);
+  bool causal = params.get_bool("causal");
+  double scale = params.get<double>("scale");
+  const bool* mask = in.size() > 3 ? static_cast<const bool*>(in[3].raw_data()) : nullptr;
+  visit_float(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    for_heads(g, [&](int64_t b, int64_t h) {
+      Allowed ok{causal, mask ? mask + (b * g.H + h) * g.T * g.S : nullptr, g.S};
+      forward_head<T, C>(g, b, h, static_cast<const T*>(in[0].raw_data()), static_cast<const T*>(in[1].raw_data()),
+                         static_cast<const T*>(in[2].raw_data()), ok, static_cast<C>(scale),
+                         static_cast<T*>(o.concrete()->data()),
+                         static_cast<C*>(lse.concrete()->data()) + (b * g.H + h) * g.T);
+    });
+  });
+  return {o, lse};
+}
+
+Arrays bwd_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
+  Geometry g = Geometry::of(in[0].shape(), in[1].shape(), in[2].shape());
+  Array dq = Array::empty(out[0]), dk = Array::empty(out[1]), dv = Array::empty(out[2]);
+  bool causal = params.get_bool("causal");
+  double scale = params.get<double>("scale");
+  const bool* mask = in.size() > 6 ? static_cast<const bool*>(in[6].raw_data()) : nullptr;
+  visit_float(in[0].dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = compute_t<T>;
+    auto ptr = [&](size_t i) { return static_cast<const T*>(in[i].raw_data()); };
+    for_heads(g, [&](int64_t b, int64_t h) {
+      Allowed ok{causal, mask ? mask + (b * g.H + h) * g.T * g.S : nullptr, g.S};
+      backward_head<T, C>(g, b, h, ptr(0), ptr(1), ptr(2), ptr(3),
+                          static_cast<const C*>(in[4].raw_data()) + (b * g.H + h) * g.T, ptr(5), ok,
+                          static_cast<C>(scale), static_cast<T*>(dq.concrete()->data()),
+                          static_cast<T*>(dk.concrete()->data()), static_cast<T*>(dv.concrete()->data()));
+    });
+  });
+  return {dq, dk, dv};
+}
+
+// vmap: the mapped axis joins the batch dimension (every operand's first), and leaves it again.
+BatchResult batch_rule(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                       const BatchInfo& axis, const Params& params) {
+  std::vector<Array> folded;
+  for (size_t i = 0; i < vals.size(); ++i) {
+    Array x = vals[i];
+    if (dims[i] == kNotMapped) {
+      Shape s = x.shape();
+      s.insert(s.begin(), axis.size);
+      x = broadcast_to(expand_dims(x, 0), s);
+    } else if (dims[i] != 0) {
+      x = moveaxis(x, dims[i], 0);
+    }
+    Shape s(x.shape().begin() + 1, x.shape().end());
+    s[0] *= axis.size;
+    folded.push_back(reshape(x, s));
+  }
+  Arrays outs = bind(p, folded, params);
+  BatchResult r;
+  for (Array& o : outs) {
+    Shape s = o.shape();
+    s[0] /= axis.size;
+    s.insert(s.begin(), axis.size);
+    r.values.push_back(reshape(o, s));
+    r.dims.push_back(0);
+  }
+  return r;
+}
+
+const Primitive attention_fwd_p{"flash_attention", kMultipleResults, &fwd_shape, &fwd_impl, nullptr, nullptr, &batch_rule};
+const Primitive attention_bwd_p{"flash_attention_bwd", kMultipleResults, &bwd_shape, &bwd_impl, nullptr, nullptr,
+                                &batch_rule};
+
+void register_attention() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    prims::register_primitive(&attention_fwd_p);
+    prims::register_primitive(&attention_bwd_p);
+  });
+}
+
+}  // namespace
+
+Array fused_attention(const Array& q, const Array& k, const Array& v, bool causal, const std::optional<Array>& mask) {
+  register_attention();
+  Params params{{"causal", causal}, {"scale", 1.0 / std::sqrt(static_cast<double>(q.shape()[3]))}};
+  std::vector<Array> args{q, k, v};
+  if (mask) args.push_back(broadcast_to(*mask, {q.shape()[0], q.shape()[2], q.shape()[1], k.shape()[1]}));
+  const bool masked = mask.has_value();
+  auto f = [params](const std::vector<Array>& in) { return bind(attention_fwd_p, in, params)[0]; };
+  auto fwd = [params](const std::vector<Array>& in) {
+    Arrays r = bind(attention_fwd_p, in, params);
+    std::vector<Array> res = in;  // q, k, v, (mask,) then o and lse
+    res.push_back(r[0]);
+    res.push_back(r[1]);
+    return std::make_pair(r[0], res);
+  };
+  auto bwd = [params, masked](const std::vector<Array>& res, const Array& ct) {
+    size_t n = masked ? 4 : 3;
+    std::vector<Array> in{res[0], res[1], res[2], res[n], res[n + 1], ct};
+    if (masked) in.push_back(res[3]);
+    Arrays g = bind(attention_bwd_p, in, params);
+    std::vector<Array> cts{g[0], g[1], g[2]};
+    if (masked) cts.push_back(zeros_like(res[3]));  // the mask is not differentiable
+    return cts;
+  };
+  return custom_vjp(f, fwd, bwd, "dot_product_attention")(args);
+}
+
+}  // namespace graft::nn

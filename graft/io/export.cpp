@@ -13,6 +13,7 @@
 
 #include "graft/compiler/jaxpr_text.h"
 #include "graft/io/safetensors.h"
+#include "graft/nn/nn.h"
 #include "graft/transforms/control.h"
 #include "graft/transforms/custom.h"
 #include "graft/transforms/jit.h"
@@ -225,6 +226,7 @@ Exported deserialize_exported(const std::string& bytes, const std::string& path)
   opts.out_names = string_list(path, meta, "graft.out_names");
   ClosedJaxpr program;
   register_transform_primitives();  // a fresh process may not have used them yet
+  nn::register_nn_primitives();
   try {
     program = parse_jaxpr(get("graft.jaxpr"), consts);
   } catch (const ValueError& e) {

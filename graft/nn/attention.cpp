@@ -300,7 +300,9 @@ const Primitive attention_fwd_p{"flash_attention", kMultipleResults, &fwd_shape,
 const Primitive attention_bwd_p{"flash_attention_bwd", kMultipleResults, &bwd_shape, &bwd_impl, nullptr, nullptr,
                                 &batch_rule};
 
-void register_attention() {
+}  // namespace
+
+void register_nn_primitives() {
   static std::once_flag once;
   std::call_once(once, [] {
     prims::register_primitive(&attention_fwd_p);
@@ -308,10 +310,8 @@ void register_attention() {
   });
 }
 
-}  // namespace
-
 Array fused_attention(const Array& q, const Array& k, const Array& v, bool causal, const std::optional<Array>& mask) {
-  register_attention();
+  register_nn_primitives();
   Params params{{"causal", causal}, {"scale", 1.0 / std::sqrt(static_cast<double>(q.shape()[3]))}};
   std::vector<Array> args{q, k, v};
   if (mask) args.push_back(broadcast_to(*mask, {q.shape()[0], q.shape()[2], q.shape()[1], k.shape()[1]}));

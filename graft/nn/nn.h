@@ -149,6 +149,9 @@ Array dot_product_attention(const Array& q, const Array& k, const Array& v, bool
 /// as JAX's cuDNN attention). Inputs as dot_product_attention's, already checked.
 Array fused_attention(const Array& q, const Array& k, const Array& v, bool causal = false,
                       const std::optional<Array>& mask = std::nullopt);
+/// Makes nn's own primitives (fused attention's) known to the jaxpr parser: a process that loads an
+/// exported program calls it (graft/io/export.cpp does), as one that traces them registers them on use.
+void register_nn_primitives();
 
 /// Multi-head self-attention: x [B, T, dim] -> [B, T, dim] through query/key/value/output projections
 /// (dim divisible by heads).

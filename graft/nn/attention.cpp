@@ -9,6 +9,7 @@
 // Both primitives live here rather than in prims/primitives.def: they are nn's implementation of one
 // composite (dot_product_attention), like the compiler's dot_bias, with no JVP of their own (forward
 // mode through fused attention is a TypeError, as through JAX's cuDNN attention).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -71,6 +72,10 @@ struct Allowed {
   const bool* mask;  // the head's [T, S] slice, or null
   int64_t S;
   bool operator()(int64_t t, int64_t s) const { return (!causal || s <= t) && (!mask || mask[t * S + s]); }
+  // Without a mask the pairs of query t among keys [j0, j0 + cols) that attend are a prefix: its length.
+  int64_t prefix(int64_t t, int64_t j0, int64_t cols) const {
+    return causal ? std::clamp<int64_t>(t - j0 + 1, 0, cols) : cols;
+  }
 };
 
 // A head's forward pass: o [T, E] (into the output's layout) and lse [T].
@@ -95,12 +100,19 @@ void forward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T* 
       for (int64_t r = 0; r < rows; ++r) {
         C* sr = s.data() + r * cols;
         C mx = ninf;
-        for (int64_t c = 0; c < cols; ++c) {
-          if (ok(i0 + r, j0 + c)) {
-            mx = std::max(mx, sr[c]);
-          } else {
-            sr[c] = ninf;
+        // unmasked rows attend to a prefix of the block: branch-free loops over it (vectorized, exp
+        // included); a mask takes the general loop
+        int64_t lim = ok.mask ? cols : ok.prefix(i0 + r, j0, cols);
+        if (ok.mask) {
+          for (int64_t c = 0; c < cols; ++c) {
+            if (ok(i0 + r, j0 + c)) {
+              mx = std::max(mx, sr[c]);
+            } else {
+              sr[c] = ninf;
+            }
           }
+        } else {
+          for (int64_t c = 0; c < lim; ++c) mx = std::max(mx, sr[c]);
         }
         C mnew = std::max(m[size_t(r)], mx);
         if (mnew == ninf) {  // nothing to attend to yet: the row's weights stay 0
@@ -109,9 +121,17 @@ void forward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T* 
         }
         C alpha = m[size_t(r)] == ninf ? C(0) : exp_c(m[size_t(r)] - mnew);
         C sum = 0;
-        for (int64_t c = 0; c < cols; ++c) {
-          sr[c] = sr[c] == ninf ? C(0) : exp_c(sr[c] - mnew);
-          sum += sr[c];
+        if (ok.mask) {
+          for (int64_t c = 0; c < cols; ++c) {
+            sr[c] = sr[c] == ninf ? C(0) : exp_c(sr[c] - mnew);
+            sum += sr[c];
+          }
+        } else {
+          for (int64_t c = 0; c < lim; ++c) {
+            sr[c] = exp_c(sr[c] - mnew);
+            sum += sr[c];
+          }
+          std::fill(sr + lim, sr + cols, C(0));
         }
         l[size_t(r)] = l[size_t(r)] * alpha + sum;
         m[size_t(r)] = mnew;
@@ -159,7 +179,13 @@ void backward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T*
       for (int64_t r = 0; r < rows; ++r) {
         C L = lse[i0 + r];
         C* pr = p.data() + r * cols;
-        for (int64_t c = 0; c < cols; ++c) pr[c] = L != ninf && ok(i0 + r, j0 + c) ? exp_c(pr[c] - L) : C(0);
+        if (ok.mask || L == ninf) {
+          for (int64_t c = 0; c < cols; ++c) pr[c] = L != ninf && ok(i0 + r, j0 + c) ? exp_c(pr[c] - L) : C(0);
+        } else {
+          int64_t lim = ok.prefix(i0 + r, j0, cols);
+          for (int64_t c = 0; c < lim; ++c) pr[c] = exp_c(pr[c] - L);
+          std::fill(pr + lim, pr + cols, C(0));
+        }
       }
       // dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P (dP - D) scale;  dQ_i += dS K_j;  dK_j += dS^T Q_i
       gemm_c<C>(true, false, cols, g.E, rows, p.data(), cols, dO.data() + i0 * g.E, g.E, dV.data() + j0 * g.E, g.E, 1, 1);

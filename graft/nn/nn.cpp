@@ -4,6 +4,7 @@
 
 #include "graft/ops/ops.h"
 #include "graft/random/random.h"
+#include "graft/transforms/api.h"
 
 namespace graft::nn {
 
@@ -180,9 +181,24 @@ Tree LayerNorm::init(DType d) const {
 Array LayerNorm::operator()(const Tree& params, const Array& x) const {
   if (x.ndim() == 0 || x.shape().back() != features)
     fail<ShapeError>("LayerNorm: input ", x.aval().str(), " does not end in ", features, " features");
-  Array m = mean(x, -1, true);
-  Array v = var(x, -1, true);
-  return (x - m) * rsqrt(v + eps) * params["scale"].array() + params["bias"].array();
+  // The derivative rule is the normalization's own (in terms of the normalized x and 1/std): reverse
+  // mode then keeps those two as residuals, where the formula's chain rule kept every intermediate of
+  // the mean and the variance (a transformer's layer norm wrote seven arrays of its input's size).
+  double e = eps;
+  auto normalized = [e](const Array& z) {
+    Array m = mean(z, -1, true);
+    Array r = rsqrt(var(z, -1, true) + e);
+    return std::make_pair((z - m) * r, r);
+  };
+  auto f = custom_jvp(
+      [normalized](const Array& z, const Array& g, const Array& b) { return normalized(z).first * g + b; },
+      [normalized](const std::vector<Array>& p, const std::vector<Array>& t) {
+        auto [xh, r] = normalized(p[0]);
+        Array dxh = (t[0] - mean(t[0], -1, true) - xh * mean(t[0] * xh, -1, true)) * r;
+        return std::make_pair(xh * p[1] + p[2], dxh * p[1] + xh * t[1] + t[2]);
+      },
+      "layer_norm");
+  return f(x, params["scale"].array(), params["bias"].array());
 }
 
 Tree BatchNorm::init(DType d) const {

@@ -124,6 +124,66 @@ TEST(Layers, LayerNormAndBatchNorm) {
   EXPECT_TRUE(array_equal(se["mean"].array(), s2["mean"].array()));
 }
 
+// Layer norm's and GELU's derivative rules (custom_jvp: the normalization's own, gelu'(x) from x)
+// against finite differences of the values in f64: first and second order, forward and reverse, each
+// input; vmap against a loop and jit against eager.
+TEST(Layers, LayerNormDerivativesMatchFiniteDifferences) {
+  testing::Rng rng(5);
+  nn::LayerNorm ln{6, 1e-3};
+  Array x = rng.uniform({3, 6}, f64, -2, 2), g = rng.uniform({6}, f64, 0.5, 1.5), b = rng.uniform({6}, f64);
+  Array w = rng.uniform({3, 6}, f64);
+  auto f = [&](const Array& xx, const Array& gg, const Array& bb) {
+    Tree p = Tree::dict({{"scale", gg}, {"bias", bb}});
+    return sum(ln(p, xx) * w + square(ln(p, xx)) * 0.3);
+  };
+  // the value: (x - mean) / sqrt(var + eps) * g + b
+  Tree p = Tree::dict({{"scale", g}, {"bias", b}});
+  Array m = mean(x, -1, true), v = mean(square(x - m), -1, true);
+  EXPECT_TRUE(testing::close(ln(p, x), (x - m) / sqrt(v + 1e-3) * g + b, 1e-12, 1e-12));
+  EXPECT_TRUE(testing::close(grad(f, 0)(x, g, b), testing::num_grad([&](const Array& z) { return f(z, g, b); }, x), 1e-6, 1e-7));
+  EXPECT_TRUE(testing::close(grad(f, 1)(x, g, b), testing::num_grad([&](const Array& z) { return f(x, z, b); }, g), 1e-6, 1e-7));
+  EXPECT_TRUE(testing::close(grad(f, 2)(x, g, b), testing::num_grad([&](const Array& z) { return f(x, g, z); }, b), 1e-6, 1e-7));
+  // forward mode, and the derivative of the gradient (second order through the rule)
+  Array t = rng.uniform({3, 6}, f64);
+  auto fx = [&](const Array& z) { return f(z, g, b); };
+  auto [y, dy] = jvp(fx, {x}, {t});
+  double h = 1e-6;
+  EXPECT_NEAR(dy.item<double>(), (fx(x + t * h).item<double>() - fx(x - t * h).item<double>()) / (2 * h), 1e-6);
+  auto gx = [&](const Array& z) { return grad(fx)(z); };
+  auto [gy, hv] = jvp(gx, {x}, {t});
+  EXPECT_TRUE(testing::close(hv, (gx(x + t * h) - gx(x - t * h)) / (2 * h), 1e-5, 1e-6));
+  // vmap and jit
+  auto apply = [&](const Array& z) { return ln(p, z); };
+  Array xs = rng.uniform({4, 3, 6}, f64);
+  Array batched = vmap(apply)(xs);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_TRUE(testing::close(batched[{i}], apply(xs[{i}]), 1e-12, 1e-12));
+  EXPECT_TRUE(testing::close(jit(grad(fx))(x), grad(fx)(x), 1e-12, 1e-12));
+}
+
+TEST(Layers, GeluDerivativesMatchFiniteDifferences) {
+  testing::Rng rng(6);
+  Array x = concatenate({rng.uniform({40}, f64, -6, 6), array({0.0, -1e-3, 1e-3, 30.0, -30.0})});
+  for (bool approximate : {true, false}) {
+    // the value against the formula evaluated elementwise in double
+    std::vector<double> xv = x.to_vector<double>(), want;
+    for (double z : xv)
+      want.push_back(approximate ? 0.5 * z * (1 + std::tanh(std::sqrt(2 / M_PI) * (z + 0.044715 * z * z * z)))
+                                 : 0.5 * z * (1 + std::erf(z / std::sqrt(2.0))));
+    EXPECT_TRUE(testing::close(gelu(x, approximate), array(want), 1e-14, 1e-14)) << approximate;
+    auto f = [approximate](const Array& z) { return sum(gelu(z, approximate)); };
+    EXPECT_TRUE(testing::close(grad(f)(x), testing::num_grad(f, x), 1e-7, 1e-8)) << approximate;
+    // second order: the derivative of gelu' against finite differences of it
+    auto d1 = [f](const Array& z) { return grad(f)(z); };
+    auto d2 = [d1](const Array& z) { return sum(d1(z)); };
+    EXPECT_TRUE(testing::close(grad(d2)(x), testing::num_grad(d2, x), 1e-6, 1e-7)) << approximate;
+    Array xs = rng.uniform({3, 7}, f64, -3, 3);
+    auto g1 = [approximate](const Array& z) { return gelu(z, approximate); };
+    Array batched = vmap(grad([approximate](const Array& z) { return sum(gelu(z, approximate)); }))(xs);
+    for (int64_t i = 0; i < 3; ++i) EXPECT_TRUE(testing::close(batched[{i}], grad(f)(xs[{i}]), 1e-12, 1e-12));
+    EXPECT_TRUE(testing::close(jit(g1)(xs), g1(xs), 1e-12, 1e-12));
+  }
+}
+
 TEST(Layers, Embedding) {
   nn::Embedding emb{5, 3};
   Tree p = emb.init(random::key(8));

@@ -17,7 +17,6 @@ extern "C" void openblas_set_num_threads(int);
 #include <map>
 #include <mutex>
 #include <string>
-#include <tuple>
 
 #include "graft/runtime/cpu/dnnl_util.h"
 #endif
@@ -62,26 +61,29 @@ void gemm_loop(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, in
   });
 }
 #ifdef GRAFT_HAVE_DNNL
-// oneDNN's sgemm is slow when only B is transposed (132 against 210 GFLOP/s for 128x512x512 here),
-// which is the shape of every backward product dx = dy W^T. Its matmul primitive (brgemm kernels)
-// reads a transposed B at full speed; primitives are made once per shape and layout (~0.3-3 ms).
-// bf16 products use the same primitive with bf16 operands and result: on CPUs with AVX512-BF16 or
-// AMX its kernels take the native dot products, accumulate in f32 and round each result once.
-bool dnnl_matmul(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda,
-                 const void* B, int64_t ldb, void* C, int64_t ldc) {
+// One oneDNN matmul, C[batch..., M, N] = A[batch..., M, K] B[batch..., K, N], every operand given by its
+// dims' strides in elements (batch strides first). Primitives are made once per dtype, shape, layout
+// and team size (~0.3-3 ms; a primitive made for two threads runs two, and parallel.h may ask for one
+// while the cores are contended) and cached. False where oneDNN refuses the layout or offers only its
+// reference kernels, which are slower than copying to a dense layout.
+bool cached_matmul(DType dt, std::span<const int64_t> batch, int64_t M, int64_t N, int64_t K, const void* A,
+                   std::span<const int64_t> a_strides, const void* B, std::span<const int64_t> b_strides, void* C,
+                   std::span<const int64_t> c_strides) {
   using namespace dnnl;
-  // the team size is part of the key: a primitive made for two threads runs two (parallel.h may ask
-  // for one while the cores are contended)
-  using Key = std::tuple<DType, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int>;
+  std::vector<int64_t> key{static_cast<int64_t>(dt), omp_get_max_threads(), M, N, K};
+  for (auto part : {batch, a_strides, b_strides, c_strides}) {
+    key.push_back(static_cast<int64_t>(part.size()));
+    key.insert(key.end(), part.begin(), part.end());
+  }
   struct Entry {
     matmul prim;
     memory::desc a, b, c, scratch;
+    bool fast;
   };
   static std::mutex mu;
-  static std::map<Key, std::shared_ptr<Entry>>* cache = new std::map<Key, std::shared_ptr<Entry>>();
+  static auto* cache = new std::map<std::vector<int64_t>, std::shared_ptr<Entry>>();
   engine& eng = dnnl_engine();
   std::shared_ptr<Entry> e;
-  Key key{dt, ta, tb, M, N, K, lda, ldb, ldc, omp_get_max_threads()};
   auto type = dt == DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   try {
     {
@@ -91,21 +93,37 @@ bool dnnl_matmul(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, co
     }
     if (!e) {
       std::lock_guard<std::mutex> made(dnnl_create_mutex());
-      memory::desc a({M, K}, type, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
-      memory::desc b({K, N}, type, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
-      memory::desc c({M, N}, type, memory::dims{ldc, 1});
+      memory::dims ad(batch.begin(), batch.end()), bd = ad, cd = ad;
+      ad.push_back(M), ad.push_back(K);
+      bd.push_back(K), bd.push_back(N);
+      cd.push_back(M), cd.push_back(N);
+      auto strides = [](std::span<const int64_t> v) { return memory::dims(v.begin(), v.end()); };
+      memory::desc a(ad, type, strides(a_strides)), b(bd, type, strides(b_strides)), c(cd, type, strides(c_strides));
       matmul::primitive_desc pd(matmul::desc(a, b, c), dnnl_attr(), eng);
-      e = std::make_shared<Entry>(Entry{matmul(pd), a, b, c, pd.scratchpad_desc()});
+      bool fast = std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
+      e = std::make_shared<Entry>(Entry{matmul(pd), a, b, c, pd.scratchpad_desc(), fast});
       std::lock_guard<std::mutex> lk(mu);
       cache->emplace(key, e);
     }
+    if (!e->fast) return false;
     stream s(eng);
     memory ma(e->a, eng, const_cast<void*>(A)), mb(e->b, eng, const_cast<void*>(B)), mc(e->c, eng, C);
     dnnl_execute(e->prim, e->scratch, s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
     return true;
   } catch (const dnnl::error&) {
-    return false;  // the caller falls back to sgemm (f32) or the f32 route (bf16)
+    return false;
   }
+}
+
+// oneDNN's sgemm is slow when only B is transposed (132 against 210 GFLOP/s for 128x512x512 here),
+// which is the shape of every backward product dx = dy W^T; its matmul primitive (brgemm kernels)
+// reads a transposed B at full speed. bf16 products use the same primitive with bf16 operands and
+// result: on CPUs with AVX512-BF16 or AMX its kernels take the native dot products, accumulate in f32
+// and round each result once. False: the caller falls back to sgemm (f32) or the f32 route (bf16).
+bool dnnl_matmul(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const void* A, int64_t lda,
+                 const void* B, int64_t ldb, void* C, int64_t ldc) {
+  const int64_t as[2] = {ta ? 1 : lda, ta ? lda : 1}, bs[2] = {tb ? 1 : ldb, tb ? ldb : 1}, cs[2] = {ldc, 1};
+  return cached_matmul(dt, {}, M, N, K, A, as, B, bs, C, cs);
 }
 #endif
 
@@ -182,59 +200,15 @@ void gemm_small(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, con
 bool strided_matmul(DType dt, std::span<const int64_t> batch, int64_t M, int64_t N, int64_t K, const void* A,
                     std::span<const int64_t> a_strides, const void* B, std::span<const int64_t> b_strides, void* C) {
 #ifdef GRAFT_HAVE_DNNL
-  using namespace dnnl;
   if (!(dt == DType::f32 || (dt == DType::bf16 && native_bf16()))) return false;
   size_t nb = batch.size();
   if (nb + 2 > 12 || a_strides.size() != nb + 2 || b_strides.size() != nb + 2 || M <= 0 || N <= 0 || K <= 0) return false;
-  int threads = use_kernel_threads();
-  // key: dtype, threads, then every dim and stride
-  std::vector<int64_t> key{static_cast<int64_t>(dt), threads, M, N, K};
-  key.insert(key.end(), batch.begin(), batch.end());
-  key.insert(key.end(), a_strides.begin(), a_strides.end());
-  key.insert(key.end(), b_strides.begin(), b_strides.end());
-  struct Entry {
-    matmul prim;
-    memory::desc a, b, c, scratch;
-    bool fast;
-  };
-  static std::mutex mu;
-  static std::map<std::vector<int64_t>, std::shared_ptr<Entry>>* cache = new std::map<std::vector<int64_t>, std::shared_ptr<Entry>>();
-  engine& eng = dnnl_engine();
-  std::shared_ptr<Entry> e;
-  auto type = dt == DType::bf16 ? memory::data_type::bf16 : memory::data_type::f32;
-  try {
-    {
-      std::lock_guard<std::mutex> lk(mu);
-      auto it = cache->find(key);
-      if (it != cache->end()) e = it->second;
-    }
-    if (!e) {
-      std::lock_guard<std::mutex> made(dnnl_create_mutex());
-      memory::dims ad(batch.begin(), batch.end()), bd = ad, cd = ad;
-      ad.push_back(M), ad.push_back(K);
-      bd.push_back(K), bd.push_back(N);
-      cd.push_back(M), cd.push_back(N);
-      memory::dims cs(cd.size());
-      int64_t st = 1;
-      for (size_t i = cd.size(); i-- > 0;) cs[i] = st, st *= cd[i];
-      memory::desc a(ad, type, memory::dims(a_strides.begin(), a_strides.end()));
-      memory::desc b(bd, type, memory::dims(b_strides.begin(), b_strides.end()));
-      memory::desc c(cd, type, cs);
-      matmul::primitive_desc pd(matmul::desc(a, b, c), dnnl_attr(), eng);
-      // oneDNN's reference kernels take any layout at a fraction of the speed: copying is faster
-      bool fast = std::string(pd.impl_info_str()).rfind("ref", 0) != 0;
-      e = std::make_shared<Entry>(Entry{matmul(pd), a, b, c, pd.scratchpad_desc(), fast});
-      std::lock_guard<std::mutex> lk(mu);
-      cache->emplace(key, e);
-    }
-    if (!e->fast) return false;
-    stream s(eng);
-    memory ma(e->a, eng, const_cast<void*>(A)), mb(e->b, eng, const_cast<void*>(B)), mc(e->c, eng, C);
-    dnnl_execute(e->prim, e->scratch, s, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}});
-    return true;
-  } catch (const dnnl::error&) {
-    return false;
-  }
+  std::vector<int64_t> cs(nb + 2);  // C dense: [batch..., M, N] row-major
+  cs[nb + 1] = 1, cs[nb] = N;
+  int64_t st = M * N;
+  for (size_t i = nb; i-- > 0;) cs[i] = st, st *= batch[i];
+  use_kernel_threads();
+  return cached_matmul(dt, batch, M, N, K, A, a_strides, B, b_strides, C, cs);
 #else
   (void)dt, (void)batch, (void)M, (void)N, (void)K, (void)A, (void)a_strides, (void)B, (void)b_strides, (void)C;
   return false;

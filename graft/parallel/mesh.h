@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "graft/core/shape.h"
@@ -22,6 +23,7 @@ struct PartitionSpec {
   std::vector<std::optional<std::string>> dims;
   PartitionSpec() = default;
   template <class... A>
+    requires(!(sizeof...(A) == 1 && (std::is_same_v<std::decay_t<A>, PartitionSpec> && ...)))
   explicit PartitionSpec(A&&... a) : dims{to_dim(std::forward<A>(a))...} {}
   /// P('data', None)
   std::string str() const;

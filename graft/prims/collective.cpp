@@ -1,4 +1,4 @@
-// Collectives over named axes: psum, pmax, pmin, pvary, all_gather, reduce_scatter (lax::psum_scatter),
+// Collectives over named axes: psum, pmax, pmin, pvary, all_gather, all_gather_invariant, reduce_scatter (lax::psum_scatter),
 // ppermute, all_to_all, axis_index. All their rules.
 //
 // Meaning: the code runs once per member of a named axis (a lane of vmap(axis_name), a device of
@@ -85,7 +85,11 @@ Avals all_gather_shape(const Primitive& p, AvalPtrs in, const Params& params) {
   } else {
     a.shape.insert(a.shape.begin() + d, n);
   }
-  a.vma |= axes_of(params);
+  if (&p == &all_gather_invariant_p) {
+    a.vma &= ~axes_of(params);  // every member holds the same whole
+  } else {
+    a.vma |= axes_of(params);
+  }
   return {a};
 }
 
@@ -407,8 +411,9 @@ BatchResult all_gather_batch(const Primitive& p, std::span<const Array> vals, st
     s[static_cast<size_t>(d)] *= axis.size;
     r = lax::reshape(r, s);
   }
-  // every lane holds the whole; returned mapped (a broadcast) so that it stays typed as varying, as
-  // on devices, where each holds its own copy
+  // every lane holds the whole: all_gather_invariant returns it once; all_gather returns it mapped (a
+  // broadcast) so that it stays typed as varying, as on devices, where each holds its own copy
+  if (&p == &all_gather_invariant_p) return {{r}, {kNotMapped}};
   return {{batch_to_front(r, kNotMapped, axis.size)}, {0}};
 }
 
@@ -543,6 +548,24 @@ Arrays all_gather_transpose(const Primitive&, std::span<const Array> cts, std::s
                  {"tiled", params.get_bool("tiled")}})};
 }
 
+// The gathered value is the same on every member, and so is its cotangent: each member's operand
+// contributed its own block, whose cotangent is that block of the cotangent (no communication).
+Arrays all_gather_invariant_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg> args,
+                                      const Params& params) {
+  if (is_zero(cts[0])) return {Array()};
+  const std::string& name = names_param(params).names.at(0);
+  int64_t d = params.get_int("all_gather_dimension");
+  bool tiled = params.get_bool("tiled");
+  int64_t b = tiled ? args[0].aval.shape[static_cast<size_t>(d)] : 1;
+  Array idx = lax::axis_index(name);
+  std::vector<Array> start(static_cast<size_t>(cts[0].ndim()), lax::scalar(0.0, idx.dtype()));
+  start[static_cast<size_t>(d)] = lax::mul(idx, lax::scalar(static_cast<double>(b), idx.dtype()));
+  Shape sizes = cts[0].shape();
+  sizes[static_cast<size_t>(d)] = b;
+  Array block = lax::dynamic_slice(cts[0], start, sizes);
+  return {tiled ? block : lax::squeeze(block, {d})};
+}
+
 Arrays reduce_scatter_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg>,
                                 const Params& params) {
   if (is_zero(cts[0])) return {Array()};
@@ -576,6 +599,8 @@ const Primitive pmin_p{"pmin", kColl, &reduce_shape, &reduce_impl, &pext_jvp, nu
 const Primitive pvary_p{"pvary", kColl, &pvary_shape, &pvary_impl, &linear_jvp, &pvary_transpose, &pvary_batch};
 const Primitive all_gather_p{"all_gather",       kColl,           &all_gather_shape, &all_gather_impl,
                              &linear_jvp,        &all_gather_transpose, &all_gather_batch};
+const Primitive all_gather_invariant_p{"all_gather_invariant", kColl, &all_gather_shape, &all_gather_impl,
+                                       &linear_jvp, &all_gather_invariant_transpose, &all_gather_batch};
 const Primitive reduce_scatter_p{"reduce_scatter", kColl, &reduce_scatter_shape, &reduce_scatter_impl,
                                  &linear_jvp,      &reduce_scatter_transpose, &reduce_scatter_batch};
 const Primitive ppermute_p{"ppermute", kColl, &ppermute_shape, &ppermute_impl, &linear_jvp, &ppermute_transpose,
@@ -622,6 +647,15 @@ Array all_gather(const Array& x, const std::string& axis_name, int64_t axis, boo
                 {"axis_index_groups", std::monostate{}},
                 {"axis_name", axis_names({axis_name})},
                 {"axis_size", axis_size(axis_name, "all_gather")},
+                {"tiled", tiled}});
+}
+Array all_gather_invariant(const Array& x, const std::string& axis_name, int64_t axis, bool tiled) {
+  int64_t a = normalize_axis(axis, x.ndim() + (tiled ? 0 : 1), "all_gather_invariant");
+  return bind1(all_gather_invariant_p, {x},
+               {{"all_gather_dimension", a},
+                {"axis_index_groups", std::monostate{}},
+                {"axis_name", axis_names({axis_name})},
+                {"axis_size", axis_size(axis_name, "all_gather_invariant")},
                 {"tiled", tiled}});
 }
 Array psum_scatter(const Array& x, const std::string& axis_name, int64_t scatter_dimension, bool tiled) {

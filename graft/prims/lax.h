@@ -264,6 +264,9 @@ Array pmean(const Array& x, const std::vector<std::string>& axes);
 Array pvary(const Array& x, const std::vector<std::string>& axes);
 /// Every member's x, stacked along a new dimension `axis` (tiled: concatenated along `axis`).
 Array all_gather(const Array& x, const std::string& axis_name, int64_t axis = 0, bool tiled = false);
+/// all_gather whose result is typed invariant over the axis (JAX's all_gather_invariant): every member
+/// holds the same whole, as after a psum; its transpose is each member's block of the cotangent.
+Array all_gather_invariant(const Array& x, const std::string& axis_name, int64_t axis = 0, bool tiled = false);
 /// psum, then member k keeps block k of `scatter_dimension` (tiled: blocks of size d / n; otherwise the
 /// dimension must have the axis size and is removed). Prints as JAX's reduce_scatter.
 Array psum_scatter(const Array& x, const std::string& axis_name, int64_t scatter_dimension = 0, bool tiled = false);

@@ -33,6 +33,7 @@
 #include "graft/optim/optim.h"
 #include "graft/parallel/device.h"
 #include "graft/parallel/mesh.h"
+#include "graft/parallel/pjit.h"
 #include "graft/parallel/shard_map.h"
 #include "graft/parallel/sharded.h"
 #include "graft/random/random.h"

@@ -84,9 +84,9 @@ Params gather_params(int64_t dim, bool tiled) {
           {"tiled", tiled}};
 }
 
-Case all_gather_row(std::string name, int64_t dim, bool tiled) {
+Case all_gather_row(std::string name, int64_t dim, bool tiled, const Primitive& p = all_gather_p) {
   Shape s{N, 2, 5};
-  return row(std::move(name), all_gather_p, gather_params(dim, tiled), s, [=](const Inputs& in) {
+  return row(std::move(name), p, gather_params(dim, tiled), s, [=](const Inputs& in) {
     T x(in[0]);
     Shape ms = member_shape(x), os = ms;
     if (tiled) {
@@ -229,6 +229,8 @@ std::vector<Case> collective_cases() {
   c.push_back(all_gather_row("all_gather", 0, false));
   c.push_back(all_gather_row("all_gather_dim2", 2, false));
   c.push_back(all_gather_row("all_gather_tiled", 1, true));
+  c.push_back(all_gather_row("all_gather_invariant", 0, false, all_gather_invariant_p));
+  c.push_back(all_gather_row("all_gather_invariant_tiled", 1, true, all_gather_invariant_p));
   c.push_back(reduce_scatter_row("reduce_scatter", {N, 2, N}, 1, false));
   c.push_back(reduce_scatter_row("reduce_scatter_tiled", {N, 2 * N, 2}, 0, true));
   c.push_back(ppermute_row("ppermute_cycle", {{0, 1}, {1, 2}, {2, 0}}));

@@ -12,6 +12,8 @@ namespace {
 using Ax = std::vector<std::optional<int64_t>>;
 
 bool invariant_over(const Case& c, const std::string& axis) {
+  if (c.prim == &prims::all_gather_invariant_p)
+    return c.params.get_object<AxisNames>("axis_name").set() & axis_bit(axis);
   bool reduces = c.prim == &prims::psum_p || c.prim == &prims::pmax_p || c.prim == &prims::pmin_p;
   return reduces && (c.params.get_object<AxisNames>("axes").set() & axis_bit(axis));
 }

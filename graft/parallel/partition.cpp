@@ -1,0 +1,691 @@
+#include "graft/parallel/partition.h"
+
+#include <sstream>
+
+#include "graft/core/error.h"
+#include "graft/prims/lax.h"
+#include "graft/prims/primitives.h"
+#include "graft/prims/rules.h"
+
+namespace graft {
+
+using VS = ValueSharding;
+
+// ---- ValueSharding --------------------------------------------------------------------------------------
+VS ValueSharding::from_spec(const PartitionSpec& spec, const Mesh& mesh, const Aval& a, const std::string& what) {
+  if (static_cast<int64_t>(spec.dims.size()) > a.ndim())
+    fail<ValueError>(what, " (", a.str(), ") has the spec ", spec.str(), ", which names ", spec.dims.size(),
+                     " dimensions");
+  VS s = replicated(a.ndim());
+  uint32_t seen = 0;
+  for (size_t d = 0; d < spec.dims.size(); ++d) {
+    if (!spec.dims[d]) continue;
+    int k = mesh.axis_index(*spec.dims[d]);
+    if (k < 0) fail<ValueError>(what, " has the spec ", spec.str(), ", but ", mesh.str(), " has no axis '", *spec.dims[d], "'");
+    if (seen & (1u << k)) fail<ValueError>(what, " has the spec ", spec.str(), ", which splits two dimensions over axis '", *spec.dims[d], "'");
+    seen |= 1u << k;
+    int64_t n = mesh.shape()[static_cast<size_t>(k)];
+    if (a.shape[d] % n != 0)
+      fail<ValueError>(what, " (", a.str(), "): dimension ", d, " has ", a.shape[d], " entries, which do not divide over the ",
+                       n, " devices of axis '", *spec.dims[d], "' of ", mesh.str(), " (spec ", spec.str(), ")");
+    s.dims[d] = k;
+  }
+  return s;
+}
+
+PartitionSpec ValueSharding::spec(const Mesh& mesh) const {
+  PartitionSpec p;
+  size_t last = 0;
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d] >= 0) last = d + 1;
+  for (size_t d = 0; d < last; ++d)
+    p.dims.push_back(dims[d] >= 0 ? std::optional<std::string>(mesh.axis_names()[static_cast<size_t>(dims[d])]) : std::nullopt);
+  return p;
+}
+
+uint32_t ValueSharding::used() const {
+  uint32_t u = partial;
+  for (int k : dims)
+    if (k >= 0) u |= 1u << k;
+  return u;
+}
+
+namespace {
+
+std::vector<std::string> names_of(uint32_t axes, const Mesh& mesh) {
+  std::vector<std::string> r;
+  for (size_t k = 0; k < mesh.axis_names().size(); ++k)
+    if (axes & (1u << k)) r.push_back(mesh.axis_names()[k]);
+  return r;
+}
+
+}  // namespace
+
+std::string ValueSharding::str(const Mesh& mesh) const {
+  std::string s = spec(mesh).str();
+  if (partial) {
+    s += "+partial(";
+    auto n = names_of(partial, mesh);
+    for (size_t i = 0; i < n.size(); ++i) s += (i ? ", '" : "'") + n[i] + "'";
+    s += ")";
+  }
+  return s;
+}
+
+// ---- with_sharding_constraint ---------------------------------------------------------------------------
+namespace {
+
+struct ShardingParam final : ParamObject {
+  NamedSharding s;
+  explicit ShardingParam(NamedSharding x) : s(std::move(x)) {}
+  void print(std::ostream& os) const override { os << "NamedSharding(" << s.mesh.str() << ", " << s.spec.str() << ")"; }
+  size_t hash() const override { return std::hash<std::string>{}((std::ostringstream() << s.mesh.str() << s.spec.str()).str()); }
+  bool equals(const ParamObject& o) const override {
+    auto* p = dynamic_cast<const ShardingParam*>(&o);
+    return p && p->s.spec == s.spec && p->s.mesh.str() == s.mesh.str() && p->s.mesh.devices().size() == s.mesh.devices().size();
+  }
+};
+const NamedSharding& sharding_of(const Params& p) { return p.get_object<ShardingParam>("sharding").s; }
+Params sharding_params(NamedSharding s) { return Params{{"sharding", Ref<const ParamObject>(new ShardingParam(std::move(s)))}}; }
+
+Avals constraint_shape(const Primitive& p, AvalPtrs in, const Params& params) {
+  prims::check_arity(p, in, 1);
+  const NamedSharding& s = sharding_of(params);
+  if (static_cast<int64_t>(s.spec.dims.size()) > in[0]->ndim())
+    prims::shape_error(p, in, "the spec " + s.spec.str() + " names more dimensions than the operand has");
+  return {*in[0]};
+}
+Arrays constraint_impl(const Primitive&, std::span<const Array> in, std::span<const Aval>, const Params&) { return {in[0]}; }
+JvpResult constraint_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
+                         const Params& params) {
+  JvpResult r;
+  r.primals.push_back(bind1(p, primals, params));
+  r.tangents.push_back(prims::is_zero(tangents[0]) ? Array() : bind1(p, {tangents[0]}, params));
+  return r;
+}
+Arrays constraint_transpose(const Primitive& p, std::span<const Array> cts, std::span<const TArg>, const Params& params) {
+  if (prims::is_zero(cts[0])) return {Array()};
+  return {bind1(p, {cts[0]}, params)};
+}
+BatchResult constraint_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                             const BatchInfo&, const Params& params) {
+  if (dims[0] == kNotMapped) return {{bind1(p, vals, params)}, {kNotMapped}};
+  NamedSharding s = sharding_of(params);
+  while (static_cast<int64_t>(s.spec.dims.size()) < dims[0]) s.spec.dims.push_back(std::nullopt);
+  s.spec.dims.insert(s.spec.dims.begin() + dims[0], std::nullopt);  // the batch stays whole
+  return {{bind1(p, vals, sharding_params(std::move(s)))}, {dims[0]}};
+}
+
+}  // namespace
+
+const Primitive sharding_constraint_p{"sharding_constraint", 0, &constraint_shape, &constraint_impl,
+                                      &constraint_jvp, &constraint_transpose, &constraint_batch};
+
+Array with_sharding_constraint(const Array& x, const NamedSharding& s) {
+  static const bool registered = [] {
+    prims::register_primitive(&sharding_constraint_p);
+    return true;
+  }();
+  (void)registered;
+  (void)ValueSharding::from_spec(s.spec, s.mesh, x.aval(), "with_sharding_constraint: the operand");
+  return bind1(sharding_constraint_p, {x}, sharding_params(s));
+}
+
+// ---- propagation: one rule per primitive family ---------------------------------------------------------
+namespace {
+
+using Step = ShardingPlan::Step;
+
+int64_t axis_n(const Mesh& m, int k) { return m.shape()[static_cast<size_t>(k)]; }
+
+VS whole(const VS& s) { return {s.dims, 0}; }
+
+Step replicate_all(const Eqn& e) {
+  Step st;
+  for (auto& a : e.inputs) st.in.push_back(VS::replicated(a.aval().ndim()));
+  for (auto& v : e.outputs) st.out.push_back(VS::replicated(v->aval.ndim()));
+  return st;
+}
+
+// Elementwise: the result follows the operands' splits (the first operand splitting a dimension over
+// an axis not yet used wins; the others are brought to it). A partial sum stays one through a linear
+// operation (sums and differences of partial sums over the same axes, one partial factor of a
+// product or numerator of a quotient, negation, conversion between float types).
+Step elementwise(const Eqn& e, const std::vector<VS>& in) {
+  int64_t r = e.outputs[0]->aval.ndim();
+  VS t = VS::replicated(r);
+  uint32_t used = 0;
+  for (size_t i = 0; i < e.inputs.size(); ++i) {
+    if (e.inputs[i].aval().ndim() != r || e.inputs[i].aval().shape != e.outputs[0]->aval.shape) continue;
+    for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
+      int k = in[i].dims[d];
+      if (k >= 0 && t.dims[d] < 0 && !(used & (1u << k))) {
+        t.dims[d] = k;
+        used |= 1u << k;
+      }
+    }
+  }
+  // which operands may stay partial sums
+  std::vector<bool> keep(e.inputs.size(), false);
+  uint32_t p = 0;
+  const Primitive* q = e.prim;
+  auto partial_of = [&](size_t i) { return e.inputs[i].is_literal() ? 0u : in[i].partial; };
+  if (q == &prims::add_p || q == &prims::sub_p || q == &prims::add_any_p) {
+    uint32_t p0 = partial_of(0);
+    if (p0 && partial_of(1) == p0 && e.inputs[0].aval().shape == e.inputs[1].aval().shape) {
+      p = p0;
+      keep = {true, true};
+    }
+  } else if (q == &prims::neg_p || q == &prims::copy_p ||
+             (q == &prims::convert_element_type_p && is_floating(e.inputs[0].aval().dtype) &&
+              is_floating(e.outputs[0]->aval.dtype))) {
+    p = partial_of(0);
+    keep = {true};
+  } else if (q == &prims::mul_p || q == &prims::div_p) {
+    uint32_t p0 = partial_of(0), p1 = partial_of(1);
+    if (p0 && !p1) {
+      p = p0;
+      keep = {true, false};
+    } else if (p1 && !p0 && q == &prims::mul_p) {
+      p = p1;
+      keep = {false, true};
+    }
+  }
+  if (p & used) {  // a split the result wants over an axis the operands are partial over: sum first
+    p = 0;
+    std::fill(keep.begin(), keep.end(), false);
+  }
+  Step st;
+  for (size_t i = 0; i < e.inputs.size(); ++i) {
+    int64_t ri = e.inputs[i].aval().ndim();
+    VS s = ri == r && e.inputs[i].aval().shape == e.outputs[0]->aval.shape ? t : VS::replicated(ri);
+    s.partial = keep[i] ? p : 0;
+    st.in.push_back(s);
+  }
+  VS o = t;
+  o.partial = p;
+  for (size_t k = 0; k < e.outputs.size(); ++k) st.out.push_back(o);
+  return st;
+}
+
+Step broadcast_rule(const Eqn& e, const VS& x) {
+  const IntList& bd = e.params.get_ints("broadcast_dimensions");
+  const Shape& is = e.inputs[0].aval().shape;
+  const Shape& os = e.outputs[0]->aval.shape;
+  VS in = x, out = VS::replicated(static_cast<int64_t>(os.size()));
+  for (size_t i = 0; i < bd.size(); ++i) {
+    if (in.dims[i] >= 0 && is[i] == os[static_cast<size_t>(bd[i])]) {
+      out.dims[static_cast<size_t>(bd[i])] = in.dims[i];
+    } else {
+      in.dims[i] = -1;
+    }
+  }
+  out.partial = in.partial;  // linear
+  return {{in}, {out}};
+}
+
+// A split dimension d of the operand stays split through a reshape when some result dimension d' starts
+// at the same place (the dimensions before each hold as many elements) and divides over the axis: each
+// device's block of d is then a block of d'.
+Step reshape_rule(const Eqn& e, const VS& x, const Mesh& mesh) {
+  if (e.params.has("dimensions") && !std::holds_alternative<std::monostate>(*e.params.find("dimensions")))
+    return replicate_all(e);
+  const Shape& is = e.inputs[0].aval().shape;
+  const Shape& os = e.outputs[0]->aval.shape;
+  VS in = x, out = VS::replicated(static_cast<int64_t>(os.size()));
+  for (size_t d = 0; d < is.size(); ++d) {
+    int k = in.dims[d];
+    if (k < 0) continue;
+    int64_t n = axis_n(mesh, k), prefix = 1;
+    for (size_t i = 0; i < d; ++i) prefix *= is[i];
+    int64_t p = 1;
+    int found = -1;
+    for (size_t j = 0; j < os.size() && p <= prefix; ++j) {
+      if (p == prefix && os[j] % n == 0 && (os[j] > 1 || n == 1) && out.dims[j] < 0) {
+        found = static_cast<int>(j);
+        break;
+      }
+      p *= os[j];
+    }
+    if (found >= 0) {
+      out.dims[static_cast<size_t>(found)] = k;
+    } else {
+      in.dims[d] = -1;
+    }
+  }
+  out.partial = in.partial;
+  return {{in}, {out}};
+}
+
+Step transpose_rule(const Eqn& e, const VS& x) {
+  const IntList& perm = e.params.get_ints("permutation");
+  VS out = VS::replicated(static_cast<int64_t>(perm.size()));
+  for (size_t i = 0; i < perm.size(); ++i) out.dims[i] = x.dims[static_cast<size_t>(perm[i])];
+  out.partial = x.partial;
+  return {{x}, {out}};
+}
+
+bool contains(const IntList& l, int64_t v) { return std::find(l.begin(), l.end(), v) != l.end(); }
+
+VS drop_dims(const VS& x, const IntList& dims) {
+  VS r;
+  for (size_t d = 0; d < x.dims.size(); ++d)
+    if (!contains(dims, static_cast<int64_t>(d))) r.dims.push_back(x.dims[d]);
+  return r;
+}
+
+Step squeeze_rule(const Eqn& e, const VS& x) {
+  VS in = x;
+  for (auto d : e.params.get_ints("dimensions")) in.dims[static_cast<size_t>(d)] = -1;
+  VS out = drop_dims(in, e.params.get_ints("dimensions"));
+  out.partial = x.partial;
+  return {{in}, {out}};
+}
+
+// Reductions: a sum over a split dimension leaves a partial sum; max / min finish with pmax / pmin; the
+// others (product, and, or, argmax, argmin) take the dimension whole.
+Step reduce_rule(const Eqn& e, const VS& x) {
+  const Primitive* q = e.prim;
+  const IntList& axes = e.params.get_ints("axes");
+  Step st;
+  VS in = q == &prims::reduce_sum_p ? x : whole(x);
+  uint32_t over = 0;
+  for (auto a : axes) {
+    int k = in.dims[static_cast<size_t>(a)];
+    if (k < 0) continue;
+    if (q == &prims::reduce_sum_p || q == &prims::reduce_max_p || q == &prims::reduce_min_p) {
+      over |= 1u << k;
+    } else {
+      in.dims[static_cast<size_t>(a)] = -1;
+    }
+  }
+  VS out = drop_dims(in, axes);
+  if (q == &prims::reduce_sum_p) {
+    out.partial = in.partial | over;
+  } else if (over) {
+    st.post = q == &prims::reduce_max_p ? Step::kPmax : Step::kPmin;
+    st.post_axes = over;
+  }
+  st.in = {in};
+  st.out = {out};
+  return st;
+}
+
+// Operations along one dimension (cumulative sums, sorts, reversal): that dimension whole, the others as
+// they are; every operand and result alike.
+Step along_rule(const Eqn& e, const std::vector<VS>& in, const IntList& along) {
+  VS t = whole(in[0]);
+  for (auto d : along) t.dims[static_cast<size_t>(d)] = -1;
+  Step st;
+  for (size_t i = 0; i < e.inputs.size(); ++i) st.in.push_back(t);
+  for (size_t k = 0; k < e.outputs.size(); ++k) st.out.push_back(t);
+  return st;
+}
+
+// Elements one device moves to bring a block laid out as `from` to `to` (gathers; partial sums and
+// slices are left out: the former cost every choice alike, the latter nothing).
+double move_cost(const Aval& a, const VS& from, const VS& to, const Mesh& mesh) {
+  double local = 1;
+  for (size_t d = 0; d < a.shape.size(); ++d)
+    local *= static_cast<double>(a.shape[d]) / static_cast<double>(from.dims[d] >= 0 ? axis_n(mesh, from.dims[d]) : 1);
+  double cost = 0;
+  for (size_t d = 0; d < a.shape.size(); ++d)
+    if (from.dims[d] >= 0 && from.dims[d] != to.dims[d]) {
+      local *= static_cast<double>(axis_n(mesh, from.dims[d]));
+      cost += local;
+    }
+  return cost;
+}
+
+double local_size(const Aval& a, const VS& s, const Mesh& mesh) {
+  double n = 1;
+  for (size_t d = 0; d < a.shape.size(); ++d)
+    n *= static_cast<double>(a.shape[d]) / static_cast<double>(s.dims[d] >= 0 ? axis_n(mesh, s.dims[d]) : 1);
+  return n;
+}
+
+// dot_general: each mesh axis that splits an operand takes one role: a batch dimension split alike on
+// both sides (the result's batch dimension is split), a contraction split alike on both sides (the
+// result is a partial sum over the axis), a free dimension of one operand (the result's is split), or
+// none (gathered). The roles are chosen together to move the fewest elements (gathers of operands, and
+// the partial sum the result will need), and among equals to split the most work; an operand whose
+// dimension is whole where the role wants it split is sliced to match (free).
+Step dot_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const std::vector<std::vector<VS>>& avail) {
+  // an operand already brought to a layout for an earlier use costs nothing there again
+  auto cost_of = [&](size_t i, const VS& to) {
+    for (auto& a : avail[i])
+      if (a == to) return 0.0;
+    return move_cost(e.inputs[i].aval(), whole(in[i]), to, mesh);
+  };
+  const auto& dn = e.params.get_object<lax::DotDims>("dimension_numbers");
+  const Aval& la = e.inputs[0].aval();
+  const Aval& ra = e.inputs[1].aval();
+  const Aval& oa = e.outputs[0]->aval;
+  // a role: (lhs dimension, rhs dimension), either -1; the result dimension it splits, or -1 with
+  // `partial` for a contraction
+  struct Role {
+    int l = -1, r = -1, out = -1;
+    bool partial = false;
+  };
+  std::vector<int64_t> lfree, rfree;
+  for (int64_t d = 0; d < la.ndim(); ++d)
+    if (!contains(dn.lhs_batch, d) && !contains(dn.lhs_contract, d)) lfree.push_back(d);
+  for (int64_t d = 0; d < ra.ndim(); ++d)
+    if (!contains(dn.rhs_batch, d) && !contains(dn.rhs_contract, d)) rfree.push_back(d);
+  int nb = static_cast<int>(dn.lhs_batch.size());
+  std::vector<int> axes;
+  std::vector<std::vector<Role>> options;
+  for (int k = 0; k < static_cast<int>(mesh.axis_names().size()); ++k) {
+    auto has = [&](const VS& s, int64_t d) { return d >= 0 && s.dims[static_cast<size_t>(d)] == k; };
+    std::vector<Role> o;
+    for (int i = 0; i < nb; ++i)
+      if (has(in[0], dn.lhs_batch[i]) || has(in[1], dn.rhs_batch[i]))
+        o.push_back({static_cast<int>(dn.lhs_batch[i]), static_cast<int>(dn.rhs_batch[i]), i, false});
+    for (size_t i = 0; i < dn.lhs_contract.size(); ++i)
+      if (has(in[0], dn.lhs_contract[i]) || has(in[1], dn.rhs_contract[i]))
+        o.push_back({static_cast<int>(dn.lhs_contract[i]), static_cast<int>(dn.rhs_contract[i]), -1, true});
+    for (size_t i = 0; i < lfree.size(); ++i)
+      if (has(in[0], lfree[i])) o.push_back({static_cast<int>(lfree[i]), -1, nb + static_cast<int>(i), false});
+    for (size_t i = 0; i < rfree.size(); ++i)
+      if (has(in[1], rfree[i]))
+        o.push_back({-1, static_cast<int>(rfree[i]), nb + static_cast<int>(lfree.size() + i), false});
+    if (o.empty()) continue;
+    o.push_back({});  // none
+    axes.push_back(k);
+    options.push_back(std::move(o));
+  }
+  Step best;
+  double best_cost = 0;
+  int best_used = -1;
+  std::vector<size_t> pick(axes.size(), 0);
+  while (true) {
+    VS l = VS::replicated(la.ndim()), r = VS::replicated(ra.ndim()), out = VS::replicated(oa.ndim());
+    bool ok = true;
+    int used = 0;
+    for (size_t a = 0; a < axes.size() && ok; ++a) {
+      const Role& ro = options[a][pick[a]];
+      int k = axes[a];
+      if (ro.l < 0 && ro.r < 0) continue;
+      ++used;
+      if (ro.l >= 0) {
+        ok = ok && l.dims[static_cast<size_t>(ro.l)] < 0;
+        l.dims[static_cast<size_t>(ro.l)] = k;
+      }
+      if (ro.r >= 0) {
+        ok = ok && r.dims[static_cast<size_t>(ro.r)] < 0;
+        r.dims[static_cast<size_t>(ro.r)] = k;
+      }
+      if (ro.out >= 0) out.dims[static_cast<size_t>(ro.out)] = k;
+      if (ro.partial) out.partial |= 1u << k;
+    }
+    if (ok) {
+      double cost = cost_of(0, l) + cost_of(1, r) +
+                    (out.partial ? local_size(oa, out, mesh) : 0);
+      if (best_used < 0 || cost < best_cost || (cost == best_cost && used > best_used)) {
+        best = Step{{l, r}, {out}};
+        best_cost = cost;
+        best_used = used;
+      }
+    }
+    size_t a = 0;
+    while (a < pick.size() && ++pick[a] == options[a].size()) pick[a++] = 0;
+    if (a == pick.size()) break;
+  }
+  return best;
+}
+
+Step constraint_rule(const Eqn& e, const Mesh& mesh) {
+  const NamedSharding& s = sharding_of(e.params);
+  if (s.mesh.str() != mesh.str())
+    fail<ValueError>("with_sharding_constraint: ", s.mesh.str(), " is not the mesh of the sharded jit (", mesh.str(), ")");
+  VS t = VS::from_spec(s.spec, mesh, e.inputs[0].aval(), "with_sharding_constraint: the operand");
+  return {{t}, {t}};
+}
+
+Step rule_for(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const std::vector<std::vector<VS>>& avail) {
+  const Primitive* q = e.prim;
+  if (e.inputs.empty()) return replicate_all(e);
+  if (q == &sharding_constraint_p) return constraint_rule(e, mesh);
+  if (q->has(kElementwise) && e.outputs.size() == 1) return elementwise(e, in);
+  if (q == &prims::broadcast_in_dim_p) return broadcast_rule(e, in[0]);
+  if (q == &prims::reshape_p) return reshape_rule(e, in[0], mesh);
+  if (q == &prims::transpose_p) return transpose_rule(e, in[0]);
+  if (q == &prims::squeeze_p) return squeeze_rule(e, in[0]);
+  if (q == &prims::reduce_sum_p || q == &prims::reduce_max_p || q == &prims::reduce_min_p ||
+      q == &prims::reduce_prod_p || q == &prims::reduce_and_p || q == &prims::reduce_or_p ||
+      q == &prims::argmax_p || q == &prims::argmin_p)
+    return reduce_rule(e, in[0]);
+  if (q == &prims::cumsum_p || q == &prims::cummax_p || q == &prims::cummin_p)
+    return along_rule(e, in, {e.params.get_int("axis")});
+  if (q == &prims::sort_p) return along_rule(e, in, {e.params.get_int("dimension")});
+  if (q == &prims::rev_p) return along_rule(e, in, e.params.get_ints("dimensions"));
+  if (q == &prims::dot_general_p) return dot_rule(e, in, mesh, avail);
+  return replicate_all(e);
+}
+
+// Backward: a broadcast makes any layout of its new dimensions for free (each device broadcasts to its
+// block), so one whose every use wants the same layout produces that layout, moving its (smaller)
+// operand instead of its result: a bias split over an axis is gathered as a vector, not as the
+// [batch, n] matrix it becomes; zeros are made block by block.
+void refine_broadcasts(const Jaxpr& j, ShardingPlan& plan) {
+  // each variable's uses: (equation, operand), or (none, output)
+  constexpr size_t kOut = static_cast<size_t>(-1);
+  std::unordered_map<const Var*, std::vector<std::pair<size_t, size_t>>> uses;
+  for (size_t n = 0; n < j.eqns.size(); ++n)
+    for (size_t i = 0; i < j.eqns[n].inputs.size(); ++i)
+      if (!j.eqns[n].inputs[i].is_literal()) uses[j.eqns[n].inputs[i].var.get()].push_back({n, i});
+  for (size_t i = 0; i < j.outvars.size(); ++i)
+    if (!j.outvars[i].is_literal()) uses[j.outvars[i].var.get()].push_back({kOut, i});
+  auto wanted = [&](std::pair<size_t, size_t> u) -> const VS& {
+    return u.first == kOut ? plan.outputs[u.second] : plan.steps[u.first].in[u.second];
+  };
+  for (size_t n = j.eqns.size(); n-- > 0;) {
+    const Eqn& e = j.eqns[n];
+    if (e.prim != &prims::broadcast_in_dim_p) continue;
+    auto it = uses.find(e.outputs[0].get());
+    if (it == uses.end() || it->second.empty()) continue;
+    const VS& w = wanted(it->second[0]);
+    bool same = w.partial == 0;
+    for (auto& u : it->second) same = same && wanted(u) == w;
+    if (!same || w == plan.steps[n].out[0]) continue;
+    const IntList& bd = e.params.get_ints("broadcast_dimensions");
+    const Shape& is = e.inputs[0].aval().shape;
+    VS in = VS::replicated(static_cast<int64_t>(is.size()));
+    for (size_t d = 0; d < bd.size(); ++d)
+      if (is[d] == e.outputs[0]->aval.shape[static_cast<size_t>(bd[d])]) in.dims[d] = w.dims[static_cast<size_t>(bd[d])];
+    plan.steps[n].in[0] = in;
+    plan.steps[n].out[0] = w;
+    plan.of[e.outputs[0].get()] = w;
+  }
+}
+
+}  // namespace
+
+ShardingPlan propagate_shardings(const Jaxpr& j, const Mesh& mesh, const std::vector<VS>& in,
+                                 const std::vector<std::optional<VS>>& out) {
+  if (in.size() != j.invars.size())
+    fail<ValueError>("propagate_shardings: ", in.size(), " input layouts for ", j.invars.size(), " inputs");
+  ShardingPlan plan;
+  for (auto& c : j.constvars) {
+    plan.consts.push_back(VS::replicated(c->aval.ndim()));
+    plan.of[c.get()] = plan.consts.back();
+  }
+  plan.inputs = in;
+  for (size_t i = 0; i < in.size(); ++i) plan.of[j.invars[i].get()] = in[i];
+  auto layout = [&](const Atom& a) { return a.is_literal() ? VS::replicated(0) : plan.of.at(a.var.get()); };
+  // the layouts each variable has been brought to so far (the partitioner moves a value once per layout)
+  std::unordered_map<const Var*, std::vector<VS>> avail;
+  for (const Eqn& e : j.eqns) {
+    std::vector<VS> cur;
+    std::vector<std::vector<VS>> av;
+    for (auto& a : e.inputs) {
+      cur.push_back(layout(a));
+      av.push_back(a.is_literal() ? std::vector<VS>{} : avail[a.var.get()]);
+    }
+    Step st = rule_for(e, cur, mesh, av);
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      if (e.inputs[i].is_literal()) {
+        st.in[i] = VS::replicated(0);
+      } else {
+        auto& v = avail[e.inputs[i].var.get()];
+        if (std::find(v.begin(), v.end(), st.in[i]) == v.end()) v.push_back(st.in[i]);
+      }
+    }
+    for (size_t k = 0; k < e.outputs.size(); ++k) plan.of[e.outputs[k].get()] = st.out[k];
+    plan.steps.push_back(std::move(st));
+  }
+  for (size_t i = 0; i < j.outvars.size(); ++i) {
+    VS s = i < out.size() && out[i] ? *out[i] : whole(layout(j.outvars[i]));
+    s.partial = 0;
+    plan.outputs.push_back(s);
+  }
+  refine_broadcasts(j, plan);
+  return plan;
+}
+
+// ---- the partitioner ------------------------------------------------------------------------------------
+Array reshard(const Array& x, const VS& from, const VS& to, const Mesh& mesh) {
+  const auto& names = mesh.axis_names();
+  Array y = x;
+  VS cur = from;
+  // partial sums the target does not keep: summed, and scattered at once where the target splits a
+  // dimension over the axis that is whole here
+  uint32_t sum = cur.partial & ~to.partial;
+  std::vector<std::string> psum_axes;
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (!(sum & (1u << k))) continue;
+    int scatter = -1;
+    for (size_t d = 0; d < to.dims.size(); ++d)
+      if (to.dims[d] == static_cast<int>(k) && cur.dims[d] < 0) scatter = static_cast<int>(d);
+    if (scatter >= 0) {
+      y = lax::psum_scatter(y, names[k], scatter, true);
+      cur.dims[static_cast<size_t>(scatter)] = static_cast<int>(k);
+    } else {
+      psum_axes.push_back(names[k]);
+    }
+  }
+  if (!psum_axes.empty()) y = lax::psum(y, psum_axes);
+  cur.partial &= to.partial;
+  if (cur.partial != to.partial)
+    fail<ValueError>("sharded jit: cannot make a partial sum over new axes (", from.str(mesh), " to ", to.str(mesh), ")");
+  // splits the target does not have: gathered
+  for (size_t d = 0; d < cur.dims.size(); ++d) {
+    if (cur.dims[d] >= 0 && cur.dims[d] != to.dims[d]) {
+      y = lax::all_gather_invariant(y, names[static_cast<size_t>(cur.dims[d])], static_cast<int64_t>(d), true);
+      cur.dims[d] = -1;
+    }
+  }
+  // splits the target adds: each device keeps its block
+  for (size_t d = 0; d < cur.dims.size(); ++d) {
+    if (to.dims[d] < 0 || cur.dims[d] == to.dims[d]) continue;
+    const std::string& a = names[static_cast<size_t>(to.dims[d])];
+    int64_t b = y.shape()[d] / axis_n(mesh, to.dims[d]);
+    Array idx = lax::axis_index(a);
+    std::vector<Array> start(static_cast<size_t>(y.ndim()), lax::scalar(0.0, idx.dtype()));
+    start[d] = lax::mul(idx, lax::scalar(static_cast<double>(b), idx.dtype()));
+    Shape sizes = y.shape();
+    sizes[d] = b;
+    y = lax::dynamic_slice(y, start, sizes);
+    cur.dims[d] = to.dims[d];
+  }
+  return y;
+}
+
+namespace {
+
+Shape local_shape(const Aval& a, const VS& s, const Mesh& mesh) {
+  Shape r = a.shape;
+  for (size_t d = 0; d < r.size(); ++d)
+    if (s.dims[d] >= 0) r[d] /= axis_n(mesh, s.dims[d]);
+  return r;
+}
+
+IntList ints(const Shape& s) { return IntList(s.begin(), s.end()); }
+
+// The equation's parameters for blocks: the result shapes that parameters spell out become the blocks'.
+Params local_params(const Eqn& e, const Step& st, const Mesh& mesh) {
+  if (e.prim == &prims::broadcast_in_dim_p)
+    return e.params.with("shape", ints(local_shape(e.outputs[0]->aval, st.out[0], mesh)));
+  if (e.prim == &prims::reshape_p)
+    return e.params.with("new_sizes", ints(local_shape(e.outputs[0]->aval, st.out[0], mesh)));
+  return e.params;
+}
+
+}  // namespace
+
+std::vector<Array> run_partitioned(const ClosedJaxpr& cj, const ShardingPlan& plan, const Mesh& mesh,
+                                   const std::vector<Array>& blocks) {
+  const Jaxpr& j = *cj.jaxpr;
+  if (blocks.size() != j.invars.size())
+    fail<ValueError>("sharded jit: ", blocks.size(), " blocks for ", j.invars.size(), " inputs");
+  std::unordered_map<const Var*, Array> env;
+  for (size_t i = 0; i < j.constvars.size(); ++i) env[j.constvars[i].get()] = cj.consts[i];
+  for (size_t i = 0; i < j.invars.size(); ++i) env[j.invars[i].get()] = blocks[i];
+  // each variable moved once per layout its uses want (a parameter gathered in the forward pass serves
+  // the backward pass too)
+  std::unordered_map<const Var*, std::vector<std::pair<VS, Array>>> moved;
+  auto read = [&](const Var* v, const VS& to) {
+    const VS& have = plan.of.at(v);
+    if (have == to) return env.at(v);
+    auto& m = moved[v];
+    for (auto& [s, x] : m)
+      if (s == to) return x;
+    Array x = reshard(env.at(v), have, to, mesh);
+    m.push_back({to, x});
+    return x;
+  };
+  for (size_t n = 0; n < j.eqns.size(); ++n) {
+    const Eqn& e = j.eqns[n];
+    const Step& st = plan.steps[n];
+    Arrays in;
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      const Atom& a = e.inputs[i];
+      in.push_back(a.is_literal() ? a.literal : read(a.var.get(), st.in[i]));
+    }
+    Arrays out = e.prim == &sharding_constraint_p ? Arrays{in[0]} : bind(*e.prim, in, local_params(e, st, mesh));
+    if (st.post != Step::kNone)
+      for (auto& o : out) o = st.post == Step::kPmax ? lax::pmax(o, names_of(st.post_axes, mesh)) : lax::pmin(o, names_of(st.post_axes, mesh));
+    for (size_t k = 0; k < e.outputs.size(); ++k) env[e.outputs[k].get()] = out[k];
+  }
+  std::vector<Array> result;
+  for (size_t i = 0; i < j.outvars.size(); ++i) {
+    const Atom& a = j.outvars[i];
+    if (a.is_literal()) {
+      result.push_back(a.literal);
+      continue;
+    }
+    result.push_back(read(a.var.get(), plan.outputs[i]));
+  }
+  return result;
+}
+
+std::string plan_str(const Jaxpr& j, const ShardingPlan& plan, const Mesh& mesh) {
+  std::ostringstream os;
+  os << "sharded over " << mesh.str() << "\n  inputs:";
+  for (auto& s : plan.inputs) os << " " << s.str(mesh);
+  os << "\n";
+  for (size_t n = 0; n < j.eqns.size(); ++n) {
+    const Eqn& e = j.eqns[n];
+    const Step& st = plan.steps[n];
+    os << "  " << e.prim->name << "(";
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      VS have = e.inputs[i].is_literal() ? VS::replicated(0) : plan.of.at(e.inputs[i].var.get());
+      os << (i ? ", " : "") << st.in[i].str(mesh);
+      if (!(have == st.in[i])) os << " <- " << have.str(mesh);
+    }
+    os << ") -> ";
+    for (size_t k = 0; k < st.out.size(); ++k) os << (k ? ", " : "") << st.out[k].str(mesh);
+    if (st.post != Step::kNone) os << (st.post == Step::kPmax ? " then pmax" : " then pmin");
+    os << "\n";
+  }
+  os << "  outputs:";
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    os << " " << plan.outputs[i].str(mesh);
+    const Atom& a = j.outvars[i];
+    if (!a.is_literal() && !(plan.of.at(a.var.get()) == plan.outputs[i])) os << " <- " << plan.of.at(a.var.get()).str(mesh);
+  }
+  os << "\n";
+  return os.str();
+}
+
+}  // namespace graft

@@ -1,0 +1,353 @@
+// Sharded jit (pjit) on one process: programs partitioned over meshes of 1-8 hand-made CPU devices equal
+// plain jit (f64 to 1e-12), whatever the shardings; the partitioned programs hold the collectives that
+// data parallelism, FSDP and Megatron's tensor parallelism need, and no others; errors name the array,
+// the dimension and the mesh.
+#include <graft/graft.h>
+
+#include "testing.h"
+
+namespace graft::testing {
+namespace {
+
+std::vector<GlobalDevice> cpus(int n) {
+  std::vector<GlobalDevice> d;
+  for (int k = 0; k < n; ++k) d.push_back(GlobalDevice{k, 0, Device::cpu()});
+  return d;
+}
+
+using OS = std::optional<NamedSharding>;
+NamedSharding ns(const Mesh& m, PartitionSpec p) { return NamedSharding{m, std::move(p)}; }
+
+// ---- programs ------------------------------------------------------------------------------------------
+// parameters: w1, b1, w2, b2
+using Mlp = std::vector<Array>;
+
+Array mlp(const Mlp& p, const Array& x) { return matmul(relu(matmul(x, p[0]) + p[1]), p[2]) + p[3]; }
+
+Array xent(const Array& logits, const Array& y) {
+  Array lse = logsumexp(logits, {-1}, true);
+  return -mean(sum((logits - lse) * y, {-1}));
+}
+
+Array mlp_loss(const Mlp& p, const Array& x, const Array& y) { return xent(mlp(p, x), y); }
+
+Mlp init(Rng& rng, int64_t in, int64_t hidden, int64_t out) {
+  return Mlp{rng.uniform({in, hidden}, DType::f64), rng.uniform({hidden}, DType::f64),
+             rng.uniform({hidden, out}, DType::f64), rng.uniform({out}, DType::f64)};
+}
+
+Array layer_norm(const Array& x) {
+  Array mu = mean(x, {-1}, true);
+  Array v = mean(square(x - mu), {-1}, true);
+  return (x - mu) * rsqrt(v + 1e-5);
+}
+
+// multi-head attention on [batch, length, heads * dim] with heads split out by a reshape
+Array attention(const Array& x, const Array& wq, const Array& wk, const Array& wv, int64_t heads) {
+  int64_t b = x.shape()[0], t = x.shape()[1], d = wq.shape()[1] / heads;
+  auto split = [&](const Array& y) { return transpose(reshape(y, {b, t, heads, d}), {0, 2, 1, 3}); };
+  Array q = split(matmul(x, wq)), k = split(matmul(x, wk)), v = split(matmul(x, wv));
+  Array s = einsum("bhqd,bhkd->bhqk", {q, k}) / std::sqrt(static_cast<double>(d));
+  Array o = einsum("bhqk,bhkd->bhqd", {softmax(s, -1), v});
+  return reshape(transpose(o, {0, 2, 1, 3}), {b, t, heads * d});
+}
+
+void expect_close(const std::vector<Array>& a, const std::vector<Array>& b, double tol = 1e-12) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(close(a[i], b[i], tol, tol)) << "output " << i;
+}
+
+// ---- equivalence -----------------------------------------------------------------------------------------
+// The seeds' MLP (scaled down) with its batch over "data", over 1, 2, 4 and 8 devices: forward, loss and
+// gradients equal jit's.
+TEST(Pjit, DataParallelMlpOverOneToEightDevices) {
+  Rng rng(1);
+  Mlp p = init(rng, 12, 16, 8);
+  Array x = rng.uniform({16, 12}, DType::f64), y = softmax(rng.uniform({16, 8}, DType::f64), -1);
+  auto ref = jit(value_and_grad(mlp_loss))(p, x, y);
+  for (int n : {1, 2, 4, 8}) {
+    Mesh m(cpus(n), {"data"});
+    auto f = pjit(value_and_grad(mlp_loss), {.in_shardings = {OS(), OS(ns(m, P("data"))), OS(ns(m, P("data")))}});
+    auto [l, g] = f(p, x, y);
+    EXPECT_NEAR(l.item<double>(), ref.first.item<double>(), 1e-12) << n << " devices";
+    expect_close(g, ref.second);
+    auto fwd = pjit(mlp, {.in_shardings = {OS(), OS(ns(m, P("data")))}})(p, x);
+    EXPECT_TRUE(close(fwd, mlp(p, x), 1e-12, 1e-12));
+  }
+}
+
+// Megatron's MLP: the first layer split by columns, the second by rows over "model"; with the batch over
+// "data" too on a 2 x 2 mesh.
+TEST(Pjit, TensorParallelMlpOnTwoAxes) {
+  Rng rng(2);
+  Mlp p = init(rng, 6, 8, 4);
+  Array x = rng.uniform({8, 6}, DType::f64), y = softmax(rng.uniform({8, 4}, DType::f64), -1);
+  Mesh m(cpus(4), {"data", "model"}, {2, 2});
+  // per-leaf shardings of the parameters: pjit takes one sharding per argument, so the parameters
+  // are passed as separate arguments here
+  auto loss4 = [](const Array& w1, const Array& b1, const Array& w2, const Array& b2, const Array& x, const Array& y) {
+    return mlp_loss(Mlp{w1, b1, w2, b2}, x, y);
+  };
+  auto vg = value_and_grad(loss4, {0, 1, 2, 3});
+  auto f = pjit(vg, {.in_shardings = {OS(ns(m, P(std::nullopt, "model"))), OS(ns(m, P("model"))),
+                                      OS(ns(m, P("model"))), OS(), OS(ns(m, P("data"))), OS(ns(m, P("data")))}});
+  auto [l, g] = f(p[0], p[1], p[2], p[3], x, y);
+  auto [lr, gr] = jit(vg)(p[0], p[1], p[2], p[3], x, y);
+  EXPECT_NEAR(l.item<double>(), lr.item<double>(), 1e-12);
+  expect_close({g[0], g[1], g[2], g[3]},
+               {gr[0], gr[1], gr[2], gr[3]});
+}
+
+// Layer norm, softmax cross-entropy, attention (heads over "model" after a reshape), a scan RNN, a
+// cond and an embedding lookup with its scattered gradient: each with its gradient, equal to jit.
+TEST(Pjit, TransformerPiecesAndControlFlow) {
+  Rng rng(3);
+  Mesh m(cpus(4), {"data", "model"}, {2, 2});
+  Array x = rng.uniform({4, 6, 8}, DType::f64);
+  Array wq = rng.uniform({8, 8}, DType::f64), wk = rng.uniform({8, 8}, DType::f64), wv = rng.uniform({8, 8}, DType::f64);
+  OS batch = ns(m, P("data")), cols = ns(m, P(std::nullopt, "model"));
+  {
+    auto f = [](const Array& x) { return sum(square(layer_norm(x))); };
+    auto g = pjit(value_and_grad(f), {.in_shardings = {batch}})(x);
+    auto r = value_and_grad(f)(x);
+    expect_close({g.first, g.second}, {r.first, r.second});
+  }
+  {
+    auto f = [](const Array& x, const Array& wq, const Array& wk, const Array& wv) {
+      return sum(square(attention(x, wq, wk, wv, 2)));
+    };
+    auto vg = value_and_grad(f, {0, 1, 2, 3});
+    auto [l, g] = pjit(vg, {.in_shardings = {batch, cols, cols, cols}})(x, wq, wk, wv);
+    auto [lr, gr] = vg(x, wq, wk, wv);
+    EXPECT_NEAR(l.item<double>(), lr.item<double>(), 1e-10);
+    expect_close({g[0], g[1], g[2], g[3]},
+                 {gr[0], gr[1], gr[2], gr[3]}, 1e-10);
+  }
+  {
+    Array h0 = rng.uniform({4, 8}, DType::f64), xs = rng.uniform({5, 4, 8}, DType::f64), w = rng.uniform({8, 8}, DType::f64);
+    auto rnn = [](const Array& w, const Array& h0, const Array& xs) {
+      auto [h, hs] = scan([&](const Array& h, const Array& xt) {
+        Array n = tanh(matmul(h, w) + xt);
+        return std::pair{n, n};
+      }, h0, xs);
+      return sum(square(hs)) + sum(h);
+    };
+    auto vg = value_and_grad(rnn, {0, 1});
+    auto [l, g] = pjit(vg, {.in_shardings = {cols, batch, OS(ns(m, P(std::nullopt, "data")))}})(w, h0, xs);
+    auto [lr, gr] = vg(w, h0, xs);
+    EXPECT_NEAR(l.item<double>(), lr.item<double>(), 1e-10);
+    expect_close({g[0], g[1]}, {gr[0], gr[1]}, 1e-10);
+  }
+  {
+    auto f = [](const Array& x) {
+      return cond(sum(x) > 0.0, [](const Array& v) { return v * 2.0; }, [](const Array& v) { return -v; }, x);
+    };
+    EXPECT_TRUE(close(pjit(f, {.in_shardings = {batch}})(x), f(x), 1e-12, 1e-12));
+  }
+  {
+    Array table = rng.uniform({10, 8}, DType::f64);
+    Array ids = array(std::vector<int32_t>{1, 3, 3, 9, 0, 2, 7, 7}, {4, 2});
+    auto f = [](const Array& table, const Array& ids) { return sum(square(take(table, ids, 0))); };
+    auto g = pjit(grad(f), {.in_shardings = {cols, batch}})(table, ids);
+    EXPECT_TRUE(close(g, grad(f)(table, ids), 1e-12, 1e-12));
+  }
+}
+
+// A property test: random valid shardings of every argument (each dimension over a random mesh axis or
+// none, each axis at most once) for programs that exercise every propagation rule: equal to jit.
+TEST(Pjit, RandomShardingsEqualJit) {
+  Rng rng(4);
+  std::mt19937 gen(5);
+  Mesh m(cpus(8), {"a", "b", "c"}, {2, 2, 2});
+  std::vector<std::string> axes{"a", "b", "c"};
+  auto random_spec = [&](const Shape& s) {
+    PartitionSpec p;
+    std::vector<bool> used(3, false);
+    for (size_t d = 0; d < s.size(); ++d) {
+      int k = static_cast<int>(gen() % 4) - 1;
+      if (k >= 0 && !used[static_cast<size_t>(k)] && s[d] % 2 == 0) {
+        used[static_cast<size_t>(k)] = true;
+        p.dims.push_back(axes[static_cast<size_t>(k)]);
+      } else {
+        p.dims.push_back(std::nullopt);
+      }
+    }
+    return p;
+  };
+  Array a = rng.uniform({4, 8}, DType::f64), b = rng.uniform({8, 6}, DType::f64), c = rng.uniform({4, 6}, DType::f64);
+  Array t = rng.uniform({2, 4, 8}, DType::f64);
+  std::vector<std::function<std::vector<Array>(const std::vector<Array>&)>> programs = {
+      [](const std::vector<Array>& v) { return std::vector<Array>{tanh(matmul(v[0], v[1])) * v[2] + 1.0}; },
+      [](const std::vector<Array>& v) { return std::vector<Array>{softmax(matmul(v[0], v[1]) + v[2], -1)}; },
+      [](const std::vector<Array>& v) {
+        Array r = reshape(transpose(v[3], {1, 0, 2}), {4, 16});
+        return std::vector<Array>{sum(r, {1}), max(v[0], {0}), cumsum(v[2], 1), sort(v[0], 0)};
+      },
+      [](const std::vector<Array>& v) {
+        return std::vector<Array>{einsum("bij,jk->bik", {v[3], v[1]}), layer_norm(v[2]), reshape(v[1], {2, 4, 6})};
+      },
+      [](const std::vector<Array>& v) {
+        auto g = grad([](const Array& a, const Array& b, const Array& c) { return sum(square(matmul(a, b) - c)); },
+                      {0, 1})(v[0], v[1], v[2]);
+        return std::vector<Array>{g[0], g[1]};
+      },
+  };
+  std::vector<Array> args{a, b, c, t};
+  int checked = 0;
+  for (size_t pi = 0; pi < programs.size(); ++pi) {
+    FlatFn f = programs[pi];
+    std::vector<Array> ref = f(args);
+    for (int trial = 0; trial < 6; ++trial) {
+      std::vector<std::optional<PartitionSpec>> in;
+      for (auto& x : args) in.push_back(random_spec(x.shape()));
+      std::vector<std::optional<PartitionSpec>> out;
+      for (auto& r : ref) out.push_back(trial % 2 ? std::optional<PartitionSpec>(random_spec(r.shape())) : std::nullopt);
+      std::vector<Array> got = pjit_flat(f, m, in, out, args);
+      std::string what = "program " + std::to_string(pi) + " trial " + std::to_string(trial) + ":";
+      for (auto& s : in) what += " " + s->str();
+      SCOPED_TRACE(what);
+      expect_close(got, ref, 1e-11);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 30);
+}
+
+// ---- communication -----------------------------------------------------------------------------------------
+std::map<std::string, int> count(const PjitLowered& l) {
+  std::map<std::string, int> c;
+  for (auto& [name, bytes] : l.collectives()) ++c[name];
+  return c;
+}
+
+// Data parallelism: the replicated parameters' gradients are each summed once (one psum per gradient
+// and one for the loss), nothing is gathered. FSDP: every parameter gathered in the forward pass (the
+// backward pass reuses it) and every gradient reduce-scattered. Megatron: one psum forward (the row-
+// parallel layer's partial sums) and one backward (the input's gradient through the column-parallel layer).
+TEST(Pjit, CollectivesOfDataParallelFsdpAndMegatron) {
+  Rng rng(6);
+  Mlp p = init(rng, 8, 16, 4);
+  Array x = rng.uniform({8, 8}, DType::f64), y = softmax(rng.uniform({8, 4}, DType::f64), -1);
+  Mesh m(cpus(4), {"data"});
+  auto loss4 = [](const Array& w1, const Array& b1, const Array& w2, const Array& b2, const Array& x, const Array& y) {
+    return mlp_loss(Mlp{w1, b1, w2, b2}, x, y);
+  };
+  auto vg = value_and_grad(loss4, {0, 1, 2, 3});
+  OS data = ns(m, P("data"));
+  {
+    auto f = pjit(vg, {.in_shardings = {OS(), OS(), OS(), OS(), data, data}, .out_shardings = {OS(ns(m, P()))}});
+    auto l = f.lower(p[0], p[1], p[2], p[3], x, y);
+    auto c = count(l);
+    EXPECT_EQ(c["psum"], 5) << l.as_text();
+    EXPECT_EQ(c.size(), 1u) << l.as_text();
+    int64_t bytes = 0;
+    for (auto& [n, b] : l.collectives()) bytes += b;
+    EXPECT_EQ(bytes, (8 * 16 + 16 + 16 * 4 + 4 + 1) * 8);  // every gradient once, and the loss
+  }
+  {
+    // FSDP: parameters split over "data" along their first dimension, gradients returned so
+    OS p0 = ns(m, P("data"));
+    auto f = pjit(vg, {.in_shardings = {p0, p0, p0, p0, data, data},
+                       .out_shardings = {OS(ns(m, P())), p0, p0, p0, p0}});
+    auto l = f.lower(p[0], p[1], p[2], p[3], x, y);
+    auto c = count(l);
+    EXPECT_EQ(c["all_gather_invariant"], 4) << l.plan_text() << l.as_text();
+    EXPECT_EQ(c["reduce_scatter"], 4) << l.plan_text() << l.as_text();
+    auto [lv, g] = f(p[0], p[1], p[2], p[3], x, y);
+    auto [lr, gr] = jit(vg)(p[0], p[1], p[2], p[3], x, y);
+    EXPECT_NEAR(lv.item<double>(), lr.item<double>(), 1e-12);
+    expect_close({g[0], g[3]}, {gr[0], gr[3]});
+  }
+  {
+    Mesh mm(cpus(4), {"model"});
+    auto fwd = [](const Array& w1, const Array& b1, const Array& w2, const Array& b2, const Array& x) {
+      return mlp(Mlp{w1, b1, w2, b2}, x);
+    };
+    auto f = pjit(fwd, {.in_shardings = {OS(ns(mm, P(std::nullopt, "model"))), OS(ns(mm, P("model"))),
+                                         OS(ns(mm, P("model"))), OS(), OS()}});
+    auto l = f.lower(p[0], p[1], p[2], p[3], x);
+    auto c = count(l);
+    EXPECT_EQ(c["psum"], 1) << l.as_text();
+    EXPECT_EQ(c.size(), 1u) << l.as_text();
+    EXPECT_TRUE(close(f(p[0], p[1], p[2], p[3], x), mlp(p, x), 1e-12, 1e-12));
+  }
+}
+
+// ---- the interface -------------------------------------------------------------------------------------------
+TEST(Pjit, ShardedArraysInAndOut) {
+  Rng rng(7);
+  Mesh m(cpus(4), {"data", "model"}, {2, 2});
+  Array a = rng.uniform({4, 6}, DType::f64), b = rng.uniform({6, 8}, DType::f64);
+  ShardedArray sa = device_put(a, ns(m, P("data"))), sb = device_put(b, ns(m, P(std::nullopt, "model")));
+  auto f = pjit([](const Array& a, const Array& b) { return matmul(a, b); });
+  std::vector<ShardedArray> r = f(sa, sb);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].sharding().spec, P("data", "model"));
+  EXPECT_TRUE(close(r[0].gather(), matmul(a, b), 1e-12, 1e-12));
+  EXPECT_EQ(r[0].addressable_shards().size(), 4u);
+  EXPECT_EQ(r[0].addressable_data(0).shape(), (Shape{2, 4}));
+  // an out_sharding overrides what propagation chose
+  auto g = pjit([](const Array& a, const Array& b) { return matmul(a, b); },
+                {.out_shardings = {OS(ns(m, P(std::nullopt, "data")))}});
+  auto r2 = g(sa, sb);
+  EXPECT_EQ(r2[0].sharding().spec, P(std::nullopt, "data"));
+  EXPECT_TRUE(close(r2[0].gather(), matmul(a, b), 1e-12, 1e-12));
+  auto r3 = g(sa, sb);  // a cache hit still knows the layouts
+  EXPECT_EQ(r3[0].sharding().spec, P(std::nullopt, "data"));
+  EXPECT_EQ(g.num_traces(), 1u);
+}
+
+TEST(Pjit, ShardingConstraintPinsAnIntermediate) {
+  Rng rng(8);
+  Mesh m(cpus(2), {"data"});
+  Array a = rng.uniform({4, 6}, DType::f64);
+  auto f = [&m](const Array& a) { return sum(with_sharding_constraint(tanh(a), ns(m, P(std::nullopt, "data"))), {1}); };
+  EXPECT_TRUE(close(f(a), sum(tanh(a), {1}), 0, 0));  // the identity outside sharded jit
+  auto pf = pjit(f, {.in_shardings = {OS(ns(m, P("data")))}});
+  EXPECT_TRUE(close(pf(a), f(a), 1e-12, 1e-12));
+  auto l = pf.lower(a);
+  EXPECT_NE(l.plan_text().find("sharding_constraint(P(None, 'data') <- P('data'))"), std::string::npos) << l.plan_text();
+  EXPECT_NE(l.as_text().find("all_gather_invariant"), std::string::npos) << l.as_text();
+  // derivatives and batches keep the pin
+  EXPECT_TRUE(close(grad([&](const Array& a) { return sum(f(a)); })(a), 1.0 - square(tanh(a)), 1e-12, 1e-12));
+  Array stacked = rng.uniform({3, 4, 6}, DType::f64);
+  EXPECT_TRUE(close(vmap(f)(stacked), sum(tanh(stacked), {2}), 1e-12, 1e-12));
+}
+
+TEST(Pjit, ComposesWithGradVmapAndJit) {
+  Rng rng(9);
+  Mesh m(cpus(2), {"data"});
+  Array w = rng.uniform({3, 2}, DType::f64), x = rng.uniform({4, 3}, DType::f64);
+  auto f = [](const Array& w, const Array& x) { return sum(tanh(matmul(x, w))); };
+  auto pf = pjit(f, {.in_shardings = {OS(), OS(ns(m, P("data")))}});
+  EXPECT_TRUE(close(grad(pf)(w, x), grad(f)(w, x), 1e-12, 1e-12));
+  EXPECT_TRUE(close(jit(pf)(w, x), f(w, x), 1e-12, 1e-12));
+  Array ws = rng.uniform({5, 3, 2}, DType::f64);
+  auto vf = vmap([&](const Array& w) { return pf(w, x); });
+  EXPECT_TRUE(close(vf(ws), vmap([&](const Array& w) { return f(w, x); })(ws), 1e-12, 1e-12));
+}
+
+TEST(Pjit, ClearErrors) {
+  Mesh m(cpus(4), {"data"});
+  Array a = zeros({6, 4}, DType::f32);
+  auto f = [](const Array& a) { return a * 2.0; };
+  try {
+    pjit(f, {.in_shardings = {OS(ns(m, P("data")))}})(a);
+    ADD_FAILURE() << "no error";
+  } catch (const ValueError& e) {
+    std::string s = e.what();
+    EXPECT_NE(s.find("argument leaf 0"), std::string::npos) << s;
+    EXPECT_NE(s.find("dimension 0 has 6 entries"), std::string::npos) << s;
+    EXPECT_NE(s.find("Mesh('data': 4)"), std::string::npos) << s;
+  }
+  EXPECT_THROW(pjit(f)(a), ValueError);  // no mesh anywhere
+  EXPECT_THROW(pjit(f, {.in_shardings = {OS(ns(m, P("model")))}})(zeros({8, 4}, DType::f32)), ValueError);
+  Mesh other(cpus(2), {"data"});
+  EXPECT_THROW(pjit(f, {.in_shardings = {OS(ns(m, P("data")))}, .out_shardings = {OS(ns(other, P()))}})(
+                   zeros({8, 4}, DType::f32)),
+               ValueError);
+  EXPECT_THROW(pjit(f, {.in_shardings = {OS(ns(m, P())), OS(ns(m, P()))}})(a), ValueError);  // two for one argument
+}
+
+}  // namespace
+}  // namespace graft::testing

@@ -11,6 +11,9 @@ Array pmin(const Array& x, const AxisNameArg& axes) { return lax::pmin(x, axes.n
 Array all_gather(const Array& x, const std::string& axis_name, int64_t axis, bool tiled) {
   return lax::all_gather(x, axis_name, axis, tiled);
 }
+Array all_gather_invariant(const Array& x, const std::string& axis_name, int64_t axis, bool tiled) {
+  return lax::all_gather_invariant(x, axis_name, axis, tiled);
+}
 Array psum_scatter(const Array& x, const std::string& axis_name, int64_t scatter_dimension, bool tiled) {
   return lax::psum_scatter(x, axis_name, scatter_dimension, tiled);
 }

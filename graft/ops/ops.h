@@ -327,6 +327,8 @@ Array pmax(const Array& x, const AxisNameArg& axes);
 Array pmin(const Array& x, const AxisNameArg& axes);
 /// Every member's x stacked along a new dimension `axis` (tiled: concatenated along `axis`).
 Array all_gather(const Array& x, const std::string& axis_name, int64_t axis = 0, bool tiled = false);
+/// all_gather whose result is typed invariant over the axis (every member holds the same whole).
+Array all_gather_invariant(const Array& x, const std::string& axis_name, int64_t axis = 0, bool tiled = false);
 /// psum, each member keeping its block of dimension `scatter_dimension`.
 Array psum_scatter(const Array& x, const std::string& axis_name, int64_t scatter_dimension = 0, bool tiled = false);
 /// For each (source, destination) pair, the destination receives the source's x (others: zeros).

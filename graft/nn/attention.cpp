@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "graft/nn/nn.h"
+#include "graft/parallel/partition.h"
 #include "graft/ops/ops.h"
 #include "graft/prims/primitives.h"
 #include "graft/runtime/cpu/gemm.h"
@@ -333,6 +334,11 @@ void register_nn_primitives() {
   std::call_once(once, [] {
     prims::register_primitive(&attention_fwd_p);
     prims::register_primitive(&attention_bwd_p);
+    // sharded jit: heads are independent along the batch and head dimensions (q [B, T, H, D], the
+    // mask and lse [B, H, ...]), so both split alike over any mesh axis
+    register_sharding_rule(attention_fwd_p, aligned_dims_rule({{0, 2}, {0, 2}, {0, 2}, {0, 1}}, {{0, 2}, {0, 1}}));
+    register_sharding_rule(attention_bwd_p,
+                           aligned_dims_rule({{0, 2}, {0, 2}, {0, 2}, {0, 2}, {0, 1}, {0, 2}, {0, 1}}, {{0, 2}, {0, 2}, {0, 2}}));
   });
 }
 

@@ -1,5 +1,6 @@
 #include "graft/parallel/partition.h"
 
+#include <mutex>
 #include <sstream>
 
 #include "graft/core/error.h"
@@ -434,6 +435,69 @@ Step dot_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const s
   return best;
 }
 
+// gather (an embedding lookup): the indices' batch dimensions keep their splits into the result's
+// batch dimensions; the operand's indexed dimensions are whole, its other dimensions, taken whole by
+// every slice, keep theirs into the result's offset dimensions.
+Step gather_rule(const Eqn& e, const std::vector<VS>& in) {
+  const auto& g = e.params.get_object<lax::GatherDims>("dimension_numbers");
+  if (!g.operand_batching_dims.empty()) return replicate_all(e);
+  const Aval& oa = e.inputs[0].aval();
+  const Aval& ia = e.inputs[1].aval();
+  const IntList& ss = e.params.get_ints("slice_sizes");
+  int64_t rank = e.outputs[0]->aval.ndim();
+  VS op = VS::replicated(oa.ndim()), idx = VS::replicated(ia.ndim()), out = VS::replicated(rank);
+  uint32_t used = 0;
+  std::vector<int64_t> batch_out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!contains(g.offset_dims, d)) batch_out.push_back(d);
+  for (size_t b = 0; b + 1 < static_cast<size_t>(ia.ndim()) && b < batch_out.size(); ++b) {
+    int k = in[1].dims[b];
+    if (k < 0 || (used & (1u << k))) continue;
+    idx.dims[b] = k;
+    out.dims[static_cast<size_t>(batch_out[b])] = k;
+    used |= 1u << k;
+  }
+  size_t o = 0;
+  for (int64_t d = 0; d < oa.ndim(); ++d) {
+    if (contains(g.collapsed_slice_dims, d)) continue;
+    int k = in[0].dims[static_cast<size_t>(d)];
+    bool whole_slice = ss[static_cast<size_t>(d)] == oa.shape[static_cast<size_t>(d)];
+    if (k >= 0 && whole_slice && !contains(g.start_index_map, d) && !(used & (1u << k)) && o < g.offset_dims.size()) {
+      op.dims[static_cast<size_t>(d)] = k;
+      out.dims[static_cast<size_t>(g.offset_dims[o])] = k;
+      used |= 1u << k;
+    }
+    ++o;
+  }
+  return {{op, idx}, {out}};
+}
+
+// scatter_add (an embedding's gradient): each device adds its updates, split along their batch
+// dimensions, into the whole operand; the result is a partial sum over those axes (the operand, added
+// once, counts on one device of each).
+Step scatter_add_rule(const Eqn& e, const std::vector<VS>& in) {
+  const auto& sd = e.params.get_object<lax::ScatterDims>("dimension_numbers");
+  if (!sd.operand_batching_dims.empty()) return replicate_all(e);
+  const Aval& ia = e.inputs[1].aval();
+  const Aval& ua = e.inputs[2].aval();
+  VS op = VS::replicated(e.inputs[0].aval().ndim()), idx = VS::replicated(ia.ndim()), up = VS::replicated(ua.ndim());
+  std::vector<int64_t> batch_up;
+  for (int64_t d = 0; d < ua.ndim(); ++d)
+    if (!contains(sd.update_window_dims, d)) batch_up.push_back(d);
+  uint32_t used = 0;
+  for (size_t b = 0; b + 1 < static_cast<size_t>(ia.ndim()) && b < batch_up.size(); ++b) {
+    int k = in[2].dims[static_cast<size_t>(batch_up[b])];
+    if (k < 0) k = in[1].dims[b];
+    if (k < 0 || (used & (1u << k))) continue;
+    idx.dims[b] = k;
+    up.dims[static_cast<size_t>(batch_up[b])] = k;
+    used |= 1u << k;
+  }
+  op.partial = used;
+  VS out = op;
+  return {{op, idx, up}, {out}};
+}
+
 Step constraint_rule(const Eqn& e, const Mesh& mesh) {
   const NamedSharding& s = sharding_of(e.params);
   if (s.mesh.str() != mesh.str())
@@ -442,9 +506,35 @@ Step constraint_rule(const Eqn& e, const Mesh& mesh) {
   return {{t}, {t}};
 }
 
+std::mutex& rules_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::unordered_map<const Primitive*, ShardingRule>& registered_rules() {
+  static std::unordered_map<const Primitive*, ShardingRule> r;
+  return r;
+}
+
 Step rule_for(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const std::vector<std::vector<VS>>& avail) {
   const Primitive* q = e.prim;
   if (e.inputs.empty()) return replicate_all(e);
+  {
+    ShardingRule r;
+    {
+      std::lock_guard<std::mutex> lock(rules_mu());
+      auto it = registered_rules().find(q);
+      if (it != registered_rules().end()) r = it->second;
+    }
+    if (r) {
+      std::vector<VS> whole_in;
+      for (auto& x : in) whole_in.push_back(whole(x));
+      Step st = r(e, whole_in, mesh);
+      if (st.in.size() != e.inputs.size() || st.out.size() != e.outputs.size())
+        fail<ValueError>("sharded jit: the sharding rule of ", q->name, " gave ", st.in.size(), " operand and ", st.out.size(),
+                         " result layouts for ", e.inputs.size(), " and ", e.outputs.size());
+      return st;
+    }
+  }
   if (q == &sharding_constraint_p) return constraint_rule(e, mesh);
   if (q->has(kElementwise) && e.outputs.size() == 1) return elementwise(e, in);
   if (q == &prims::broadcast_in_dim_p) return broadcast_rule(e, in[0]);
@@ -460,6 +550,8 @@ Step rule_for(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const s
   if (q == &prims::sort_p) return along_rule(e, in, {e.params.get_int("dimension")});
   if (q == &prims::rev_p) return along_rule(e, in, e.params.get_ints("dimensions"));
   if (q == &prims::dot_general_p) return dot_rule(e, in, mesh, avail);
+  if (q == &prims::gather_p) return gather_rule(e, in);
+  if (q == &prims::scatter_add_p && e.inputs.size() == 3) return scatter_add_rule(e, in);
   return replicate_all(e);
 }
 
@@ -500,6 +592,42 @@ void refine_broadcasts(const Jaxpr& j, ShardingPlan& plan) {
 }
 
 }  // namespace
+
+void register_sharding_rule(const Primitive& p, ShardingRule rule) {
+  std::lock_guard<std::mutex> lock(rules_mu());
+  registered_rules()[&p] = std::move(rule);
+}
+
+ShardingRule aligned_dims_rule(std::vector<std::vector<int>> in_dims, std::vector<std::vector<int>> out_dims) {
+  return [in_dims, out_dims](const Eqn& e, const std::vector<VS>& in, const Mesh&) {
+    size_t shared = 0;
+    for (auto& d : in_dims) shared = std::max(shared, d.size());
+    std::vector<int> axis(shared, -1);
+    uint32_t used = 0;
+    for (size_t i = 0; i < in.size() && i < in_dims.size(); ++i)
+      for (size_t j = 0; j < in_dims[i].size(); ++j) {
+        int d = in_dims[i][j];
+        if (d < 0 || axis[j] >= 0) continue;
+        int k = in[i].dims[static_cast<size_t>(d)];
+        if (k >= 0 && !(used & (1u << k))) {
+          axis[j] = k;
+          used |= 1u << k;
+        }
+      }
+    auto layout = [&](const Aval& a, const std::vector<int>* dims) {
+      VS s = VS::replicated(a.ndim());
+      if (dims)
+        for (size_t j = 0; j < dims->size(); ++j)
+          if ((*dims)[j] >= 0) s.dims[static_cast<size_t>((*dims)[j])] = axis[j];
+      return s;
+    };
+    Step st;
+    for (size_t i = 0; i < e.inputs.size(); ++i) st.in.push_back(layout(e.inputs[i].aval(), i < in_dims.size() ? &in_dims[i] : nullptr));
+    for (size_t k = 0; k < e.outputs.size(); ++k)
+      st.out.push_back(layout(e.outputs[k]->aval, k < out_dims.size() ? &out_dims[k] : nullptr));
+    return st;
+  };
+}
 
 ShardingPlan propagate_shardings(const Jaxpr& j, const Mesh& mesh, const std::vector<VS>& in,
                                  const std::vector<std::optional<VS>>& out) {
@@ -566,14 +694,19 @@ Array reshard(const Array& x, const VS& from, const VS& to, const Mesh& mesh) {
   }
   if (!psum_axes.empty()) y = lax::psum(y, psum_axes);
   cur.partial &= to.partial;
-  if (cur.partial != to.partial)
-    fail<ValueError>("sharded jit: cannot make a partial sum over new axes (", from.str(mesh), " to ", to.str(mesh), ")");
   // splits the target does not have: gathered
   for (size_t d = 0; d < cur.dims.size(); ++d) {
     if (cur.dims[d] >= 0 && cur.dims[d] != to.dims[d]) {
       y = lax::all_gather_invariant(y, names[static_cast<size_t>(cur.dims[d])], static_cast<int64_t>(d), true);
       cur.dims[d] = -1;
     }
+  }
+  // a whole value becomes a partial sum by staying on the first device of each new axis (zeros elsewhere)
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (!((to.partial & ~cur.partial) & (1u << k))) continue;
+    Array first = lax::eq(lax::axis_index(names[k]), lax::scalar(0.0, DType::i32));
+    y = lax::select(lax::broadcast_in_dim(first, y.shape(), {}), y, lax::broadcast_in_dim(lax::scalar(0.0, y.dtype()), y.shape(), {}));
+    cur.partial |= 1u << k;
   }
   // splits the target adds: each device keeps its block
   for (size_t d = 0; d < cur.dims.size(); ++d) {
@@ -608,6 +741,12 @@ Params local_params(const Eqn& e, const Step& st, const Mesh& mesh) {
     return e.params.with("shape", ints(local_shape(e.outputs[0]->aval, st.out[0], mesh)));
   if (e.prim == &prims::reshape_p)
     return e.params.with("new_sizes", ints(local_shape(e.outputs[0]->aval, st.out[0], mesh)));
+  if (e.prim == &prims::gather_p) {
+    IntList ss = e.params.get_ints("slice_sizes");
+    for (size_t d = 0; d < ss.size(); ++d)
+      if (st.in[0].dims[d] >= 0) ss[d] /= axis_n(mesh, st.in[0].dims[d]);
+    return e.params.with("slice_sizes", ss);
+  }
   return e.params;
 }
 

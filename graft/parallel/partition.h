@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -65,6 +66,18 @@ struct ShardingPlan {
   /// Every variable's layout.
   std::unordered_map<const Var*, ValueSharding> of;
 };
+
+/// A primitive's propagation rule: from its operands' layouts, the layouts it brings them to and its
+/// results'. graft's own primitives have theirs in partition.cpp; a layer defining primitives of its
+/// own registers theirs (without one, a primitive runs on whole operands).
+using ShardingRule =
+    std::function<ShardingPlan::Step(const Eqn& e, const std::vector<ValueSharding>& in, const Mesh& mesh)>;
+void register_sharding_rule(const Primitive& p, ShardingRule rule);
+/// The rule of a primitive whose operands and results share some dimensions (a batch, heads) and
+/// work independently along them: in_dims[i][j] is where shared dimension j sits in operand i (-1: not
+/// there; operands past the list have none), out_dims likewise for the results. The shared dimensions
+/// are split alike everywhere (each over the first axis an operand splits it over), the rest whole.
+ShardingRule aligned_dims_rule(std::vector<std::vector<int>> in_dims, std::vector<std::vector<int>> out_dims);
 
 /// Propagates layouts through `j` (a flat jaxpr: calls inlined) from its inputs' (`in`, one per invar;
 /// constvars are replicated) to its outputs (`out[i]`: the layout output i must have, nullopt: as

@@ -142,6 +142,23 @@ std::vector<std::pair<std::string, int64_t>> PjitLowered::collectives() const {
   return r;
 }
 
+std::vector<std::optional<NamedSharding>> leaf_shardings(
+    const Tree& t, const std::function<std::optional<NamedSharding>(const std::string& path, const Array& leaf)>& rule) {
+  std::vector<std::optional<NamedSharding>> r;
+  std::function<void(const Tree&, const std::string&)> walk = [&](const Tree& n, const std::string& path) {
+    if (n.is_leaf()) {
+      r.push_back(rule(path, n.array()));
+    } else if (n.is_dict()) {
+      for (auto& [k, v] : n.dict()) walk(v, path.empty() ? k : path + "." + k);
+    } else if (n.is_list()) {
+      size_t i = 0;
+      for (auto& v : n.items()) walk(v, (path.empty() ? "" : path + ".") + std::to_string(i++));
+    }
+  };
+  walk(t, "");
+  return r;
+}
+
 namespace detail {
 
 PjitSetup pjit_setup(const PjitOptions& o, const std::vector<const ShardedArray*>& args) {
@@ -172,11 +189,44 @@ PjitSetup pjit_setup(const PjitOptions& o, const std::vector<const ShardedArray*
     s.in.push_back(spec);
   }
   for (auto& x : o.out_shardings) s.out.push_back(x ? std::optional<PartitionSpec>(x->spec) : std::nullopt);
+  for (auto& leaves : o.in_leaf_shardings) {
+    for (auto& x : leaves)
+      if (x) take(x->mesh, "an in_leaf_sharding");
+    s.in_leaf.emplace_back();
+    for (auto& x : leaves) s.in_leaf.back().push_back(x ? std::optional<PartitionSpec>(x->spec) : std::nullopt);
+  }
+  s.in_exact = !o.in_shardings.empty();
+  if (s.in.size() < s.in_leaf.size()) s.in.resize(s.in_leaf.size());
   s.key = "|pjit " + mesh_key(*s.mesh) + " in";
   for (auto& x : s.in) s.key += " " + (x ? x->str() : std::string("-"));
   s.key += " out";
   for (auto& x : s.out) s.key += " " + (x ? x->str() : std::string("-"));
+  for (size_t i = 0; i < s.in_leaf.size(); ++i) {
+    if (s.in_leaf[i].empty()) continue;
+    s.key += " leaves" + std::to_string(i);
+    for (auto& x : s.in_leaf[i]) s.key += " " + (x ? x->str() : std::string("-"));
+  }
   return s;
+}
+
+std::vector<std::optional<PartitionSpec>> leaf_specs(const PjitSetup& s, const FlatCall& c) {
+  std::vector<std::optional<PartitionSpec>> in = s.in;
+  if (!s.in_exact && in.size() < c.num_args()) in.resize(c.num_args());
+  if (in.size() != c.num_args())
+    fail<ValueError>("pjit: in_shardings has ", in.size(), " entries for ", c.num_args(), " arguments");
+  std::vector<std::optional<PartitionSpec>> r;
+  for (size_t i = 0; i < c.num_args(); ++i) {
+    size_t n = c.offset[i + 1] - c.offset[i];
+    if (i < s.in_leaf.size() && !s.in_leaf[i].empty()) {
+      if (s.in_leaf[i].size() != n)
+        fail<ValueError>("pjit: in_leaf_shardings[", i, "] has ", s.in_leaf[i].size(), " entries for the ", n,
+                         " leaves of argument ", i);
+      r.insert(r.end(), s.in_leaf[i].begin(), s.in_leaf[i].end());
+    } else {
+      r.insert(r.end(), n, in[i]);
+    }
+  }
+  return r;
 }
 
 std::vector<Array> pjit_call(const JitFunction& jit, const PjitSetup& s, FlatCall& c,

@@ -38,6 +38,10 @@ struct PjitOptions {
   std::string name = "<lambda>";
   /// One per positional argument, applied to each of its leaves (empty: all std::nullopt).
   std::vector<std::optional<NamedSharding>> in_shardings;
+  /// Per-leaf in-shardings for arguments whose leaves lie differently (JAX's pytree of shardings):
+  /// in_leaf_shardings[i], when not empty, has one entry per leaf of argument i in flattening order and
+  /// replaces in_shardings[i] (leaf_shardings(tree, rule) makes one from the leaves' paths).
+  std::vector<std::vector<std::optional<NamedSharding>>> in_leaf_shardings;
   /// One per output leaf, or one for all (empty: all std::nullopt).
   std::vector<std::optional<NamedSharding>> out_shardings;
   /// The mesh, when no sharding names it (otherwise every sharding must be over this one).
@@ -70,11 +74,18 @@ std::vector<Array> pjit_flat(const FlatFn& f, const Mesh& mesh, const std::vecto
 PjitLowered pjit_lower_flat(const FlatFn& f, const Mesh& mesh, const std::vector<std::optional<PartitionSpec>>& in,
                             const std::vector<std::optional<PartitionSpec>>& out, const std::vector<Aval>& avals);
 
+/// One sharding per leaf of `t` (in flattening order), from its path ("blocks.0.fc1.w": dict keys and
+/// list positions joined by dots) and value: for PjitOptions::in_leaf_shardings and out_shardings.
+std::vector<std::optional<NamedSharding>> leaf_shardings(
+    const Tree& t, const std::function<std::optional<NamedSharding>(const std::string& path, const Array& leaf)>& rule);
+
 namespace detail {
 /// What a Pjitted settles once: the mesh (from the options or the shardings) and per-argument specs.
 struct PjitSetup {
   std::optional<Mesh> mesh;
   std::vector<std::optional<PartitionSpec>> in, out;
+  std::vector<std::vector<std::optional<PartitionSpec>>> in_leaf;  ///< per argument; empty: `in` applies
+  bool in_exact = false;  ///< in_shardings given: one per argument
   std::string key;  ///< the mesh, its devices and the specs, for the compile cache
   /// The specs the results got, per call signature (for sharded results after a cache hit).
   std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
@@ -82,6 +93,8 @@ struct PjitSetup {
       std::make_shared<std::map<std::string, std::vector<PartitionSpec>>>();
 };
 PjitSetup pjit_setup(const PjitOptions& o, const std::vector<const ShardedArray*>& args = {});
+/// The spec of every argument leaf of the call.
+std::vector<std::optional<PartitionSpec>> leaf_specs(const PjitSetup& s, const FlatCall& c);
 /// Runs a flattened call: the specs per leaf, the jit around the partitioned shard_map.
 std::vector<Array> pjit_call(const JitFunction& jit, const PjitSetup& s, FlatCall& c,
                              const std::vector<std::optional<PartitionSpec>>& leaf_in,
@@ -103,7 +116,7 @@ class Pjitted {
   auto operator()(const Args&... args) const {
     detail::PjitSetup s = setup();
     return detail::flat_call(
-        f_, [&](FlatCall& c) { return detail::pjit_call(jit_, s, c, c.per_leaf(s.in, "pjit: in_shardings")); },
+        f_, [&](FlatCall& c) { return detail::pjit_call(jit_, s, c, detail::leaf_specs(s, c)); },
         args...);
   }
 
@@ -118,7 +131,7 @@ class Pjitted {
     std::vector<PartitionSpec> out_specs;
     std::vector<Array> outs = detail::with_flat_call(
         f_, {},
-        [&](FlatCall& c) { return detail::pjit_call(jit_, s, c, c.per_leaf(s.in, "pjit: in_shardings"), &out_specs); },
+        [&](FlatCall& c) { return detail::pjit_call(jit_, s, c, detail::leaf_specs(s, c), &out_specs); },
         detail::sharded_argument(xs)...);
     std::vector<ShardedArray> r;
     for (size_t k = 0; k < outs.size(); ++k) r.push_back(detail::sharded_result(outs[k], *s.mesh, out_specs[k]));
@@ -135,7 +148,7 @@ class Pjitted {
         [&](FlatCall& c) {
           std::vector<Aval> avals;
           for (auto& x : c.leaves) avals.push_back(x.aval());
-          return pjit_lower_flat(c.fn, *s.mesh, c.per_leaf(s.in, "pjit: in_shardings"), s.out, avals);
+          return pjit_lower_flat(c.fn, *s.mesh, detail::leaf_specs(s, c), s.out, avals);
         },
         args...);
   }

@@ -30,6 +30,7 @@
 #include "graft/io/onnx.h"
 #include "graft/io/safetensors.h"
 #include "graft/nn/nn.h"
+#include "graft/nn/sharding.h"
 #include "graft/optim/optim.h"
 #include "graft/parallel/device.h"
 #include "graft/parallel/mesh.h"

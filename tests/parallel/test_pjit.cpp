@@ -191,6 +191,11 @@ TEST(Pjit, RandomShardingsEqualJit) {
                       {0, 1})(v[0], v[1], v[2]);
         return std::vector<Array>{g[0], g[1]};
       },
+      [](const std::vector<Array>& v) {  // a lookup and its scattered gradient
+        Array ids = argmax(v[0], 1);
+        Array g = grad([&](const Array& table) { return sum(square(take(table, ids, 0)) * v[2]); })(v[1]);
+        return std::vector<Array>{take(v[1], ids, 0), g};
+      },
   };
   std::vector<Array> args{a, b, c, t};
   int checked = 0;
@@ -210,7 +215,7 @@ TEST(Pjit, RandomShardingsEqualJit) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 30);
+  EXPECT_EQ(checked, 36);
 }
 
 // ---- communication -----------------------------------------------------------------------------------------
@@ -271,6 +276,64 @@ TEST(Pjit, CollectivesOfDataParallelFsdpAndMegatron) {
     EXPECT_EQ(c.size(), 1u) << l.as_text();
     EXPECT_TRUE(close(f(p[0], p[1], p[2], p[3], x), mlp(p, x), 1e-12, 1e-12));
   }
+}
+
+// The transformer's training step (Adam) with its layouts written as annotations only (nn::Layout):
+// data parallel, Megatron (heads and MLP hidden units over "model": fused attention runs on the heads
+// each device holds), FSDP (parameters and Adam's state over "data"), and both: one step equals jit's.
+TEST(Pjit, TransformerTrainingStepUnderLayouts) {
+  nn::TransformerLM lm{.vocab = 16, .dim = 16, .heads = 4, .layers = 1, .max_len = 8};
+  Tree params = lm.init(random::key(0), DType::f64);
+  auto opt = optim::adam(1e-2);
+  Tree state = opt.init(params);
+  Rng rng(10);
+  Array x = astype(floor(rng.uniform({4, 8}, DType::f64) * 8.0 + 8.0), DType::i32);
+  Array y = astype(floor(rng.uniform({4, 8}, DType::f64) * 8.0 + 8.0), DType::i32);
+  auto step = [&](const Tree& p, const Tree& s, const Array& x, const Array& y) {
+    auto [loss, g] = value_and_grad([&](const Tree& q) { return nn::cross_entropy(lm(q, x), y); })(p);
+    auto [u, s2] = opt.update(g, s, p);
+    return std::make_tuple(optim::apply_updates(p, u), s2, loss);
+  };
+  auto [p_ref, s_ref, l_ref] = jit(step)(params, state, x, y);
+  Mesh m(cpus(4), {"data", "model"}, {2, 2});
+  NamedSharding batch{m, P("data")};
+  for (nn::Layout layout : {nn::Layout{}, nn::Layout{.tensor = "model"}, nn::Layout{.fsdp = "data"},
+                            nn::Layout{.fsdp = "data", .tensor = "model"}}) {
+    SCOPED_TRACE("fsdp '" + layout.fsdp + "', tensor '" + layout.tensor + "'");
+    auto ps = nn::parameter_shardings(params, m, layout), ss = nn::parameter_shardings(state, m, layout);
+    std::vector<std::optional<NamedSharding>> outs = ps;
+    outs.insert(outs.end(), ss.begin(), ss.end());
+    outs.push_back(NamedSharding{m, P()});
+    auto f = pjit(step, {.in_leaf_shardings = {ps, ss, {batch}, {batch}}, .out_shardings = outs});
+    auto [p1, s1, l1] = f(params, state, x, y);
+    EXPECT_NEAR(l1.template item<double>(), l_ref.template item<double>(), 1e-10);
+    auto a = p1.leaves(), b = p_ref.leaves();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(close(a[i], b[i], 1e-9, 1e-9)) << "parameter " << i;
+    if (!layout.tensor.empty()) {
+      std::string plan = f.lower(params, state, x, y).plan_text();
+      EXPECT_NE(plan.find("flash_attention(P('data', None, 'model')"), std::string::npos) << plan;
+    }
+  }
+  // Megatron's split of the first block's MLP, FSDP's of its rows, Adam's state like its parameter
+  auto ps = nn::parameter_shardings(params, m, {.fsdp = "data", .tensor = "model"});
+  auto paths = leaf_shardings(params, [](const std::string& path, const Array&) {
+    return std::optional<NamedSharding>(NamedSharding{Mesh(cpus(1), {"x"}), P(path.c_str())});
+  });
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const std::string& path = *paths[i]->spec.dims[0];
+    if (path == "blocks.0.fc1.w") {
+      EXPECT_EQ(ps[i]->spec, P("data", "model"));
+    } else if (path == "blocks.0.fc2.w") {
+      EXPECT_EQ(ps[i]->spec, P("model", "data"));
+    } else if (path == "blocks.0.fc1.b") {
+      EXPECT_EQ(ps[i]->spec, P("model"));
+    } else if (path == "ln.scale") {
+      EXPECT_EQ(ps[i]->spec, P("data"));
+    }
+  }
+  EXPECT_EQ(nn::parameter_sharding("mu.blocks.0.fc1.w", Aval({16, 64}, DType::f32), m, {.tensor = "model"}).spec,
+            P(std::nullopt, "model"));
 }
 
 // ---- the interface -------------------------------------------------------------------------------------------

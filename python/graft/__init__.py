@@ -30,7 +30,10 @@ def device_get(x):
 
 def device_put(x, device=None):
     """x's array leaves committed to `device` ("cpu", "cuda", "cuda:1"; default: the default device),
-    as jax.device_put: operations on them run there, and mixing two committed devices is an error."""
+    as jax.device_put: operations on them run there, and mixing two committed devices is an error. With
+    a graft.sharding.NamedSharding, x's leaves laid out over its mesh (ShardedArrays)."""
+    if isinstance(device, _graft.NamedSharding):  # laid out over a mesh: ShardedArrays
+        return tree_map(lambda a: _graft.device_put_sharded(a, device), x)
     d = _graft.default_device_name() if device is None else str(device)
     return tree_map(lambda a: _graft.device_put(a, d), x)
 

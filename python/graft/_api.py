@@ -242,8 +242,15 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
 
 
 # ---- jit and make_jaxpr ---------------------------------------------------------------------------------
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), polymorphic=(), buckets=()):
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), polymorphic=(), buckets=(),
+        in_shardings=None, out_shardings=None):
     """fun traced once per argument structure, types and static values, and compiled (JAX's jax.jit).
+
+    in_shardings / out_shardings (graft.sharding.NamedSharding, one for all or a pytree prefix of the
+    arguments / outputs; None: the argument's own sharding for a ShardedArray, else replicated, and for
+    outputs what the compiler chose) make it sharded jit: fun is written for one device and the compiler
+    partitions it over the mesh, inserting the collectives. Called with ShardedArrays
+    (graft.device_put(x, sharding)) it returns ShardedArrays, otherwise whole arrays.
 
     polymorphic: one spec per positional argument naming its batch dimension ("b, ..." for axis 0 of
     arrays of any rank, "(b, 784)", "_, b"; "" for none): every batch size up to a bucket runs in that
@@ -252,7 +259,13 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), p
     """
     if fun is None:
         return lambda f: jit(f, static_argnums=static_argnums, static_argnames=static_argnames,
-                             donate_argnums=donate_argnums, polymorphic=polymorphic, buckets=buckets)
+                             donate_argnums=donate_argnums, polymorphic=polymorphic, buckets=buckets,
+                             in_shardings=in_shardings, out_shardings=out_shardings)
+    if in_shardings is not None or out_shardings is not None:
+        if static_argnums or static_argnames or donate_argnums or polymorphic:
+            raise NotImplementedError("jit: in_shardings / out_shardings do not take static, donated or polymorphic "
+                                      "arguments yet")
+        return _sharded_jit(fun, in_shardings, out_shardings)
     static_argnums = _argnums_tuple(static_argnums)
     static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     donate = _argnums_tuple(donate_argnums)
@@ -315,6 +328,59 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), p
 
     wrapped._num_traces = lambda: state.num_traces
     wrapped._num_compiles = lambda: state.num_compiles
+    return wrapped
+
+
+def _sharded_jit(fun, in_shardings, out_shardings):
+    NamedSharding, ShardedArray = _graft.NamedSharding, _graft.ShardedArray
+
+    def is_sh(s):
+        return isinstance(s, NamedSharding)
+
+    state = _graft.Pjit(getattr(fun, "__name__", "<lambda>"))
+    out_trees = {}
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        leaves, in_tree = tree_flatten(args)
+        if in_shardings is None:
+            per_leaf = [None] * len(leaves)
+        else:
+            prefix = (in_shardings if isinstance(in_shardings, (tuple, list)) and not is_sh(in_shardings)
+                      else (in_shardings,) * len(args))
+            if len(prefix) != len(args):
+                raise ValueError(f"jit: in_shardings has {len(prefix)} entries for {len(args)} arguments")
+            per_leaf = broadcast_prefix(tuple(prefix), args, "jit in_shardings", is_sh)
+        sharded, arrays = False, []
+        for i, x in enumerate(leaves):
+            if isinstance(x, ShardedArray):
+                sharded = True
+                if per_leaf[i] is None:
+                    per_leaf[i] = x.sharding
+                arrays.append(x.gather())
+            else:
+                arrays.append(_as_array(x, "jit"))
+        key = f"{in_tree}|" + ",".join(repr(s) for s in per_leaf)
+
+        def flat(xs):
+            o, out_trees[key] = tree_flatten(fun(*tree_unflatten(in_tree, xs)))
+            return o
+
+        if out_shardings is None:
+            outs_sh = []
+        elif is_sh(out_shardings):
+            outs_sh = [out_shardings]
+        else:  # a pytree prefix of the outputs, whose structure a trace gives
+            if key not in out_trees:
+                _graft.make_jaxpr(flat, arrays)
+            d = out_trees[key]
+            outs_sh = broadcast_prefix(out_shardings, tree_unflatten(d, [0] * d.num_leaves), "jit out_shardings", is_sh)
+        outs, shardings = state.call(flat, arrays, per_leaf, outs_sh, None, key)
+        if sharded:
+            outs = [_graft.device_put_sharded(o, s) for o, s in zip(outs, shardings)]
+        return tree_unflatten(out_trees[key], outs)
+
+    wrapped._num_traces = lambda: state.num_traces
     return wrapped
 
 

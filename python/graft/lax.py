@@ -16,6 +16,12 @@ lgamma, digamma, polygamma, zeta = (_graft.special_gammaln, _graft.special_digam
 bessel_i0e, bessel_i1e, erf_inv = _graft.special_i0e, _graft.special_i1e, _graft.erf_inv
 
 
+def with_sharding_constraint(x, sharding):
+    """x laid out as `sharding` inside sharded jit (the identity elsewhere); x may be a pytree."""
+    from ._tree import tree_map
+    return tree_map(lambda a: _graft.with_sharding_constraint(a, sharding), x)
+
+
 def _check_same(what, trees):
     first = trees[0]
     for t in trees[1:]:

@@ -1,6 +1,7 @@
-"""Devices, meshes and partition specs (JAX's jax.sharding), for graft.shard_map and graft.pmap."""
+"""Devices, meshes, partition specs and named shardings (JAX's jax.sharding), for graft.shard_map, graft.pmap
+and sharded jit (graft.jit(in_shardings=, out_shardings=))."""
 from . import _graft
-from ._graft import Mesh, devices, local_devices, process_count, process_index  # noqa: F401
+from ._graft import Mesh, NamedSharding, ShardedArray, devices, local_devices, process_count, process_index  # noqa: F401
 
 
 class PartitionSpec(tuple):

@@ -1,6 +1,9 @@
 // SPMD over a mesh of devices (graft.sharding and graft.shard_map wrap these).
 #include "common.h"
 
+#include <map>
+#include <mutex>
+
 namespace graft::python {
 
 using namespace pybind11::literals;
@@ -31,6 +34,69 @@ void bind_spmd(py::module_& m) {
     for (auto e : h) p.dims.push_back(e.is_none() ? std::nullopt : std::optional<std::string>(e.cast<std::string>()));
     return p;
   };
+  auto spec_tuple = [](const PartitionSpec& p) {
+    py::list l;
+    for (auto& d : p.dims) l.append(d ? py::object(py::str(*d)) : py::object(py::none()));
+    return py::tuple(l);
+  };
+  py::class_<NamedSharding>(m, "NamedSharding")
+      .def(py::init([to_spec](const Mesh& mesh, py::handle spec) { return NamedSharding{mesh, to_spec(spec)}; }),
+           "mesh"_a, "spec"_a)
+      .def_readonly("mesh", &NamedSharding::mesh)
+      .def_property_readonly("spec", [spec_tuple](const NamedSharding& s) { return spec_tuple(s.spec); })
+      .def("shard_shape", [](const NamedSharding& s, py::handle shape) { return shape_tuple(s.shard_shape(to_shape(shape))); })
+      .def("__repr__", [](const NamedSharding& s) { return "NamedSharding(" + s.mesh.str() + ", " + s.spec.str() + ")"; });
+  py::class_<ShardedArray>(m, "ShardedArray")
+      .def_property_readonly("shape", [](const ShardedArray& x) { return shape_tuple(x.shape()); })
+      .def_property_readonly("dtype", [](const ShardedArray& x) { return numpy_dtype(x.dtype()); })
+      .def_property_readonly("ndim", &ShardedArray::ndim)
+      .def_property_readonly("sharding", &ShardedArray::sharding)
+      .def_property_readonly("addressable_shards",
+                             [](const ShardedArray& x) {
+                               py::list l;
+                               for (auto& sh : x.addressable_shards()) {
+                                 py::list index;
+                                 for (auto [a, b] : sh.index) index.append(py::slice(a, b, 1));
+                                 l.append(py::make_tuple(sh.device, py::tuple(index), sh.data));
+                               }
+                               return l;
+                             })
+      .def("is_fully_addressable", &ShardedArray::is_fully_addressable)
+      .def("gather", &ShardedArray::gather, "The whole array (a collective across processes).")
+      .def("__array__", [](const ShardedArray& x, py::args, py::kwargs) { return to_numpy(x.gather()); })
+      .def("__repr__", &ShardedArray::str);
+  m.def("device_put_sharded", [](py::handle x, const NamedSharding& s) { return device_put(to_array(x), s); });
+  m.def("with_sharding_constraint", [](py::handle x, const NamedSharding& s) { return with_sharding_constraint(to_array(x), s); });
+  // sharded jit: one "argument" per leaf (Python broadcasts its pytrees of shardings to the leaves)
+  struct PyPjit {
+    JitFunction jit;
+    std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
+    std::shared_ptr<std::map<std::string, std::vector<PartitionSpec>>> record =
+        std::make_shared<std::map<std::string, std::vector<PartitionSpec>>>();
+  };
+  py::class_<PyPjit>(m, "Pjit")
+      .def(py::init([](const std::string& name) { return PyPjit{JitFunction(JitOptions{.name = name})}; }))
+      .def("call",
+           [spec_tuple](PyPjit& self, py::function f, py::handle args, std::vector<std::optional<NamedSharding>> in,
+                        std::vector<std::optional<NamedSharding>> out, std::optional<Mesh> mesh, const std::string& key) {
+             std::vector<Array> leaves = to_arrays(args);
+             PjitOptions o{.in_shardings = std::move(in), .out_shardings = std::move(out), .mesh = std::move(mesh)};
+             detail::PjitSetup s = detail::pjit_setup(o);
+             s.mu = self.mu;
+             s.out_specs = self.record;
+             FlatCall c;
+             c.fn = flat_fn(f);
+             c.leaves = leaves;
+             for (size_t i = 0; i <= leaves.size(); ++i) c.offset.push_back(i);
+             for (size_t i = 0; i < leaves.size(); ++i) c.traced.push_back(true);
+             c.key = key;
+             std::vector<PartitionSpec> specs;
+             std::vector<Array> r = detail::pjit_call(self.jit, s, c, detail::leaf_specs(s, c), &specs);
+             py::list sh;
+             for (auto& p : specs) sh.append(NamedSharding{*s.mesh, p});
+             return py::make_tuple(r, sh);
+           })
+      .def_property_readonly("num_traces", [](const PyPjit& self) { return self.jit.num_traces(); });
   m.def("shard_map", [to_spec](py::function f, const Mesh& mesh, py::handle in_specs, py::handle out_specs,
                                py::handle args) {
     std::vector<PartitionSpec> ins, outs;

@@ -153,21 +153,24 @@ TEST(Pjit, TransformerPiecesAndControlFlow) {
   }
 }
 
-// A property test: random valid shardings of every argument (each dimension over a random mesh axis or
-// none, each axis at most once) for programs that exercise every propagation rule: equal to jit.
+// A property test: random valid shardings of every argument and output (each dimension over a random
+// mesh axis or none, each axis at most once) over meshes of 1, 2, 4 and 8 devices, for programs that
+// exercise every propagation rule: equal to jit.
 TEST(Pjit, RandomShardingsEqualJit) {
   Rng rng(4);
   std::mt19937 gen(5);
-  Mesh m(cpus(8), {"a", "b", "c"}, {2, 2, 2});
-  std::vector<std::string> axes{"a", "b", "c"};
-  auto random_spec = [&](const Shape& s) {
+  // meshes of 1, 2 and 4 devices on one axis and of 8 on three
+  std::vector<Mesh> meshes{Mesh(cpus(1), {"a"}), Mesh(cpus(2), {"a"}), Mesh(cpus(4), {"a"}),
+                           Mesh(cpus(8), {"a", "b", "c"}, {2, 2, 2})};
+  auto random_spec = [&](const Mesh& m, const Shape& s) {
     PartitionSpec p;
-    std::vector<bool> used(3, false);
+    size_t na = m.axis_names().size();
+    std::vector<bool> used(na, false);
     for (size_t d = 0; d < s.size(); ++d) {
-      int k = static_cast<int>(gen() % 4) - 1;
-      if (k >= 0 && !used[static_cast<size_t>(k)] && s[d] % 2 == 0) {
+      int k = static_cast<int>(gen() % (na + 1)) - 1;
+      if (k >= 0 && !used[static_cast<size_t>(k)] && s[d] % m.shape()[static_cast<size_t>(k)] == 0) {
         used[static_cast<size_t>(k)] = true;
-        p.dims.push_back(axes[static_cast<size_t>(k)]);
+        p.dims.push_back(m.axis_names()[static_cast<size_t>(k)]);
       } else {
         p.dims.push_back(std::nullopt);
       }
@@ -202,20 +205,22 @@ TEST(Pjit, RandomShardingsEqualJit) {
   for (size_t pi = 0; pi < programs.size(); ++pi) {
     FlatFn f = programs[pi];
     std::vector<Array> ref = f(args);
-    for (int trial = 0; trial < 6; ++trial) {
+    for (int trial = 0; trial < 8; ++trial) {
+      const Mesh& m = meshes[static_cast<size_t>(trial) % meshes.size()];
       std::vector<std::optional<PartitionSpec>> in;
-      for (auto& x : args) in.push_back(random_spec(x.shape()));
+      for (auto& x : args) in.push_back(random_spec(m, x.shape()));
       std::vector<std::optional<PartitionSpec>> out;
-      for (auto& r : ref) out.push_back(trial % 2 ? std::optional<PartitionSpec>(random_spec(r.shape())) : std::nullopt);
+      for (auto& r : ref)
+        out.push_back(trial % 3 ? std::optional<PartitionSpec>(random_spec(m, r.shape())) : std::nullopt);
       std::vector<Array> got = pjit_flat(f, m, in, out, args);
-      std::string what = "program " + std::to_string(pi) + " trial " + std::to_string(trial) + ":";
+      std::string what = "program " + std::to_string(pi) + " trial " + std::to_string(trial) + " " + m.str() + ":";
       for (auto& s : in) what += " " + s->str();
       SCOPED_TRACE(what);
       expect_close(got, ref, 1e-11);
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 36);
+  EXPECT_EQ(checked, 48);
 }
 
 // ---- communication -----------------------------------------------------------------------------------------
@@ -258,6 +263,16 @@ TEST(Pjit, CollectivesOfDataParallelFsdpAndMegatron) {
     auto c = count(l);
     EXPECT_EQ(c["all_gather_invariant"], 4) << l.plan_text() << l.as_text();
     EXPECT_EQ(c["reduce_scatter"], 4) << l.plan_text() << l.as_text();
+    EXPECT_EQ(c["psum"], 1) << l.as_text();  // the loss
+    EXPECT_EQ(c.size(), 3u) << l.as_text();
+    // the analytic minimum: each device gathers every parameter's other blocks once (its own block
+    // goes in), and reduce-scatters every gradient whole
+    const int64_t param_bytes = (8 * 16 + 16 + 16 * 4 + 4) * 8;
+    std::map<std::string, int64_t> bytes;
+    for (auto& [n, b] : l.collectives()) bytes[n] += b;
+    EXPECT_EQ(bytes["all_gather_invariant"], param_bytes / 4);
+    EXPECT_EQ(bytes["reduce_scatter"], param_bytes);
+    EXPECT_EQ(bytes["psum"], 8);
     auto [lv, g] = f(p[0], p[1], p[2], p[3], x, y);
     auto [lr, gr] = jit(vg)(p[0], p[1], p[2], p[3], x, y);
     EXPECT_NEAR(lv.item<double>(), lr.item<double>(), 1e-12);
@@ -275,7 +290,40 @@ TEST(Pjit, CollectivesOfDataParallelFsdpAndMegatron) {
     EXPECT_EQ(c["psum"], 1) << l.as_text();
     EXPECT_EQ(c.size(), 1u) << l.as_text();
     EXPECT_TRUE(close(f(p[0], p[1], p[2], p[3], x), mlp(p, x), 1e-12, 1e-12));
+    // with its gradients: the backward pass needs no more communication (the hidden layer's gradient
+    // stays split like the hidden layer; the input is not differentiated)
+    auto g = pjit(vg, {.in_shardings = {OS(ns(mm, P(std::nullopt, "model"))), OS(ns(mm, P("model"))),
+                                        OS(ns(mm, P("model"))), OS(), OS(), OS()}});
+    auto lg = g.lower(p[0], p[1], p[2], p[3], x, y);
+    auto cg = count(lg);
+    EXPECT_EQ(cg["psum"], 1) << lg.plan_text() << lg.as_text();
+    auto [lv, gv] = g(p[0], p[1], p[2], p[3], x, y);
+    auto [lr, gr] = jit(vg)(p[0], p[1], p[2], p[3], x, y);
+    EXPECT_NEAR(lv.item<double>(), lr.item<double>(), 1e-12);
+    expect_close(gv, gr);
   }
+}
+
+// FSDP over 4 devices: each device holds a quarter of the parameters and of Adam's state (measured on
+// the sharded arrays' blocks), up to what does not divide (the step count).
+TEST(Pjit, FsdpHoldsAQuarterPerDevice) {
+  nn::TransformerLM lm{.vocab = 256, .dim = 64, .heads = 4, .layers = 2, .max_len = 32};
+  Tree params = lm.init(random::key(0));
+  Tree state = optim::adam(1e-3).init(params);
+  Mesh m(cpus(4), {"data"});
+  double total = 0, per_device = 0;
+  for (const Tree* t : {&params, &state}) {
+    auto sh = nn::parameter_shardings(*t, m, {.fsdp = "data"});
+    auto leaves = t->leaves();
+    ASSERT_EQ(sh.size(), leaves.size());
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      ShardedArray s = device_put(leaves[i], *sh[i]);
+      total += static_cast<double>(leaves[i].size() * static_cast<int64_t>(itemsize(leaves[i].dtype())));
+      per_device += static_cast<double>(s.addressable_data(0).size() * static_cast<int64_t>(itemsize(leaves[i].dtype())));
+    }
+  }
+  EXPECT_LE(per_device, total / 4 * 1.05) << per_device << " of " << total << " bytes";
+  EXPECT_GE(per_device, total / 4);
 }
 
 // The transformer's training step (Adam) with its layouts written as annotations only (nn::Layout):

@@ -4,7 +4,7 @@
 //   train_fashion_mnist --model mlp|cnn|transformer --epochs 5 --batch-size 128 --lr 1e-3 --optimizer adam
 //                       [--seed 0] [--dtype f32|bf16] [--schedule cosine|constant] [--dropout 0.3] [--flip]
 //                       [--limit N] [--out dir] [--resume dir] [--seq-len 128] [--text file-or-dir ...]
-//                       [--device cpu|cuda] [--mesh data=2,model=2 [--fsdp]]
+//                       [--device cpu|cuda] [--mesh data=2,model=2 [--fsdp | --auto]]
 //
 // --model transformer trains a byte-level GPT-style model (2 causal blocks of width 128, 4 heads) to
 // predict the next byte of Debian's license texts (/usr/share/common-licenses, on every Debian
@@ -398,6 +398,10 @@ int main(int argc, char** argv) {
                  "batch split over 'data', the layers split over 'model' (Megatron), as sharding annotations only");
   bool fsdp = false;
   app.add_flag("--fsdp", fsdp, "with --mesh: the parameters and optimizer state split over 'data' too (FSDP / ZeRO-3)");
+  bool auto_layout = false;
+  app.add_flag("--auto", auto_layout,
+               "with --mesh: the compiler chooses the parameters' and optimizer state's layouts (fewest bytes moved "
+               "within GRAFT_DEVICE_MEMORY bytes per device, e.g. 512M) and prints them");
   CLI11_PARSE(app, argc, argv);
   if (out_dir.empty()) out_dir = resume.empty() ? "runs/" + st.model : resume;
   // the CNN generalizes better with more, smaller steps: 91.5% / 91.2% test accuracy after 5 epochs at
@@ -486,14 +490,15 @@ int main(int argc, char** argv) {
       bool has_data = mesh->axis_index("data") >= 0, has_model = mesh->axis_index("model") >= 0;
       if (!has_data && !has_model) throw g::ValueError("--mesh " + mesh_spec + ": name an axis 'data' or 'model'");
       if (fsdp && !has_data) throw g::ValueError("--fsdp splits over the mesh axis 'data', which --mesh lacks");
+      if (auto_layout && fsdp) throw g::ValueError("--auto chooses the layouts itself: leave out --fsdp");
       if (has_data && st.batch % mesh->axis_size("data") != 0)
         throw g::ValueError("--batch-size " + std::to_string(st.batch) + " does not split over the " +
                             std::to_string(mesh->axis_size("data")) + " devices of axis 'data'");
       layout = {.fsdp = fsdp ? "data" : "", .tensor = has_model ? "model" : ""};
       std::printf("sharded jit over %s: batches split over 'data'%s%s\n", mesh->str().c_str(),
                   has_model ? ", layers over 'model' (Megatron)" : "", fsdp ? ", parameters and optimizer state over 'data' (FSDP)" : "");
-    } else if (fsdp) {
-      throw g::ValueError("--fsdp needs --mesh");
+    } else if (fsdp || auto_layout) {
+      throw g::ValueError(std::string(fsdp ? "--fsdp" : "--auto") + " needs --mesh");
     }
     const bool partial = nproc == 1 && !mesh;
     int64_t steps_per_epoch = partial ? (n + st.batch - 1) / st.batch : n / st.batch;
@@ -548,6 +553,18 @@ int main(int argc, char** argv) {
       std::vector<std::optional<g::NamedSharding>> outs = ps;
       outs.insert(outs.end(), ss.begin(), ss.end());
       outs.push_back(g::NamedSharding{*mesh, g::P()});
+      if (auto_layout) {  // the compiler's choice, from one batch's types
+        auto [xb, yb] = *g::data::batches(task.train(1).first, task.train(1).second, st.batch, std::nullopt, true).begin();
+        g::AutoShardingResult plan =
+            g::auto_sharding(local_step, {.mesh = *mesh, .auto_args = {true, true, false, false, false},
+                                          .in_shardings = {std::nullopt, std::nullopt, batch, batch, std::nullopt},
+                                          .carry = g::training_state_carry(params, opt_state)},
+                             params, opt_state, xb, yb, root);
+        std::printf("%s", plan.summary.c_str());
+        ps = plan.in_leaf_shardings[0];
+        ss = plan.in_leaf_shardings[1];
+        outs = plan.out_shardings;
+      }
       step = g::pjit(local_step, {.name = "train_step", .in_leaf_shardings = {ps, ss, {batch}, {batch}, {}}, .out_shardings = outs});
     }
     const int64_t share = st.batch / nproc;  // this rank's rows of each global batch

@@ -798,6 +798,72 @@ std::vector<Array> run_partitioned(const ClosedJaxpr& cj, const ShardingPlan& pl
   return result;
 }
 
+namespace {
+
+// The operand bytes of the collectives reshard() issues for one value of aval `a` (mirrors it).
+double reshard_bytes(const Aval& a, const VS& from, const VS& to, const Mesh& mesh) {
+  double local = static_cast<double>(itemsize(a.dtype));
+  for (size_t d = 0; d < a.shape.size(); ++d)
+    local *= static_cast<double>(a.shape[d]) / static_cast<double>(from.dims[d] >= 0 ? axis_n(mesh, from.dims[d]) : 1);
+  double bytes = 0;
+  uint32_t sum = from.partial & ~to.partial;
+  VS cur = from;
+  bool psum = false;
+  for (size_t k = 0; k < mesh.axis_names().size(); ++k) {
+    if (!(sum & (1u << k))) continue;
+    int scatter = -1;
+    for (size_t d = 0; d < to.dims.size(); ++d)
+      if (to.dims[d] == static_cast<int>(k) && cur.dims[d] < 0) scatter = static_cast<int>(d);
+    if (scatter >= 0) {
+      bytes += local;
+      local /= static_cast<double>(axis_n(mesh, static_cast<int>(k)));
+      cur.dims[static_cast<size_t>(scatter)] = static_cast<int>(k);
+    } else {
+      psum = true;
+    }
+  }
+  if (psum) bytes += local;
+  for (size_t d = 0; d < cur.dims.size(); ++d)
+    if (cur.dims[d] >= 0 && cur.dims[d] != to.dims[d]) {
+      bytes += local;
+      local *= static_cast<double>(axis_n(mesh, cur.dims[d]));
+    }
+  return bytes;
+}
+
+}  // namespace
+
+double plan_collective_bytes(const Jaxpr& j, const ShardingPlan& plan, const Mesh& mesh) {
+  double bytes = 0;
+  std::unordered_map<const Var*, std::vector<VS>> moved;
+  auto read = [&](const Var* v, const VS& to) {
+    const VS& have = plan.of.at(v);
+    if (have == to) return;
+    auto& m = moved[v];
+    for (auto& s : m)
+      if (s == to) return;
+    m.push_back(to);
+    bytes += reshard_bytes(v->aval, have, to, mesh);
+  };
+  for (size_t n = 0; n < j.eqns.size(); ++n) {
+    const Eqn& e = j.eqns[n];
+    const Step& st = plan.steps[n];
+    for (size_t i = 0; i < e.inputs.size(); ++i)
+      if (!e.inputs[i].is_literal()) read(e.inputs[i].var.get(), st.in[i]);
+    if (st.post != Step::kNone)
+      for (size_t k = 0; k < e.outputs.size(); ++k) {
+        double b = static_cast<double>(itemsize(e.outputs[k]->aval.dtype));
+        for (size_t d = 0; d < e.outputs[k]->aval.shape.size(); ++d)
+          b *= static_cast<double>(e.outputs[k]->aval.shape[d]) /
+               static_cast<double>(st.out[k].dims[d] >= 0 ? axis_n(mesh, st.out[k].dims[d]) : 1);
+        bytes += b;
+      }
+  }
+  for (size_t i = 0; i < j.outvars.size(); ++i)
+    if (!j.outvars[i].is_literal()) read(j.outvars[i].var.get(), plan.outputs[i]);
+  return bytes;
+}
+
 std::string plan_str(const Jaxpr& j, const ShardingPlan& plan, const Mesh& mesh) {
   std::ostringstream os;
   os << "sharded over " << mesh.str() << "\n  inputs:";

@@ -94,6 +94,11 @@ std::vector<Array> run_partitioned(const ClosedJaxpr& j, const ShardingPlan& pla
 /// One device's block of a value laid out as `from`, brought to `to` (under the mesh's named axes).
 Array reshard(const Array& x, const ValueSharding& from, const ValueSharding& to, const Mesh& mesh);
 
+/// The bytes one device sends into collectives when running `plan` (each collective's operand, as
+/// PjitLowered::collectives() counts them), computed from the layouts without tracing: the cost model
+/// of the automatic sharding search.
+double plan_collective_bytes(const Jaxpr& j, const ShardingPlan& plan, const Mesh& mesh);
+
 /// The plan printed: each equation with its operands' and results' layouts, and the collectives
 /// between (for GRAFT_DUMP_IR and lower().plan_text()).
 std::string plan_str(const Jaxpr& j, const ShardingPlan& plan, const Mesh& mesh);

@@ -32,6 +32,7 @@
 #include "graft/nn/nn.h"
 #include "graft/nn/sharding.h"
 #include "graft/optim/optim.h"
+#include "graft/parallel/auto_shard.h"
 #include "graft/parallel/device.h"
 #include "graft/parallel/mesh.h"
 #include "graft/parallel/pjit.h"

@@ -3,10 +3,12 @@
 #include <mutex>
 #include <sstream>
 
+#include "graft/compiler/passes/passes.h"
 #include "graft/core/error.h"
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
 #include "graft/prims/rules.h"
+#include "graft/transforms/control.h"
 
 namespace graft {
 
@@ -498,6 +500,73 @@ Step scatter_add_rule(const Eqn& e, const std::vector<VS>& in) {
   return {{op, idx, up}, {out}};
 }
 
+// ---- control flow: bodies partitioned with their operands' layouts ---------------------------------------
+std::shared_ptr<const Step::Sub> sub_plan(const ClosedJaxpr& body, const Mesh& mesh, const std::vector<VS>& in,
+                                          const std::vector<std::optional<VS>>& out) {
+  auto sub = std::make_shared<Step::Sub>();
+  sub->body = compiler::passes::inline_calls(body);
+  sub->plan = propagate_shardings(*sub->body.jaxpr, mesh, in, out);
+  return sub;
+}
+
+VS drop_leading(const VS& s) { return VS{std::vector<int>(s.dims.begin() + 1, s.dims.end()), 0}; }
+VS add_leading(const VS& s) {
+  VS r = whole(s);
+  r.dims.insert(r.dims.begin(), -1);
+  return r;
+}
+
+// scan: consts keep their layouts, xs theirs but along the scanned dimension; the carry keeps one layout
+// through the loop (the body's carry results are brought back to it): the init's, or, when the body
+// turns it into another, that one.
+Step scan_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh) {
+  const ClosedJaxpr& body = e.params.get_jaxpr("jaxpr");
+  size_t nc = static_cast<size_t>(e.params.get_int("num_consts")), ncar = static_cast<size_t>(e.params.get_int("num_carry"));
+  std::vector<VS> bin;
+  Step st;
+  for (size_t i = 0; i < in.size(); ++i) {
+    VS s = whole(in[i]);
+    if (i >= nc + ncar) s.dims[0] = -1;
+    st.in.push_back(s);
+    bin.push_back(i >= nc + ncar ? drop_leading(s) : s);
+  }
+  size_t nout = body.jaxpr->outvars.size();
+  std::vector<std::optional<VS>> out(nout);
+  auto first = sub_plan(body, mesh, bin, out);
+  bool moved = false;
+  for (size_t k = 0; k < ncar; ++k)
+    if (!(first->plan.outputs[k] == bin[nc + k])) {
+      bin[nc + k] = first->plan.outputs[k];
+      st.in[nc + k] = bin[nc + k];
+      moved = true;
+    }
+  for (size_t k = 0; k < ncar; ++k) out[k] = bin[nc + k];
+  // (unmoved, the body already brings its carry back to the init's layout: the constraint holds as is)
+  auto sub = moved ? sub_plan(body, mesh, bin, out) : first;
+  for (size_t k = 0; k < nout; ++k) st.out.push_back(k < ncar ? sub->plan.outputs[k] : add_leading(sub->plan.outputs[k]));
+  st.subs.push_back(sub);
+  return st;
+}
+
+// cond: the index whole, the operands as they are; every branch partitioned with them, its results
+// brought to the first branch's layouts.
+Step cond_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh) {
+  const JaxprList& branches = e.params.get_jaxprs("branches");
+  Step st;
+  st.in.push_back(VS::replicated(e.inputs[0].aval().ndim()));
+  std::vector<VS> ops;
+  for (size_t i = 1; i < in.size(); ++i) {
+    ops.push_back(whole(in[i]));
+    st.in.push_back(ops.back());
+  }
+  std::vector<std::optional<VS>> out(e.outputs.size());
+  auto first = sub_plan(*branches[0], mesh, ops, out);
+  for (size_t k = 0; k < out.size(); ++k) out[k] = first->plan.outputs[k];
+  for (auto& b : branches) st.subs.push_back(sub_plan(*b, mesh, ops, out));
+  for (size_t k = 0; k < out.size(); ++k) st.out.push_back(*out[k]);
+  return st;
+}
+
 Step constraint_rule(const Eqn& e, const Mesh& mesh) {
   const NamedSharding& s = sharding_of(e.params);
   if (s.mesh.str() != mesh.str())
@@ -550,6 +619,8 @@ Step rule_for(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const s
   if (q == &prims::sort_p) return along_rule(e, in, {e.params.get_int("dimension")});
   if (q == &prims::rev_p) return along_rule(e, in, e.params.get_ints("dimensions"));
   if (q == &prims::dot_general_p) return dot_rule(e, in, mesh, avail);
+  if (q == &scan_p) return scan_rule(e, in, mesh);
+  if (q == &cond_p) return cond_rule(e, in, mesh);
   if (q == &prims::gather_p) return gather_rule(e, in);
   if (q == &prims::scatter_add_p && e.inputs.size() == 3) return scatter_add_rule(e, in);
   return replicate_all(e);
@@ -781,7 +852,32 @@ std::vector<Array> run_partitioned(const ClosedJaxpr& cj, const ShardingPlan& pl
       const Atom& a = e.inputs[i];
       in.push_back(a.is_literal() ? a.literal : read(a.var.get(), st.in[i]));
     }
-    Arrays out = e.prim == &sharding_constraint_p ? Arrays{in[0]} : bind(*e.prim, in, local_params(e, st, mesh));
+    Arrays out;
+    if (e.prim == &sharding_constraint_p) {
+      out = {in[0]};
+    } else if (e.prim == &scan_p && !st.subs.empty()) {
+      size_t nc = static_cast<size_t>(e.params.get_int("num_consts")), ncar = static_cast<size_t>(e.params.get_int("num_carry"));
+      std::vector<Array> consts(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(nc));
+      std::vector<Array> init(in.begin() + static_cast<std::ptrdiff_t>(nc), in.begin() + static_cast<std::ptrdiff_t>(nc + ncar));
+      std::vector<Array> xs(in.begin() + static_cast<std::ptrdiff_t>(nc + ncar), in.end());
+      const auto& sub = *st.subs[0];
+      FlatFn body = [&](const std::vector<Array>& v) {
+        std::vector<Array> b = consts;
+        b.insert(b.end(), v.begin(), v.end());
+        return run_partitioned(sub.body, sub.plan, mesh, b);
+      };
+      auto r = scan_flat(body, init, xs, ScanOptions{e.params.get_int("length"), e.params.get_bool("reverse")});
+      out.assign(r.begin(), r.end());
+    } else if (e.prim == &cond_p && !st.subs.empty()) {
+      std::vector<Array> ops(in.begin() + 1, in.end());
+      std::vector<FlatFn> branches;
+      for (auto& sub : st.subs)
+        branches.push_back([&mesh, sub](const std::vector<Array>& v) { return run_partitioned(sub->body, sub->plan, mesh, v); });
+      auto r = cond_flat(in[0], branches, ops);
+      out.assign(r.begin(), r.end());
+    } else {
+      out = bind(*e.prim, in, local_params(e, st, mesh));
+    }
     if (st.post != Step::kNone)
       for (auto& o : out) o = st.post == Step::kPmax ? lax::pmax(o, names_of(st.post_axes, mesh)) : lax::pmin(o, names_of(st.post_axes, mesh));
     for (size_t k = 0; k < e.outputs.size(); ++k) env[e.outputs[k].get()] = out[k];
@@ -850,6 +946,11 @@ double plan_collective_bytes(const Jaxpr& j, const ShardingPlan& plan, const Mes
     const Step& st = plan.steps[n];
     for (size_t i = 0; i < e.inputs.size(); ++i)
       if (!e.inputs[i].is_literal()) read(e.inputs[i].var.get(), st.in[i]);
+    if (!st.subs.empty()) {  // a scan's body runs `length` times; a cond runs one branch (the dearest)
+      double sub = 0;
+      for (auto& b : st.subs) sub = std::max(sub, plan_collective_bytes(*b->body.jaxpr, b->plan, mesh));
+      bytes += e.prim == &scan_p ? sub * static_cast<double>(e.params.get_int("length")) : sub;
+    }
     if (st.post != Step::kNone)
       for (size_t k = 0; k < e.outputs.size(); ++k) {
         double b = static_cast<double>(itemsize(e.outputs[k]->aval.dtype));

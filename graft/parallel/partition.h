@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -58,6 +59,10 @@ struct ShardingPlan {
     std::vector<ValueSharding> in, out;
     enum Post { kNone, kPmax, kPmin } post = kNone;
     uint32_t post_axes = 0;
+    /// For control flow partitioned inside (scan's body, cond's branches): each sub-program (calls
+    /// inlined) with its plan. Empty: the primitive runs as it is on blocks.
+    struct Sub;
+    std::vector<std::shared_ptr<const Sub>> subs;
   };
   std::vector<ValueSharding> consts, inputs;
   std::vector<Step> steps;  ///< one per equation
@@ -65,6 +70,11 @@ struct ShardingPlan {
   std::vector<ValueSharding> outputs;
   /// Every variable's layout.
   std::unordered_map<const Var*, ValueSharding> of;
+};
+
+struct ShardingPlan::Step::Sub {
+  ClosedJaxpr body;
+  ShardingPlan plan;
 };
 
 /// A primitive's propagation rule: from its operands' layouts, the layouts it brings them to and its

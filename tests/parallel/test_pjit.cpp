@@ -153,6 +153,44 @@ TEST(Pjit, TransformerPiecesAndControlFlow) {
   }
 }
 
+// Control flow is partitioned inside: a scan RNN with its batch split runs its body on each device's
+// rows (no collective in the loop; one sum of the loss), its carry keeping the layout; a cond's branches
+// run on blocks; both equal jit, with their gradients.
+TEST(Pjit, ScanAndCondBodiesRunOnBlocks) {
+  Rng rng(12);
+  Mesh m(cpus(4), {"data"});
+  OS batch = ns(m, P("data")), rows = ns(m, P(std::nullopt, "data"));
+  Array w = rng.uniform({8, 8}, DType::f64), h0 = rng.uniform({8, 8}, DType::f64), xs = rng.uniform({5, 8, 8}, DType::f64);
+  auto rnn = [](const Array& w, const Array& h0, const Array& xs) {
+    auto [h, hs] = scan([&](const Array& h, const Array& xt) {
+      Array n = tanh(matmul(h, w) + xt);
+      return std::pair{n, n};
+    }, h0, xs);
+    return sum(square(hs)) + sum(h);
+  };
+  auto f = pjit(rnn, {.in_shardings = {OS(), batch, rows}});
+  EXPECT_NEAR(f(w, h0, xs).item<double>(), rnn(w, h0, xs).item<double>(), 1e-10);
+  auto l = f.lower(w, h0, xs);
+  for (auto& [name, bytes] : l.collectives()) EXPECT_EQ(bytes, 8) << name << "\n" << l.as_text();  // scalars only
+  EXPECT_LE(l.collectives().size(), 2u) << l.as_text();
+  auto vg = value_and_grad(rnn, {0, 1, 2});
+  auto [lv, g] = pjit(vg, {.in_shardings = {OS(), batch, rows}})(w, h0, xs);
+  auto [lr, gr] = vg(w, h0, xs);
+  EXPECT_NEAR(lv.item<double>(), lr.item<double>(), 1e-10);
+  expect_close(g, gr, 1e-10);
+  auto c = [](const Array& x) {
+    return cond(sum(x) > 0.0, [](const Array& v) { return tanh(v) * 2.0; }, [](const Array& v) { return -v; }, x);
+  };
+  auto pc = pjit(c, {.in_shardings = {batch}});
+  Array x = rng.uniform({8, 3}, DType::f64);
+  EXPECT_TRUE(close(pc(x), c(x), 1e-12, 1e-12));
+  EXPECT_TRUE(close(pc(-x - 2.0), c(-x - 2.0), 1e-12, 1e-12));
+  auto lc = pc.lower(x);
+  EXPECT_EQ(lc.collectives().size(), 1u) << lc.as_text();  // the predicate's sum; the branches need none
+  EXPECT_TRUE(close(grad([&](const Array& v) { return sum(pc(v)); })(x), grad([&](const Array& v) { return sum(c(v)); })(x),
+                    1e-12, 1e-12));
+}
+
 // A property test: random valid shardings of every argument and output (each dimension over a random
 // mesh axis or none, each axis at most once) over meshes of 1, 2, 4 and 8 devices, for programs that
 // exercise every propagation rule: equal to jit.

@@ -152,8 +152,8 @@ Step replicate_all(const Eqn& e) {
 
 // Elementwise: the result follows the operands' splits (the first operand splitting a dimension over
 // an axis not yet used wins; the others are brought to it). A partial sum stays one through a linear
-// operation (sums and differences of partial sums over the same axes, one partial factor of a
-// product or numerator of a quotient, negation, conversion between float types).
+// operation (a sum or difference with another array, one partial factor of a product or numerator of a
+// quotient, negation, conversion between float types).
 Step elementwise(const Eqn& e, const std::vector<VS>& in) {
   int64_t r = e.outputs[0]->aval.ndim();
   VS t = VS::replicated(r);
@@ -174,9 +174,12 @@ Step elementwise(const Eqn& e, const std::vector<VS>& in) {
   const Primitive* q = e.prim;
   auto partial_of = [&](size_t i) { return e.inputs[i].is_literal() ? 0u : in[i].partial; };
   if (q == &prims::add_p || q == &prims::sub_p || q == &prims::add_any_p) {
-    uint32_t p0 = partial_of(0);
-    if (p0 && partial_of(1) == p0 && e.inputs[0].aval().shape == e.inputs[1].aval().shape) {
-      p = p0;
+    // a sum with a partial sum stays one: the whole operand joins as a term on one device of each axis
+    // (free), so a residual connection does not force the all-reduce
+    bool arrays = !e.inputs[0].is_literal() && !e.inputs[1].is_literal() &&
+                  e.inputs[0].aval().shape == e.inputs[1].aval().shape;
+    if (arrays && (partial_of(0) | partial_of(1))) {
+      p = partial_of(0) | partial_of(1);
       keep = {true, true};
     }
   } else if (q == &prims::neg_p || q == &prims::copy_p ||
@@ -714,11 +717,20 @@ ShardingPlan propagate_shardings(const Jaxpr& j, const Mesh& mesh, const std::ve
   auto layout = [&](const Atom& a) { return a.is_literal() ? VS::replicated(0) : plan.of.at(a.var.get()); };
   // the layouts each variable has been brought to so far (the partitioner moves a value once per layout)
   std::unordered_map<const Var*, std::vector<VS>> avail;
+  // a partial sum read by several equations (or returned) is summed once, where it is made: the rules
+  // see it whole (carried through a linear operation, each use would sum its own derived value)
+  std::unordered_map<const Var*, int> uses;
+  for (const Eqn& e : j.eqns)
+    for (auto& a : e.inputs)
+      if (!a.is_literal()) ++uses[a.var.get()];
+  for (auto& a : j.outvars)
+    if (!a.is_literal()) ++uses[a.var.get()];
   for (const Eqn& e : j.eqns) {
     std::vector<VS> cur;
     std::vector<std::vector<VS>> av;
     for (auto& a : e.inputs) {
       cur.push_back(layout(a));
+      if (!a.is_literal() && uses[a.var.get()] > 1) cur.back().partial = 0;
       av.push_back(a.is_literal() ? std::vector<VS>{} : avail[a.var.get()]);
     }
     Step st = rule_for(e, cur, mesh, av);

@@ -177,6 +177,9 @@ PjitSetup pjit_setup(const PjitOptions& o, const std::vector<const ShardedArray*
   for (auto& x : o.out_shardings)
     if (x) take(x->mesh, "an out_sharding");
   for (auto* a : args) take(a->sharding().mesh, "a sharded argument");
+  for (auto& leaves : o.in_leaf_shardings)
+    for (auto& x : leaves)
+      if (x) take(x->mesh, "an in_leaf_sharding");
   if (!s.mesh)
     fail<ValueError>("pjit: no mesh (give PjitOptions::mesh, an in- or out-sharding, or sharded arguments)");
   if (!args.empty() && !o.in_shardings.empty() && o.in_shardings.size() != args.size())
@@ -190,8 +193,6 @@ PjitSetup pjit_setup(const PjitOptions& o, const std::vector<const ShardedArray*
   }
   for (auto& x : o.out_shardings) s.out.push_back(x ? std::optional<PartitionSpec>(x->spec) : std::nullopt);
   for (auto& leaves : o.in_leaf_shardings) {
-    for (auto& x : leaves)
-      if (x) take(x->mesh, "an in_leaf_sharding");
     s.in_leaf.emplace_back();
     for (auto& x : leaves) s.in_leaf.back().push_back(x ? std::optional<PartitionSpec>(x->spec) : std::nullopt);
   }

@@ -342,6 +342,31 @@ TEST(Pjit, CollectivesOfDataParallelFsdpAndMegatron) {
   }
 }
 
+// Megatron's transformer block (attention heads and MLP hidden units over "model"): two all-reduces
+// forward (after the attention's output projection and after fc2), and two more in the backward pass
+// (the block input's gradient through the column-split projections: query / key / value and fc1).
+TEST(Pjit, MegatronBlockAllReducesTwiceEachWay) {
+  nn::TransformerBlock block{.dim = 16, .heads = 4};
+  Tree p = block.init(random::key(0), DType::f64);
+  Rng rng(13);
+  Array x = rng.uniform({2, 8, 16}, DType::f64);
+  Mesh m(cpus(2), {"model"});
+  auto ps = nn::parameter_shardings(p, m, {.tensor = "model"});
+  auto fwd = [&](const Tree& q, const Array& v) { return block(q, v); };
+  auto f = pjit(fwd, {.in_leaf_shardings = {ps, {}}});
+  auto lf = f.lower(p, x);
+  EXPECT_EQ(count(lf)["psum"], 2) << lf.plan_text();
+  EXPECT_EQ(count(lf).size(), 1u) << lf.as_text();
+  EXPECT_TRUE(close(f(p, x), block(p, x), 1e-12, 1e-12));
+  // the input's gradient (the parameters' stay split like them: no communication for them)
+  auto bwd = [&](const Tree& q, const Array& v) { return grad([&](const Array& w) { return sum(square(block(q, w))); })(v); };
+  auto b = pjit(bwd, {.in_leaf_shardings = {ps, {}}});
+  auto lb = b.lower(p, x);
+  EXPECT_EQ(count(lb)["psum"], 4) << lb.plan_text();
+  EXPECT_EQ(count(lb).size(), 1u) << lb.as_text();
+  EXPECT_TRUE(close(b(p, x), bwd(p, x), 1e-11, 1e-11));
+}
+
 // FSDP over 4 devices: each device holds a quarter of the parameters and of Adam's state (measured on
 // the sharded arrays' blocks), up to what does not divide (the step count).
 TEST(Pjit, FsdpHoldsAQuarterPerDevice) {

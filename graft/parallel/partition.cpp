@@ -114,8 +114,13 @@ BatchResult constraint_batch(const Primitive& p, std::span<const Array> vals, st
                              const BatchInfo&, const Params& params) {
   if (dims[0] == kNotMapped) return {{bind1(p, vals, params)}, {kNotMapped}};
   NamedSharding s = sharding_of(params);
-  while (static_cast<int64_t>(s.spec.dims.size()) < dims[0]) s.spec.dims.push_back(std::nullopt);
-  s.spec.dims.insert(s.spec.dims.begin() + dims[0], std::nullopt);  // the batch stays whole
+  // the spec with a whole dimension at the batch's place
+  const auto& old = s.spec.dims;
+  size_t bd = static_cast<size_t>(dims[0]);
+  std::vector<std::optional<std::string>> spec(std::max(old.size(), bd) + 1);
+  for (size_t i = 0, j = 0; i < spec.size(); ++i)
+    if (i != bd && j < old.size()) spec[i] = old[j++];
+  s.spec.dims = std::move(spec);
   return {{bind1(p, vals, sharding_params(std::move(s)))}, {dims[0]}};
 }
 

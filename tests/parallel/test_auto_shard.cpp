@@ -3,16 +3,11 @@
 // search keeps data parallelism; and training with the plan equals jit.
 #include <graft/graft.h>
 
+#include "parallel/devices.h"
 #include "testing.h"
 
 namespace graft::testing {
 namespace {
-
-std::vector<GlobalDevice> cpus(int n) {
-  std::vector<GlobalDevice> d;
-  for (int k = 0; k < n; ++k) d.push_back(GlobalDevice{k, 0, Device::cpu()});
-  return d;
-}
 
 struct StepCase {
   nn::MLP net{{64, 128, 128, 16}};

@@ -4,16 +4,11 @@
 // the dimension and the mesh.
 #include <graft/graft.h>
 
+#include "parallel/devices.h"
 #include "testing.h"
 
 namespace graft::testing {
 namespace {
-
-std::vector<GlobalDevice> cpus(int n) {
-  std::vector<GlobalDevice> d;
-  for (int k = 0; k < n; ++k) d.push_back(GlobalDevice{k, 0, Device::cpu()});
-  return d;
-}
 
 using OS = std::optional<NamedSharding>;
 NamedSharding ns(const Mesh& m, PartitionSpec p) { return NamedSharding{m, std::move(p)}; }

@@ -2,16 +2,11 @@
 // so the tests do not depend on GRAFT_CPU_DEVICES): against the same computation on whole arrays.
 #include <graft/graft.h>
 
+#include "parallel/devices.h"
 #include "testing.h"
 
 namespace graft::testing {
 namespace {
-
-std::vector<GlobalDevice> cpus(int n) {
-  std::vector<GlobalDevice> d;
-  for (int k = 0; k < n; ++k) d.push_back(GlobalDevice{k, 0, Device::cpu()});
-  return d;
-}
 
 Array loss(const Array& w, const Array& x, const Array& y) {
   Array d = tanh(matmul(x, w)) - y;

@@ -2,16 +2,11 @@
 // whole array out block by block, addressable_shards names each device's block, gather puts it back.
 #include <graft/graft.h>
 
+#include "parallel/devices.h"
 #include "testing.h"
 
 namespace graft::testing {
 namespace {
-
-std::vector<GlobalDevice> cpus(int n) {
-  std::vector<GlobalDevice> d;
-  for (int k = 0; k < n; ++k) d.push_back(GlobalDevice{k, 0, Device::cpu()});
-  return d;
-}
 
 using Index = std::vector<std::pair<int64_t, int64_t>>;
 

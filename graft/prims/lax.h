@@ -232,6 +232,29 @@ Array cummin(const Array& x, int64_t axis, bool reverse = false);
 /// Sorts every operand along `dimension` by the lexicographic order of the first num_keys operands.
 Arrays sort(std::span<const Array> operands, int64_t dimension, bool is_stable = true, int64_t num_keys = 1);
 
+// ---- linear algebra (JAX's lax.linalg; matrices in the last two dimensions, batched over the others) ----
+// f32 and f64, on LAPACK (graft/runtime/cpu/lapack.h). graft::linalg (graft/ops/linalg.h) builds NumPy's
+// and SciPy's functions on these.
+/// The lower Cholesky factor of the symmetric positive definite matrix whose lower triangle is x's (the
+/// strict upper triangle of x is not read); NaNs where x is not positive definite.
+Array cholesky(const Array& x);
+/// X with op(a) X = b (left_side) or X op(a) = b, a triangular (only its lower or upper triangle read; its
+/// diagonal taken as ones with unit_diagonal); op(a) = a^T with transpose_a.
+Array triangular_solve(const Array& a, const Array& b, bool left_side = true, bool lower = true,
+                       bool transpose_a = false, bool unit_diagonal = false);
+/// LU with partial pivoting: {lu, pivots, permutation}, where a[permutation] = L U (L: lu's strict lower
+/// triangle plus a unit diagonal, U: its upper triangle), pivots (int32) LAPACK's row swaps, 0-based.
+Arrays lu(const Array& x);
+/// The permutation [..., permutation_size] that LAPACK's row swaps (pivots [..., k], 0-based) make of 0..m-1.
+Array lu_pivots_to_permutation(const Array& pivots, int64_t permutation_size);
+/// {v, w}: the eigenvectors (columns of v) and ascending eigenvalues of the symmetric matrix whose lower
+/// triangle is x's.
+Arrays eigh(const Array& x);
+/// {q, r} with x = q r: reduced (q [m, k], r [k, n], k = min(m, n)) or full_matrices (q [m, m], r [m, n]).
+Arrays qr(const Array& x, bool full_matrices = false);
+/// {s, u, vt} with x = u diag(s) vt, s descending; {s} without compute_uv.
+Arrays svd(const Array& x, bool full_matrices = false, bool compute_uv = true);
+
 // ---- convolution and windows --------------------------------------------------------------------------
 /// XLA's ConvGeneralDilated. padding: one (lo, hi) per spatial dimension (may be negative).
 Array conv_general_dilated(const Array& lhs, const Array& rhs, const Shape& window_strides,

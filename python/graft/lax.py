@@ -4,6 +4,9 @@ from ._api import _flat_arrays
 from ._graft import (abs, axis_index, cos, exp, log, pmax, pmean, pmin, psum, sin, sqrt, stop_gradient,  # noqa: F401
                      tanh)
 from ._tree import tree_flatten, tree_unflatten
+from . import _lax_linalg as linalg  # noqa: E402  (graft.lax.linalg)
+import sys as _sys  # noqa: E402
+_sys.modules[__name__ + ".linalg"] = linalg
 
 neg, logistic = _graft.negative, _graft.sigmoid
 add, sub, mul, div = _graft.add, _graft.subtract, _graft.multiply, _graft.divide

@@ -14,13 +14,16 @@ from ._graft import (abs, all, any, arccos, arccosh, arcsin, arcsinh, arctan, ar
                      squeeze, stack, std, subtract, sum, swapaxes, take, tan, tanh, tile, transpose, var, vdot, where,
                      zeros, zeros_like)
 from ._graft import Array as ndarray  # noqa: F401
+from ._graft import tril, triu  # noqa: F401
+from . import _numpy_linalg as linalg  # noqa: E402  (graft.numpy.linalg)
+import sys as _sys  # noqa: E402
+_sys.modules[__name__ + ".linalg"] = linalg
 
 add = _graft.add
 absolute = abs
 amax, amin = max, min
 true_divide = divide
 mod = remainder
-linalg_norm = _graft.norm
 
 # dtypes: NumPy's scalar types (usable as x.astype(gnp.float32)); NumPy has no bfloat16
 float16, float32, float64 = _np.float16, _np.float32, _np.float64
@@ -94,6 +97,3 @@ def split(x, indices_or_sections, axis=0):
         out.append(x[tuple(index)])
     return out
 
-
-class linalg:
-    norm = staticmethod(_graft.norm)

@@ -745,6 +745,7 @@ std::vector<Case> structural_cases() {
     c.value_dtypes = {DType::u32};
     v.push_back(c);
   }
+  for (Case& c : linalg_cases()) v.push_back(std::move(c));
   return v;
 }
 

@@ -42,6 +42,9 @@ struct Case {
   /// them: nested vmap(axis_name) over the inputs' leading dimensions, outermost first (the reference
   /// semantics of collectives). Inputs and outputs carry the members as leading dimensions.
   std::vector<std::pair<std::string, int64_t>> named_axes;
+  /// Outputs defined up to a choice (eigenvectors' and singular vectors' signs): the Values check passes
+  /// both the primitive's and the reference's outputs through it before comparing.
+  std::function<Inputs(const Inputs&)> canonical;
 };
 
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -142,6 +145,8 @@ inline std::function<Inputs(const Inputs&)> ref_map(std::function<double(const s
 
 std::vector<Case> elementwise_cases();
 std::vector<Case> structural_cases();
+/// The linear-algebra rows (cases_linalg.cpp; part of structural_cases()); empty without LAPACK.
+std::vector<Case> linalg_cases();
 std::vector<Case> collective_cases();
 
 }  // namespace graft::testing

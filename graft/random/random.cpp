@@ -6,17 +6,22 @@
 #include <limits>
 
 #include "graft/ops/ops.h"
+#include "graft/random/internal.h"
 
 namespace graft::random {
 
 namespace {
-
 std::atomic<bool> g_partitionable{true};
+}  // namespace
+
+namespace detail {
+namespace {
 
 Array u32v(uint64_t v) { return Array::scalar(static_cast<double>(v & 0xFFFFFFFFu), DType::u32); }
 
-// One key (u32[2]), or with `batched` any array of keys (u32[..., 2], as random::split returns).
-void check_key(const Array& key, const char* op, bool batched = false) {
+}  // namespace
+
+void check_key(const Array& key, const char* op, bool batched) {
   if (!key.valid()) fail<ValueError>("random.", op, ": the key is a null array");
   bool keys = key.dtype() == DType::u32 && key.ndim() >= 1 && key.shape().back() == 2;
   if (keys && (batched || key.ndim() == 1)) return;
@@ -27,6 +32,7 @@ void check_key(const Array& key, const char* op, bool batched = false) {
                   batched ? " or an array of keys u32[..., 2]" : "", ", got ", key.aval().str());
 }
 
+namespace {
 Array word(const Array& key, int64_t i) { return lax::reshape(lax::slice_in_dim(key, i, i + 1, 1, 0), {}); }
 
 // JAX's original threefry_2x32(key, count): hash the two halves of the flattened counts pairwise.
@@ -59,6 +65,8 @@ std::pair<Array, Array> iota_2x32(const Shape& shape) {
   Array lo = lax::convert_element_type(lax::bitwise_and(i, Array::scalar(4294967295.0, DType::u64)), DType::u32);
   return {hi, lo};
 }
+
+}  // namespace
 
 DType uint_of_bits(int bits) {
   switch (bits) {
@@ -124,8 +132,11 @@ Array uniform_between(const Array& key, const Shape& shape, DType d, const Array
   return lax::max(minval, lax::add(lax::mul(floats, span), minval));
 }
 
-Array as_scalar(double v, DType d) { return Array::scalar(v, d); }
+}  // namespace detail
 
+namespace {
+using namespace detail;
+Array as_scalar(double v, DType d) { return Array::scalar(v, d); }
 }  // namespace
 
 void set_threefry_partitionable(bool on) { g_partitionable = on; }

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "graft/core/array.h"
 
@@ -51,5 +52,45 @@ Array permutation(const Array& key, int64_t n);
 Array permutation(const Array& key, const Array& x);
 /// Normal values truncated to [lower, upper] (by inverse CDF).
 Array truncated_normal(const Array& key, double lower, double upper, const Shape& shape, DType d = DType::f32);
+
+// ---- more of jax.random's samplers (distributions.cpp), by JAX's algorithms -----------------------------
+/// Integers uniform in [minval, maxval) of an integer dtype (minval and maxval broadcast to shape; a span
+/// that does not fit the dtype, e.g. 0..256 as u8, covers the whole range; maxval <= minval gives minval).
+Array randint(const Array& key, const Shape& shape, const Array& minval, const Array& maxval, DType d = DType::i32);
+/// Samples of `shape` from a (an integer scalar n: from 0..n-1) along `axis`, with or without replacement,
+/// uniformly or with probabilities p (1-D, one per entry).
+Array choice(const Array& key, const Array& a, const Shape& shape = {}, bool replace = true,
+             std::optional<Array> p = std::nullopt, int64_t axis = 0);
+/// x permuted along axis; with `independent` every vector along axis is permuted on its own.
+Array permutation(const Array& key, const Array& x, int64_t axis, bool independent = false);
+/// Exponential(1), Laplace(0, 1), logistic(0, 1) and Cauchy(0, 1) samples.
+Array exponential(const Array& key, const Shape& shape, DType d = DType::f32);
+Array laplace(const Array& key, const Shape& shape, DType d = DType::f32);
+Array logistic(const Array& key, const Shape& shape, DType d = DType::f32);
+Array cauchy(const Array& key, const Shape& shape, DType d = DType::f32);
+/// Pareto with shape b (density b / x^(b + 1) on x >= 1); shape defaults to b's.
+Array pareto(const Array& key, const Array& b, std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
+/// -1 or 1 with probability 1/2 each.
+Array rademacher(const Array& key, const Shape& shape, DType d = DType::i32);
+/// The one-sided Maxwell distribution (the norm of three standard normals).
+Array maxwell(const Array& key, const Shape& shape, DType d = DType::f32);
+/// Maxwell's with a random sign, scaled and shifted; JAX's shape: `shape` (else the parameters' broadcast
+/// shape) followed by the parameters' shape.
+Array double_sided_maxwell(const Array& key, const Array& loc, const Array& scale, const Shape& shape = {},
+                           DType d = DType::f32);
+/// Weibull (density proportional to x^(c-1) exp(-(x/scale)^c)), by the inverse CDF.
+Array weibull_min(const Array& key, const Array& scale, const Array& concentration, const Shape& shape = {},
+                  DType d = DType::f32);
+/// Rayleigh with the given scale; shape defaults to scale's.
+Array rayleigh(const Array& key, const Array& scale, std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
+/// Wald (inverse Gaussian with unit shape) with the given mean; shape defaults to mean's.
+Array wald(const Array& key, const Array& mean, std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
+/// Normal vectors with mean [..., n] and covariance [..., n, n], the factor of cov by method "cholesky"
+/// (default), "eigh" or "svd" (the last two for singular covariances); result shape: `shape` (else the
+/// parameters' batch shape) + (n,).
+Array multivariate_normal(const Array& key, const Array& mean, const Array& cov, std::optional<Shape> shape = std::nullopt,
+                          std::optional<DType> dtype = std::nullopt, const std::string& method = "cholesky");
+/// Matrices [..., n, n] uniform (Haar) over the orthogonal group.
+Array orthogonal(const Array& key, int64_t n, const Shape& shape = {}, DType d = DType::f32);
 
 }  // namespace graft::random

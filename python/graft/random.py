@@ -29,5 +29,85 @@ def bernoulli(key, p=0.5, shape=None):
     return _graft.random_bernoulli(key, p, shape)
 
 
-def permutation(key, n):
-    return _graft.random_permutation(key, n)
+def permutation(key, x, axis=0, independent=False):
+    """A permutation of range(x) for an integer x, else of x along axis (each vector on its own with
+    independent=True)."""
+    if isinstance(x, int):
+        return _graft.random_permutation(key, x)
+    return _graft.random_permutation_of(key, x, axis, independent)
+
+
+def bits(key, shape=(), dtype="uint32"):
+    return _graft.random_bits(key, shape, dtype)
+
+
+def categorical(key, logits, axis=-1, shape=None):
+    return _graft.random_categorical(key, logits, axis, shape)
+
+
+def gumbel(key, shape=(), dtype="float32"):
+    return _graft.random_gumbel(key, shape, dtype)
+
+
+def truncated_normal(key, lower, upper, shape=(), dtype="float32"):
+    return _graft.random_truncated_normal(key, float(lower), float(upper), shape, dtype)
+
+
+def randint(key, shape, minval, maxval, dtype="int32"):
+    return _graft.random_randint(key, shape, minval, maxval, dtype)
+
+
+def choice(key, a, shape=(), replace=True, p=None, axis=0):
+    return _graft.random_choice(key, a, tuple(shape), replace, p, axis)
+
+
+def exponential(key, shape=(), dtype="float32"):
+    return _graft.random_exponential(key, shape, dtype)
+
+
+def laplace(key, shape=(), dtype="float32"):
+    return _graft.random_laplace(key, shape, dtype)
+
+
+def logistic(key, shape=(), dtype="float32"):
+    return _graft.random_logistic(key, shape, dtype)
+
+
+def cauchy(key, shape=(), dtype="float32"):
+    return _graft.random_cauchy(key, shape, dtype)
+
+
+def maxwell(key, shape=(), dtype="float32"):
+    return _graft.random_maxwell(key, shape, dtype)
+
+
+def rademacher(key, shape, dtype="int32"):
+    return _graft.random_rademacher(key, shape, dtype)
+
+
+def pareto(key, b, shape=None, dtype="float32"):
+    return _graft.random_pareto(key, b, shape, dtype)
+
+
+def rayleigh(key, scale, shape=None, dtype="float32"):
+    return _graft.random_rayleigh(key, scale, shape, dtype)
+
+
+def wald(key, mean, shape=None, dtype="float32"):
+    return _graft.random_wald(key, mean, shape, dtype)
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype="float32"):
+    return _graft.random_double_sided_maxwell(key, loc, scale, shape, dtype)
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype="float32"):
+    return _graft.random_weibull_min(key, scale, concentration, shape, dtype)
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+    return _graft.random_multivariate_normal(key, mean, cov, shape, dtype, method)
+
+
+def orthogonal(key, n, shape=(), dtype="float32"):
+    return _graft.random_orthogonal(key, n, shape, dtype)

@@ -54,6 +54,7 @@ PYBIND11_MODULE(_graft, m) {
   bind_operations(m);
   bind_special(m);
   bind_linalg(m);
+  bind_random(m);
   bind_collectives_and_random(m);
   bind_nn_and_data(m);
   bind_io(m);

@@ -1,0 +1,75 @@
+// jax.random's samplers beyond the basic ones (graft/random/random.h), for graft.random.
+#include "common.h"
+
+namespace graft::python {
+
+namespace {
+std::optional<Shape> opt_shape(py::handle s) {
+  if (s.is_none()) return std::nullopt;
+  return to_shape(s);
+}
+}  // namespace
+
+void bind_random(py::module_& m) {
+  using namespace py::literals;
+  m.def("random_bits", [](py::handle k, py::handle s, py::handle d) {
+    return random::bits(to_array(k), to_shape(s), to_dtype(d));
+  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "uint32");
+  m.def("random_categorical", [](py::handle k, py::handle logits, int64_t axis, py::handle s) {
+    return random::categorical(to_array(k), to_array(logits), axis, opt_shape(s));
+  }, "key"_a, "logits"_a, "axis"_a = -1, "shape"_a = py::none());
+  m.def("random_gumbel", [](py::handle k, py::handle s, py::handle d) {
+    return random::gumbel(to_array(k), to_shape(s), to_dtype(d));
+  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  m.def("random_truncated_normal", [](py::handle k, double lo, double hi, py::handle s, py::handle d) {
+    return random::truncated_normal(to_array(k), lo, hi, to_shape(s), to_dtype(d));
+  }, "key"_a, "lower"_a, "upper"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  m.def("random_randint", [](py::handle k, py::handle s, py::handle lo, py::handle hi, py::handle d) {
+    return random::randint(to_array(k), to_shape(s), to_array(lo), to_array(hi), to_dtype(d));
+  }, "key"_a, "shape"_a, "minval"_a, "maxval"_a, "dtype"_a = "int32");
+  m.def("random_choice", [](py::handle k, py::handle a, py::handle s, bool replace, py::handle p, int64_t axis) {
+    return random::choice(to_array(k), to_array(a), to_shape(s), replace,
+                          p.is_none() ? std::nullopt : std::optional<Array>(to_array(p)), axis);
+  }, "key"_a, "a"_a, "shape"_a = py::tuple(), "replace"_a = true, "p"_a = py::none(), "axis"_a = 0);
+  m.def("random_permutation_of", [](py::handle k, py::handle x, int64_t axis, bool independent) {
+    return random::permutation(to_array(k), to_array(x), axis, independent);
+  }, "key"_a, "x"_a, "axis"_a = 0, "independent"_a = false);
+  using Plain = Array (*)(const Array&, const Shape&, DType);
+  auto plain = [&](const char* name, Plain f) {
+    m.def(name, [f](py::handle k, py::handle s, py::handle d) { return f(to_array(k), to_shape(s), to_dtype(d)); },
+          "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  };
+  plain("random_exponential", &random::exponential);
+  plain("random_laplace", &random::laplace);
+  plain("random_logistic", &random::logistic);
+  plain("random_cauchy", &random::cauchy);
+  plain("random_maxwell", &random::maxwell);
+  m.def("random_rademacher", [](py::handle k, py::handle s, py::handle d) {
+    return random::rademacher(to_array(k), to_shape(s), to_dtype(d));
+  }, "key"_a, "shape"_a, "dtype"_a = "int32");
+  using OneParam = Array (*)(const Array&, const Array&, std::optional<Shape>, DType);
+  auto one_param = [&](const char* name, const char* pname, OneParam f) {
+    m.def(name, [f](py::handle k, py::handle p, py::handle s, py::handle d) {
+      return f(to_array(k), to_array(p), opt_shape(s), to_dtype(d));
+    }, "key"_a, py::arg(pname), "shape"_a = py::none(), "dtype"_a = "float32");
+  };
+  one_param("random_pareto", "b", &random::pareto);
+  one_param("random_rayleigh", "scale", &random::rayleigh);
+  one_param("random_wald", "mean", &random::wald);
+  m.def("random_double_sided_maxwell", [](py::handle k, py::handle loc, py::handle scale, py::handle s, py::handle d) {
+    return random::double_sided_maxwell(to_array(k), to_array(loc), to_array(scale), to_shape(s), to_dtype(d));
+  }, "key"_a, "loc"_a, "scale"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  m.def("random_weibull_min", [](py::handle k, py::handle scale, py::handle c, py::handle s, py::handle d) {
+    return random::weibull_min(to_array(k), to_array(scale), to_array(c), to_shape(s), to_dtype(d));
+  }, "key"_a, "scale"_a, "concentration"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  m.def("random_multivariate_normal", [](py::handle k, py::handle mean, py::handle cov, py::handle s, py::handle d,
+                                         const std::string& method) {
+    return random::multivariate_normal(to_array(k), to_array(mean), to_array(cov), opt_shape(s),
+                                       d.is_none() ? std::nullopt : std::optional<DType>(to_dtype(d)), method);
+  }, "key"_a, "mean"_a, "cov"_a, "shape"_a = py::none(), "dtype"_a = py::none(), "method"_a = "cholesky");
+  m.def("random_orthogonal", [](py::handle k, int64_t n, py::handle s, py::handle d) {
+    return random::orthogonal(to_array(k), n, to_shape(s), to_dtype(d));
+  }, "key"_a, "n"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+}
+
+}  // namespace graft::python

@@ -128,6 +128,7 @@ struct Special2 {
 };
 using Polygamma = Special2<&special::polygamma>;
 using Zeta = Special2<&special::zeta>;
+using RandomGammaGrad = Special2<&special::random_gamma_grad>;
 template <class C>
 constexpr int kBits = static_cast<int>(sizeof(C) * 8);
 // Shift amounts outside [0, bits) give XLA's saturated results instead of C++'s undefined behaviour.
@@ -238,6 +239,13 @@ Array jvp_polygamma(const Array& m, const Array& x, const Array& y, const Array&
     fail<NotImplementedError>("polygamma: the derivative with respect to m (the order) is not defined; only x's is");
   return lax::mul(tx, lax::polygamma(lax::add(m, lax::full(m.shape(), 1, m.dtype())), x));
 }
+// As in JAX, samples' gradients are not differentiated again.
+Array jvp_random_gamma_grad(const Array&, const Array&, const Array&, const Array& ta, const Array& tx) {
+  if (!is_zero(ta) || !is_zero(tx))
+    fail<NotImplementedError>("random_gamma_grad: it has no derivative (second derivatives of gamma samples with "
+                              "respect to their parameter are not defined, as in JAX)");
+  return Array();
+}
 Array jvp_zeta(const Array& s, const Array& q, const Array& y, const Array& ts, const Array& tq) {
   if (!is_zero(ts)) fail<NotImplementedError>("zeta: the derivative with respect to x (the exponent) is not defined; only q's is");
   Array s1 = lax::add(s, lax::full(s.shape(), 1, s.dtype()));
@@ -292,6 +300,7 @@ BINARY_INFO(atan2, Atan2, kMaskFloat, &jvp_atan2)
 BINARY_INFO(nextafter, NextAfter, kF64F32, nullptr)
 BINARY_INFO(polygamma, Polygamma, kMaskFloat, &jvp_polygamma)
 BINARY_INFO(zeta, Zeta, kMaskFloat, &jvp_zeta)
+BINARY_INFO(random_gamma_grad, RandomGammaGrad, kMaskFloat, &jvp_random_gamma_grad)
 BINARY_INFO(and_, And, kIB, nullptr)
 BINARY_INFO(or_, Or, kIB, nullptr)
 BINARY_INFO(xor_, Xor, kIB, nullptr)
@@ -348,6 +357,7 @@ BINARY_PRIM(atan2, "atan2", nullptr)
 BINARY_PRIM(nextafter, "nextafter", nullptr)
 BINARY_PRIM(polygamma, "polygamma", nullptr)
 BINARY_PRIM(zeta, "zeta", nullptr)
+BINARY_PRIM(random_gamma_grad, "random_gamma_grad", nullptr)
 BINARY_PRIM(and_, "and", nullptr)
 BINARY_PRIM(or_, "or", nullptr)
 BINARY_PRIM(xor_, "xor", nullptr)
@@ -375,6 +385,7 @@ LAX_BINARY(atan2, atan2)
 LAX_BINARY(nextafter, nextafter)
 LAX_BINARY(polygamma, polygamma)
 LAX_BINARY(zeta, zeta)
+LAX_BINARY(random_gamma_grad, random_gamma_grad)
 LAX_BINARY(bitwise_and, and_)
 LAX_BINARY(bitwise_or, or_)
 LAX_BINARY(bitwise_xor, xor_)

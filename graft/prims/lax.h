@@ -154,6 +154,9 @@ Array nextafter(const Array& a, const Array& b);
 Array polygamma(const Array& m, const Array& x);
 /// The Hurwitz zeta function ζ(x, q) = Σ_k (k + q)^-x (differentiable in q only).
 Array zeta(const Array& x, const Array& q);
+/// dx/da of a Gamma(a) sample x at a fixed uniform draw (the implicit reparameterization gradient of
+/// random::gamma); not differentiable itself, as in JAX.
+Array random_gamma_grad(const Array& a, const Array& x);
 Array bitwise_and(const Array& a, const Array& b);
 Array bitwise_or(const Array& a, const Array& b);
 Array bitwise_xor(const Array& a, const Array& b);

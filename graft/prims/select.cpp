@@ -27,6 +27,34 @@ Avals select_n_shape(const Primitive& p, AvalPtrs in, const Params&) {
   return {Aval(c0.shape, c0.dtype, weak)};
 }
 
+// Under vmap every case must end up with the batched shape (select_n does not broadcast its cases, and its
+// selector is either rank 0 or shaped like them): batched operands move their batch dimension to the
+// front, unbatched cases (and an unbatched selector that is not rank 0) are broadcast along it, and a
+// batched selector of rank-0 examples is broadcast to the cases' shape.
+BatchResult select_n_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                           const BatchInfo& axis, const Params& params) {
+  Shape case_shape;
+  for (size_t i = 1; i < vals.size(); ++i) {
+    case_shape = vals[i].shape();
+    if (dims[i] != kNotMapped) case_shape.erase(case_shape.begin() + dims[i]);
+    break;
+  }
+  Shape full{axis.size};
+  for (int64_t d : case_shape) full.push_back(d);
+  Arrays args;
+  for (size_t i = 0; i < vals.size(); ++i) {
+    const Array& x = vals[i];
+    if (dims[i] == kNotMapped) {
+      args.push_back(i == 0 && x.ndim() == 0 ? x : batch_to_front(x, kNotMapped, axis.size));
+      continue;
+    }
+    Array y = lax::moveaxis(x, dims[i], 0);
+    if (y.ndim() == 1 && !case_shape.empty()) y = lax::broadcast_in_dim(y, full, {0});  // a per-example scalar selector
+    args.push_back(y);
+  }
+  return {graft::bind(p, args, params), BatchDims{0}};
+}
+
 // out[i] = cases[which[i]][i] (a bool selector picks case 1 when true). Operands with step 0 are
 // repeated (a rank-0 selector, or uniform values inside a fused loop).
 template <size_t kSize>
@@ -187,7 +215,7 @@ JvpResult clamp_jvp(const Primitive& p, std::span<const Array> primals, std::spa
 }  // namespace
 
 const Primitive select_n_p{"select_n",          kElementwise,       &select_n_shape, &select_n_impl, &select_n_jvp,
-                           &select_n_transpose, &batch_elementwise, nullptr,         nullptr,        &select_n_tile_rule};
+                           &select_n_transpose, &select_n_batch,    nullptr,         nullptr,        &select_n_tile_rule};
 const Primitive clamp_p{"clamp",  kElementwise,       &clamp_shape, &clamp_impl, &clamp_jvp,
                         nullptr,  &batch_elementwise, nullptr,      nullptr,     &clamp_tile_rule};
 

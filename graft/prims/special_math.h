@@ -20,5 +20,9 @@ double polygamma(double n, double x);
 /// their power series for |x| <= 30, the asymptotic expansion above.
 double bessel_i0e(double x);
 double bessel_i1e(double x);
+/// dx/da for x ~ Gamma(a) drawn by inverting its CDF at a fixed uniform (the implicit reparameterization
+/// gradient, XLA's RandomGammaGrad): -(∂P(a, x)/∂a) / p(x; a), by the series of P below x = a + 1 and the
+/// continued fraction of Q = 1 - P (differentiated in a) above. NaN for a <= 0, 0 at x <= 0.
+double random_gamma_grad(double a, double x);
 
 }  // namespace graft::prims::special

@@ -10,6 +10,17 @@
 
 namespace graft::random {
 
+namespace detail {
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
+    if (f != 1 && f != t) return false;
+  }
+  return true;
+}
+}  // namespace detail
+
 using namespace detail;
 
 namespace {
@@ -32,16 +43,6 @@ std::pair<Array, Array> split2(const Array& key) {
 Array param(const Array& x, DType d, const char* op) {
   if (!x.valid()) fail<ValueError>("random.", op, ": a parameter is a null array");
   return x.astype(d);
-}
-
-// Whether `from` broadcasts to exactly `to` (NumPy's rules).
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  for (size_t i = 0; i < from.size(); ++i) {
-    int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
-    if (f != 1 && f != t) return false;
-  }
-  return true;
 }
 
 // The sample shape: `shape` when given (it must contain the parameters' broadcast shape), else theirs.

@@ -90,6 +90,28 @@ Array wald(const Array& key, const Array& mean, std::optional<Shape> shape = std
 /// parameters' batch shape) + (n,).
 Array multivariate_normal(const Array& key, const Array& mean, const Array& cov, std::optional<Shape> shape = std::nullopt,
                           std::optional<DType> dtype = std::nullopt, const std::string& method = "cholesky");
+// ---- the gamma family (gamma.cpp) ------------------------------------------------------------------------
+// Differentiable in their parameters by JAX's implicit reparameterization: a sample's derivative in the
+// shape parameter a is dx/da = lax::random_gamma_grad(a, x), the change of x that keeps its CDF value fixed.
+/// Gamma(a, 1) (Marsaglia and Tsang's method with one key per element, as JAX); shape defaults to a's.
+Array gamma(const Array& key, const Array& a, std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
+/// log of Gamma(a, 1) samples, accurate where a << 1 makes the samples underflow.
+Array loggamma(const Array& key, const Array& a, std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
+/// Beta(a, b), from two log-gamma samples.
+Array beta(const Array& key, const Array& a, const Array& b, std::optional<Shape> shape = std::nullopt,
+           DType d = DType::f32);
+/// Dirichlet(alpha) over alpha's last axis; the batch shape defaults to alpha's leading ones.
+Array dirichlet(const Array& key, const Array& alpha, std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
+/// Chi-square with df degrees of freedom; Student's t; Snedecor's F.
+Array chisquare(const Array& key, const Array& df, std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
+Array t(const Array& key, const Array& df, std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
+Array f(const Array& key, const Array& dfnum, const Array& dfden, std::optional<Shape> shape = std::nullopt,
+        DType d = DType::f32);
+/// Density proportional to exp(-|x|^p).
+Array generalized_normal(const Array& key, double p, const Shape& shape = {}, DType d = DType::f32);
+/// Points uniform in the unit Lp ball of dimension dim: shape + (dim,).
+Array ball(const Array& key, int64_t dim, double p = 2, const Shape& shape = {}, DType d = DType::f32);
+
 /// Matrices [..., n, n] uniform (Haar) over the orthogonal group.
 Array orthogonal(const Array& key, int64_t n, const Shape& shape = {}, DType d = DType::f32);
 

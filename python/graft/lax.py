@@ -17,6 +17,7 @@ square = _graft.square
 lgamma, digamma, polygamma, zeta = (_graft.special_gammaln, _graft.special_digamma, _graft.special_polygamma,
                                     _graft.special_zeta)
 bessel_i0e, bessel_i1e, erf_inv = _graft.special_i0e, _graft.special_i1e, _graft.erf_inv
+random_gamma_grad = _graft.lax_random_gamma_grad
 
 
 def with_sharding_constraint(x, sharding):

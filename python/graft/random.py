@@ -111,3 +111,41 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
 
 def orthogonal(key, n, shape=(), dtype="float32"):
     return _graft.random_orthogonal(key, n, shape, dtype)
+
+
+
+def gamma(key, a, shape=None, dtype="float32"):
+    """Gamma(a, 1); differentiable in a (implicit reparameterization, as JAX)."""
+    return _graft.random_gamma(key, a, shape, dtype)
+
+
+def loggamma(key, a, shape=None, dtype="float32"):
+    return _graft.random_loggamma(key, a, shape, dtype)
+
+
+def beta(key, a, b, shape=None, dtype="float32"):
+    return _graft.random_beta(key, a, b, shape, dtype)
+
+
+def dirichlet(key, alpha, shape=None, dtype="float32"):
+    return _graft.random_dirichlet(key, alpha, shape, dtype)
+
+
+def chisquare(key, df, shape=None, dtype="float32"):
+    return _graft.random_chisquare(key, df, shape, dtype)
+
+
+def t(key, df, shape=None, dtype="float32"):
+    return _graft.random_t(key, df, shape, dtype)
+
+
+def f(key, dfnum, dfden, shape=None, dtype="float32"):
+    return _graft.random_f(key, dfnum, dfden, shape, dtype)
+
+
+def generalized_normal(key, p, shape=(), dtype="float32"):
+    return _graft.random_generalized_normal(key, float(p), shape, dtype)
+
+
+def ball(key, d, p=2, shape=(), dtype="float32"):
+    return _graft.random_ball(key, d, float(p), shape, dtype)

@@ -67,6 +67,28 @@ void bind_random(py::module_& m) {
     return random::multivariate_normal(to_array(k), to_array(mean), to_array(cov), opt_shape(s),
                                        d.is_none() ? std::nullopt : std::optional<DType>(to_dtype(d)), method);
   }, "key"_a, "mean"_a, "cov"_a, "shape"_a = py::none(), "dtype"_a = py::none(), "method"_a = "cholesky");
+  one_param("random_gamma", "a", &random::gamma);
+  one_param("random_loggamma", "a", &random::loggamma);
+  one_param("random_dirichlet", "alpha", &random::dirichlet);
+  one_param("random_chisquare", "df", &random::chisquare);
+  one_param("random_t", "df", &random::t);
+  using TwoParams = Array (*)(const Array&, const Array&, const Array&, std::optional<Shape>, DType);
+  auto two_params = [&](const char* name, const char* p1, const char* p2, TwoParams f) {
+    m.def(name, [f](py::handle k, py::handle a, py::handle b, py::handle s, py::handle d) {
+      return f(to_array(k), to_array(a), to_array(b), opt_shape(s), to_dtype(d));
+    }, "key"_a, py::arg(p1), py::arg(p2), "shape"_a = py::none(), "dtype"_a = "float32");
+  };
+  two_params("random_beta", "a", "b", &random::beta);
+  two_params("random_f", "dfnum", "dfden", &random::f);
+  m.def("random_generalized_normal", [](py::handle k, double p, py::handle s, py::handle d) {
+    return random::generalized_normal(to_array(k), p, to_shape(s), to_dtype(d));
+  }, "key"_a, "p"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  m.def("random_ball", [](py::handle k, int64_t dim, double p, py::handle s, py::handle d) {
+    return random::ball(to_array(k), dim, p, to_shape(s), to_dtype(d));
+  }, "key"_a, "d"_a, "p"_a = 2.0, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  m.def("lax_random_gamma_grad", [](py::handle a, py::handle x) {
+    return lax::random_gamma_grad(to_array(a), to_array(x));
+  }, "a"_a, "x"_a);
   m.def("random_orthogonal", [](py::handle k, int64_t n, py::handle s, py::handle d) {
     return random::orthogonal(to_array(k), n, to_shape(s), to_dtype(d));
   }, "key"_a, "n"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");

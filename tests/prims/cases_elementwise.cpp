@@ -133,6 +133,28 @@ double bessel_ie_ref(int nu, double x) {
   return nu == 1 && x < 0 ? -r : r;
 }
 
+// dx/da of Gamma(a) samples: -(dP(a, x)/da) / p(x; a) summed as its series in long double,
+// Σ_n x^(n+1) Γ(a) / Γ(a+n+1) (ψ(a+n+1) - log x) (a different route from the kernel's continued fraction
+// above x = a + 1; both agree with mpmath's derivative of its regularized incomplete gamma to 3e-15), ψ in
+// long double by recurrence to 40 and six terms of its asymptotic series.
+long double digamma_ld(long double x) {
+  long double acc = 0;
+  while (x < 40) acc -= 1 / x++;
+  long double y2 = 1 / (x * x);
+  return acc + std::log(x) - 0.5L / x -
+         y2 * (1.0L / 12 - y2 * (1.0L / 120 - y2 * (1.0L / 252 - y2 * (1.0L / 240 - y2 * (1.0L / 132)))));
+}
+double random_gamma_grad_ref(double a, double x) {
+  long double r = x / static_cast<long double>(a), psi = digamma_ld(a + 1.0L), lx = std::log(static_cast<long double>(x));
+  long double sum = 0;
+  for (int n = 0; n < 2000; ++n) {
+    sum += r * (psi - lx);
+    r *= x / (a + n + 1.0L);
+    psi += 1.0L / (a + n + 1.0L);
+  }
+  return static_cast<double>(sum);
+}
+
 // A row of a special function of (an order or exponent held fixed at `a`, x in [lo, hi)).
 Case special2(std::string name, const Primitive& p, double a, double lo, double hi,
               std::function<double(double, double)> f) {
@@ -218,6 +240,13 @@ std::vector<Case> elementwise_cases() {
   v.push_back(special2("polygamma_3", polygamma_p, 3, 0.5, 4, polygamma_ref));
   v.push_back(special2("zeta_2", zeta_p, 2, 0.3, 4, zeta_ref));
   v.push_back(special2("zeta_3_5", zeta_p, 3.5, 0.5, 4, zeta_ref));
+  for (double a : {0.6, 2.5}) {
+    // both the series (x < a + 1) and the continued fraction (beyond); no derivative, as in JAX
+    Case c = special2("random_gamma_grad_" + std::to_string(static_cast<int>(a * 10)), random_gamma_grad_p, a, 0.05, 8,
+                      random_gamma_grad_ref);
+    c.diff = {false, false};
+    v.push_back(c);
+  }
   v.push_back(unary("square", square_p, -2, 2, [](double x) { return x * x; }));
   v.push_back(unary("integer_pow_3", integer_pow_p, -2, 2, [](double x) { return x * x * x; }, true,
                     {{"y", int64_t(3)}}));

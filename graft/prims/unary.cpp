@@ -33,7 +33,12 @@ constexpr bool is_fp = std::is_floating_point_v<C>;
 struct Neg {
   template <class C>
   static C apply(C x, int64_t) {
-    return wrap_sub(C(0), x);
+    // floats flip the sign bit (-(+0.0) is -0.0, as XLA and the fused loops' fneg); integers wrap
+    if constexpr (is_fp<C>) {
+      return -x;
+    } else {
+      return wrap_sub(C(0), x);
+    }
   }
 };
 struct Sign {

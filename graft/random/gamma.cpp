@@ -64,13 +64,15 @@ Array gamma_one(const Array& key, const Array& alpha, bool log_space) {
   // the initial state makes the first test fail, so that one proposal is always drawn
   std::vector<Array> out = while_flat(accept_not_yet, propose, {ks[0], zero, one, cst(2)});
   const Array& V = out[2];
+  // the boost draws from the key split off first: 1 - u in (0, 1], and its log as -exponential (JAX >= 0.4.14)
   if (log_space) {
-    Array log_boost = lax::select(boost_mask, zero, lax::mul(lax::log(u_boost), lax::div(one, alpha)));
+    Array log_u = lax::log1p(lax::neg(u_boost));
+    Array log_boost = lax::select(lax::bitwise_or(boost_mask, lax::eq(log_u, zero)), zero,
+                                  lax::mul(log_u, lax::div(one, alpha)));
     return lax::add(lax::add(lax::log(dd), lax::log(V)), log_boost);
   }
-  Array boost = lax::select(boost_mask, one, lax::pow(u_boost, lax::div(one, alpha)));
-  Array z = lax::mul(lax::mul(dd, V), boost);
-  return lax::select(lax::eq(z, zero), cst(tiny_of(d)), z);
+  Array boost = lax::select(boost_mask, one, lax::pow(lax::sub(one, u_boost), lax::div(one, alpha)));
+  return lax::mul(lax::mul(dd, V), boost);
 }
 
 // One sample per element of a (one key each: split(key, a.size)), without a derivative rule.

@@ -112,6 +112,26 @@ Array generalized_normal(const Array& key, double p, const Shape& shape = {}, DT
 /// Points uniform in the unit Lp ball of dimension dim: shape + (dim,).
 Array ball(const Array& key, int64_t dim, double p = 2, const Shape& shape = {}, DType d = DType::f32);
 
+// ---- counts (discrete.cpp) -------------------------------------------------------------------------------
+/// Poisson(lam) counts of an integer dtype (Knuth's method below lam = 10, Hormann's transformed rejection
+/// above; computed in f32, as JAX); shape defaults to lam's.
+Array poisson(const Array& key, const Array& lam, std::optional<Shape> shape = std::nullopt, DType d = DType::i32);
+/// Binomial(n, p) counts as floats (JAX's dtype): sums of geometric draws where n min(p, 1-p) <= 10, BTRS
+/// rejection otherwise; NaN for invalid n or p, inf for infinite n.
+Array binomial(const Array& key, const Array& n, const Array& p, std::optional<Shape> shape = std::nullopt,
+               DType d = DType::f32);
+/// Multinomial counts of n trials over p's last axis (one binomial per outcome on what the earlier ones left);
+/// shape (default p's) ends with the number of outcomes.
+Array multinomial(const Array& key, const Array& n, const Array& p, std::optional<Shape> shape = std::nullopt,
+                  DType d = DType::f32);
+/// The number of Bernoulli(p) trials up to the first success (1, 2, ...).
+Array geometric(const Array& key, const Array& p, std::optional<Shape> shape = std::nullopt, DType d = DType::i32);
+/// The triangular distribution on [left, right] with its peak at mode.
+Array triangular(const Array& key, const Array& left, const Array& mode, const Array& right,
+                 std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
+/// exp(sigma * N(0, 1)).
+Array lognormal(const Array& key, const Array& sigma, std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
+
 /// Matrices [..., n, n] uniform (Haar) over the orthogonal group.
 Array orthogonal(const Array& key, int64_t n, const Shape& shape = {}, DType d = DType::f32);
 

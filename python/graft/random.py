@@ -149,3 +149,27 @@ def generalized_normal(key, p, shape=(), dtype="float32"):
 
 def ball(key, d, p=2, shape=(), dtype="float32"):
     return _graft.random_ball(key, d, float(p), shape, dtype)
+
+
+def poisson(key, lam, shape=None, dtype="int32"):
+    return _graft.random_poisson(key, lam, shape, dtype)
+
+
+def binomial(key, n, p, shape=None, dtype="float32"):
+    return _graft.random_binomial(key, n, p, shape, dtype)
+
+
+def multinomial(key, n, p, *, shape=None, dtype="float32", unroll=1):
+    return _graft.random_multinomial(key, n, p, shape, dtype)
+
+
+def geometric(key, p, shape=None, dtype="int32"):
+    return _graft.random_geometric(key, p, shape, dtype)
+
+
+def triangular(key, left, mode, right, shape=None, dtype="float32"):
+    return _graft.random_triangular(key, left, mode, right, shape, dtype)
+
+
+def lognormal(key, sigma=1.0, shape=None, dtype="float32"):
+    return _graft.random_lognormal(key, sigma, shape, dtype)

@@ -79,6 +79,18 @@ void bind_random(py::module_& m) {
     }, "key"_a, py::arg(p1), py::arg(p2), "shape"_a = py::none(), "dtype"_a = "float32");
   };
   two_params("random_beta", "a", "b", &random::beta);
+  two_params("random_binomial", "n", "p", &random::binomial);
+  two_params("random_multinomial", "n", "p", &random::multinomial);
+  m.def("random_poisson", [](py::handle k, py::handle lam, py::handle s, py::handle d) {
+    return random::poisson(to_array(k), to_array(lam), opt_shape(s), to_dtype(d));
+  }, "key"_a, "lam"_a, "shape"_a = py::none(), "dtype"_a = "int32");
+  m.def("random_geometric", [](py::handle k, py::handle p, py::handle s, py::handle d) {
+    return random::geometric(to_array(k), to_array(p), opt_shape(s), to_dtype(d));
+  }, "key"_a, "p"_a, "shape"_a = py::none(), "dtype"_a = "int32");
+  m.def("random_triangular", [](py::handle k, py::handle l, py::handle mo, py::handle r, py::handle s, py::handle d) {
+    return random::triangular(to_array(k), to_array(l), to_array(mo), to_array(r), opt_shape(s), to_dtype(d));
+  }, "key"_a, "left"_a, "mode"_a, "right"_a, "shape"_a = py::none(), "dtype"_a = "float32");
+  one_param("random_lognormal", "sigma", &random::lognormal);
   two_params("random_f", "dfnum", "dfden", &random::f);
   m.def("random_generalized_normal", [](py::handle k, double p, py::handle s, py::handle d) {
     return random::generalized_normal(to_array(k), p, to_shape(s), to_dtype(d));

@@ -77,3 +77,22 @@ def test_gamma_gradient_against_scipy():
     assert abs(float(g) / N - 1.0) < 0.03
     d = np.asarray(gr.dirichlet(gr.key(2), gnp.asarray([1.0, 2.0, 3.0]), (1000,)))
     np.testing.assert_allclose(d.sum(-1), np.ones(1000), rtol=1e-5)
+
+
+@pytest.mark.parametrize("lam", [1.5, 30.0])
+def test_poisson_and_binomial_pmfs(lam):
+    x = np.asarray(gr.poisson(gr.key(5), lam, (N,)))
+    ks = np.arange(int(lam * 3) + 10)
+    np.testing.assert_allclose(np.bincount(x, minlength=len(ks))[:len(ks)] / N, stats.poisson(lam).pmf(ks), atol=0.012)
+    n, p = (20, 0.3) if lam < 10 else (200, 0.7)
+    b = np.asarray(gr.binomial(gr.key(6), float(n), p, (N,))).astype(int)
+    ks = np.arange(n + 1)
+    np.testing.assert_allclose(np.bincount(b, minlength=n + 1) / N, stats.binom(n, p).pmf(ks), atol=0.012)
+    m = np.asarray(gr.multinomial(gr.key(7), 12.0, np.array([0.1, 0.6, 0.3], np.float32), shape=(N, 3)))
+    np.testing.assert_array_equal(m.sum(-1), np.full(N, 12.0))
+    g = np.asarray(gr.geometric(gr.key(8), 0.25, (N,)))
+    np.testing.assert_allclose(np.bincount(g, minlength=20)[1:20] / N, stats.geom(0.25).pmf(np.arange(1, 20)), atol=0.012)
+    assert stats.kstest(np.asarray(gr.triangular(gr.key(9), 0.0, 0.3, 2.0, (N,)), np.float64),
+                        stats.triang(0.15, loc=0, scale=2).cdf).statistic < 1.95 / np.sqrt(N)
+    assert stats.kstest(np.asarray(gr.lognormal(gr.key(10), 0.7, (N,)), np.float64),
+                        stats.lognorm(0.7).cdf).statistic < 1.95 / np.sqrt(N)

@@ -116,3 +116,21 @@ TEST(Regression, RunningOutOfMemoryIsAnError) {
 
 }  // namespace
 }  // namespace graft
+
+namespace graft {
+namespace {
+// neg flips the sign bit as XLA does: -(+0.0) is -0.0 eagerly and in compiled loops alike (eager computed
+// 0 - x, which gave +0.0, so log1p(-p) at p = 0 was +0 and a binomial with p = 1 looped forever).
+TEST(Regressions, NegOfZeroIsNegativeZero) {
+  for (DType d : {DType::f32, DType::f64, DType::bf16}) {
+    Array z = zeros({3}, d);
+    auto f = [](const Array& x) { return negative(x); };
+    for (Array r : {f(z), jit(f)(z)}) {
+      for (double v : r.to_vector<double>()) EXPECT_TRUE(std::signbit(v)) << short_name(d);
+    }
+    EXPECT_TRUE(std::signbit(log1p(negative(z)).to_vector<double>()[0]));
+  }
+  EXPECT_EQ(negative(array(std::vector<int32_t>{INT32_MIN})).to_vector<int32_t>()[0], INT32_MIN);  // wraps
+}
+}  // namespace
+}  // namespace graft

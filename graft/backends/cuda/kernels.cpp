@@ -95,7 +95,7 @@ constexpr uint32_t A = N | B;
 // operand types it serves. Several spellings by type class are separate entries (name#class).
 const std::map<std::string, std::vector<Desc>>& table() {
   static const std::map<std::string, std::vector<Desc>> t = {
-      {"neg", {{"(C)0 - a", N}}},
+      {"neg", {{"-a", F}, {"(C)0 - a", I}}},  // -a keeps IEEE negation: -(+0.0) is -0.0
       {"sign", {{"g_sign(a)", F | SI}, {"(C)(a > 0)", UI}}},
       {"floor", {{"floor(a)", F}}},
       {"ceil", {{"ceil(a)", F}}},

@@ -7,6 +7,7 @@
 #include <functional>
 #include <set>
 
+#include "random/ks.h"
 #include "testing.h"
 
 namespace graft {
@@ -16,17 +17,6 @@ using namespace graft::testing;
 constexpr int64_t kDraws = 20000;
 // The KS statistic's critical value at 99.9% is 1.95 / sqrt(n).
 const double kKsBound = 1.95 / std::sqrt(static_cast<double>(kDraws));
-
-double ks_statistic(const Array& samples, const std::function<double(double)>& cdf) {
-  std::vector<double> x = values(samples);
-  std::sort(x.begin(), x.end());
-  double n = static_cast<double>(x.size()), d = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    double f = cdf(x[i]);
-    d = std::max({d, std::fabs(f - static_cast<double>(i) / n), std::fabs(static_cast<double>(i + 1) / n - f)});
-  }
-  return d;
-}
 
 double phi(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 double maxwell_cdf(double x) {

@@ -134,3 +134,17 @@ TEST(Regressions, NegOfZeroIsNegativeZero) {
 }
 }  // namespace
 }  // namespace graft
+
+namespace graft {
+namespace {
+// Integer products wrap around as XLA's dot does (the CPU loop overflowed signed integers, undefined
+// behaviour that UBSan reported from the verifier's fuzzer).
+TEST(Regressions, IntegerDotWraps) {
+  Array a = array(std::vector<int64_t>{INT64_MIN, 3}, {1, 2});
+  Array b = array(std::vector<int64_t>{INT64_MIN, 2}, {2, 1});
+  EXPECT_EQ(matmul(a, b).to_vector<int64_t>()[0], 6);  // 2^126 wraps to 0
+  Array c = array(std::vector<int32_t>{INT32_MAX}, {1, 1});
+  EXPECT_EQ(matmul(c, array(std::vector<int32_t>{2}, {1, 1})).to_vector<int32_t>()[0], -2);
+}
+}  // namespace
+}  // namespace graft

@@ -24,6 +24,17 @@ extern "C" void openblas_set_num_threads(int);
 namespace graft::cpu {
 
 namespace {
+// acc + a * b; integers wrap around as XLA's dot does (computed unsigned: signed overflow is undefined in C++)
+template <class A>
+inline A mul_add(A acc, A a, A b) {
+  if constexpr (std::is_integral_v<A>) {
+    using W = std::conditional_t<(sizeof(A) < sizeof(unsigned)), unsigned, std::make_unsigned_t<A>>;
+    return static_cast<A>(static_cast<W>(acc) + static_cast<W>(a) * static_cast<W>(b));
+  } else {
+    return acc + a * b;
+  }
+}
+
 template <class T>
 void gemm_loop(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
                T* C, int64_t ldc, double alpha, double beta) {
@@ -37,9 +48,9 @@ void gemm_loop(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, in
         if (a == A_t(0)) continue;
         if (!tb) {
           const T* b = B + k * ldb;
-          for (int64_t n = 0; n < N; ++n) row[n] += a * static_cast<A_t>(b[n]);
+          for (int64_t n = 0; n < N; ++n) row[n] = mul_add(row[n], a, static_cast<A_t>(b[n]));
         } else {
-          for (int64_t n = 0; n < N; ++n) row[n] += a * static_cast<A_t>(B[n * ldb + k]);
+          for (int64_t n = 0; n < N; ++n) row[n] = mul_add(row[n], a, static_cast<A_t>(B[n * ldb + k]));
         }
       }
       if constexpr (std::is_floating_point_v<A_t>) {

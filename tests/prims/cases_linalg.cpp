@@ -344,13 +344,7 @@ std::function<Inputs(Rng&, DType)> separated(Shape s) {
 
 Case row(std::string name, const Primitive& p, Params params, std::function<Inputs(Rng&, DType)> inputs,
          std::function<Inputs(const Inputs&)> ref, std::vector<bool> diff) {
-  Case c;
-  c.name = std::move(name);
-  c.prim = &p;
-  c.params = std::move(params);
-  c.inputs = std::move(inputs);
-  c.reference = std::move(ref);
-  c.diff = std::move(diff);
+  Case c = make_case(std::move(name), p, std::move(params), std::move(inputs), std::move(ref), std::move(diff));
   c.rtol32 = 2e-4;  // a factorization's f32 rounding grows with the condition number
   c.atol32 = 2e-5;
   return c;

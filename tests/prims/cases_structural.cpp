@@ -11,17 +11,7 @@ namespace {
 using namespace graft::prims;
 using V = std::vector<int64_t>;
 
-Case make(std::string name, const Primitive& p, Params params, std::function<Inputs(Rng&, DType)> inputs,
-          std::function<Inputs(const Inputs&)> ref, std::vector<bool> diff) {
-  Case c;
-  c.name = std::move(name);
-  c.prim = &p;
-  c.params = std::move(params);
-  c.inputs = std::move(inputs);
-  c.reference = std::move(ref);
-  c.diff = std::move(diff);
-  return c;
-}
+constexpr auto make = make_case;
 
 std::function<Inputs(Rng&, DType)> one_input(Shape s, double lo = -1, double hi = 1) {
   return [s, lo, hi](Rng& r, DType d) { return Inputs{r.uniform(s, d, lo, hi)}; };

@@ -94,6 +94,19 @@ inline Inputs run_case(const Case& c, const Inputs& in) {
   return map_named(c, in, prim, std::vector<std::optional<int64_t>>(in.size(), 0), {0});
 }
 
+/// A row from its parts (the other fields keep their defaults).
+inline Case make_case(std::string name, const Primitive& p, Params params, std::function<Inputs(Rng&, DType)> inputs,
+                      std::function<Inputs(const Inputs&)> ref, std::vector<bool> diff) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &p;
+  c.params = std::move(params);
+  c.inputs = std::move(inputs);
+  c.reference = std::move(ref);
+  c.diff = std::move(diff);
+  return c;
+}
+
 // ---- reference helpers --------------------------------------------------------------------------------
 /// A dense double tensor for writing references.
 struct T {

@@ -110,6 +110,21 @@ Array betaln(const Array& a, const Array& b) {
   auto [x, y] = float_pair(a, b, "betaln");
   return lax::sub(lax::add(lax::lgamma(x), lax::lgamma(y)), lax::lgamma(lax::add(x, y)));
 }
+Array gammainc(const Array& a, const Array& x) {
+  auto [p, q] = float_pair(a, x, "gammainc");
+  return lax::igamma(p, q);
+}
+Array gammaincc(const Array& a, const Array& x) {
+  auto [p, q] = float_pair(a, x, "gammaincc");
+  return lax::igammac(p, q);
+}
+Array betainc(const Array& a, const Array& b, const Array& x) {
+  // three operands to one dtype and shape: each pair promoted in turn
+  auto [a1, b1] = float_pair(a, b, "betainc");
+  auto [a2, x2] = float_pair(a1, x, "betainc");
+  auto [b2, x3] = float_pair(b1, x2, "betainc");
+  return lax::regularized_incomplete_beta(a2, b2, x3);
+}
 Array xlogy(const Array& x, const Array& y) {
   auto [a, b] = float_pair(x, y, "xlogy");
   return xlog_fn<false>()(a, b);

@@ -21,6 +21,13 @@ Array polygamma(const Array& n, const Array& x);
 Array zeta(const Array& x, const Array& q);
 /// log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b).
 Array betaln(const Array& a, const Array& b);
+/// The regularized lower and upper incomplete gamma functions P(a, x) = γ(a, x) / Γ(a) and Q = 1 - P,
+/// differentiable in a and x (lax::igamma, lax::igammac); NaN for a <= 0 or x < 0, as JAX.
+Array gammainc(const Array& a, const Array& x);
+Array gammaincc(const Array& a, const Array& x);
+/// The regularized incomplete beta function I_x(a, b) (lax::regularized_incomplete_beta), differentiable
+/// in x only, as JAX's; NaN for a <= 0, b <= 0 or x outside [0, 1].
+Array betainc(const Array& a, const Array& b, const Array& x);
 /// x log(y), and 0 where x = 0 (whatever y is); its derivative in x is log(y) there too, as JAX's.
 Array xlogy(const Array& x, const Array& y);
 /// x log(1 + y), and 0 where x = 0.

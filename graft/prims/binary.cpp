@@ -129,6 +129,9 @@ struct Special2 {
 using Polygamma = Special2<&special::polygamma>;
 using Zeta = Special2<&special::zeta>;
 using RandomGammaGrad = Special2<&special::random_gamma_grad>;
+using Igamma = Special2<&special::igamma>;
+using Igammac = Special2<&special::igammac>;
+using IgammaGradA = Special2<&special::igamma_grad_a>;
 template <class C>
 constexpr int kBits = static_cast<int>(sizeof(C) * 8);
 // Shift amounts outside [0, bits) give XLA's saturated results instead of C++'s undefined behaviour.
@@ -246,6 +249,23 @@ Array jvp_random_gamma_grad(const Array&, const Array&, const Array&, const Arra
                               "respect to their parameter are not defined, as in JAX)");
   return Array();
 }
+// P(a, x) (igamma) and Q = 1 - P (igammac): ∂P/∂a is the primitive igamma_grad_a, ∂P/∂x the gamma density
+// x^(a-1) e^-x / Γ(a); as in JAX, igamma_grad_a itself has no derivative.
+Array gamma_density(const Array& a, const Array& x) {
+  Array one = full_like(a, 1);
+  return lax::exp(lax::sub(lax::sub(lax::mul(lax::sub(a, one), lax::log(x)), x), lax::lgamma(a)));
+}
+template <bool kComplement>
+Array jvp_igamma(const Array& a, const Array& x, const Array& y, const Array& ta, const Array& tx) {
+  Array ea = is_zero(ta) ? Array() : lax::mul(ta, lax::igamma_grad_a(a, x));
+  Array ex = is_zero(tx) ? Array() : lax::mul(tx, gamma_density(a, x));
+  Array t = sum_terms(ea, ex, y.aval());
+  return kComplement ? lax::neg(t) : t;
+}
+Array jvp_igamma_grad_a(const Array&, const Array&, const Array&, const Array&, const Array&) {
+  fail<NotImplementedError>("igamma_grad_a: it has no derivative (second derivatives of the incomplete gamma "
+                            "function in a are not defined, as in JAX)");
+}
 Array jvp_zeta(const Array& s, const Array& q, const Array& y, const Array& ts, const Array& tq) {
   if (!is_zero(ts)) fail<NotImplementedError>("zeta: the derivative with respect to x (the exponent) is not defined; only q's is");
   Array s1 = lax::add(s, lax::full(s.shape(), 1, s.dtype()));
@@ -301,6 +321,9 @@ BINARY_INFO(nextafter, NextAfter, kF64F32, nullptr)
 BINARY_INFO(polygamma, Polygamma, kMaskFloat, &jvp_polygamma)
 BINARY_INFO(zeta, Zeta, kMaskFloat, &jvp_zeta)
 BINARY_INFO(random_gamma_grad, RandomGammaGrad, kMaskFloat, &jvp_random_gamma_grad)
+BINARY_INFO(igamma, Igamma, kMaskFloat, &jvp_igamma<false>)
+BINARY_INFO(igammac, Igammac, kMaskFloat, &jvp_igamma<true>)
+BINARY_INFO(igamma_grad_a, IgammaGradA, kMaskFloat, &jvp_igamma_grad_a)
 BINARY_INFO(and_, And, kIB, nullptr)
 BINARY_INFO(or_, Or, kIB, nullptr)
 BINARY_INFO(xor_, Xor, kIB, nullptr)
@@ -358,6 +381,9 @@ BINARY_PRIM(nextafter, "nextafter", nullptr)
 BINARY_PRIM(polygamma, "polygamma", nullptr)
 BINARY_PRIM(zeta, "zeta", nullptr)
 BINARY_PRIM(random_gamma_grad, "random_gamma_grad", nullptr)
+BINARY_PRIM(igamma, "igamma", nullptr)
+BINARY_PRIM(igammac, "igammac", nullptr)
+BINARY_PRIM(igamma_grad_a, "igamma_grad_a", nullptr)
 BINARY_PRIM(and_, "and", nullptr)
 BINARY_PRIM(or_, "or", nullptr)
 BINARY_PRIM(xor_, "xor", nullptr)
@@ -386,6 +412,9 @@ LAX_BINARY(nextafter, nextafter)
 LAX_BINARY(polygamma, polygamma)
 LAX_BINARY(zeta, zeta)
 LAX_BINARY(random_gamma_grad, random_gamma_grad)
+LAX_BINARY(igamma, igamma)
+LAX_BINARY(igammac, igammac)
+LAX_BINARY(igamma_grad_a, igamma_grad_a)
 LAX_BINARY(bitwise_and, and_)
 LAX_BINARY(bitwise_or, or_)
 LAX_BINARY(bitwise_xor, xor_)

@@ -157,6 +157,11 @@ Array zeta(const Array& x, const Array& q);
 /// dx/da of a Gamma(a) sample x at a fixed uniform draw (the implicit reparameterization gradient of
 /// random::gamma); not differentiable itself, as in JAX.
 Array random_gamma_grad(const Array& a, const Array& x);
+/// The regularized incomplete gamma functions P(a, x) and Q(a, x) = 1 - P (differentiable in both: in a
+/// through igamma_grad_a), and ∂P/∂a (not differentiable itself, as in JAX).
+Array igamma(const Array& a, const Array& x);
+Array igammac(const Array& a, const Array& x);
+Array igamma_grad_a(const Array& a, const Array& x);
 Array bitwise_and(const Array& a, const Array& b);
 Array bitwise_or(const Array& a, const Array& b);
 Array bitwise_xor(const Array& a, const Array& b);
@@ -178,6 +183,9 @@ Array select_n(const Array& which, std::span<const Array> cases);
 /// select(pred, on_true, on_false) == select_n(pred, {on_false, on_true}).
 Array select(const Array& pred, const Array& on_true, const Array& on_false);
 Array clamp(const Array& lo, const Array& x, const Array& hi);
+/// The regularized incomplete beta function I_x(a, b) (JAX's lax.betainc; same dtype, equal shapes or rank
+/// 0); differentiable in x only, as in JAX.
+Array regularized_incomplete_beta(const Array& a, const Array& b, const Array& x);
 Array convert_element_type(const Array& x, DType d, bool weak_type = false);
 Array bitcast_convert_type(const Array& x, DType d);
 

@@ -143,33 +143,32 @@ struct Dual {
 Dual operator+(Dual x, Dual y) { return {x.v + y.v, x.d + y.d}; }
 Dual operator*(Dual x, Dual y) { return {x.v * y.v, x.d * y.v + x.v * y.d}; }
 Dual inv(Dual x) { return {1 / x.v, -x.d / (x.v * x.v)}; }
-}  // namespace
 
-double random_gamma_grad(double a, double x) {
-  if (std::isnan(a) || std::isnan(x) || a <= 0) return kNaN;
-  if (x <= 0) return 0;
-  if (std::isinf(x)) return kInf;
-  // x(a) solves P(a, x) = u, so dx/da = -(dP/da) / p(x; a), p the density x^(a-1) e^-x / Γ(a); both terms are
-  // written relative to p, which keeps them finite far in the tails.
-  double lx = std::log(x);
-  if (x < a + 1) {
-    // P = Σ_n x^(a+n) e^-x / Γ(a+n+1); relative to p the n-th term is r_n = x^(n+1) Γ(a) / Γ(a+n+1), and its
-    // derivative in a carries the factor log x - ψ(a+n+1)
-    double r = x / a, psi = digamma(a + 1), sum = 0;
-    for (int n = 0; n < 10000; ++n) {
-      double term = r * (lx - psi);
-      sum += term;
-      if (std::fabs(term) <= kEps * 1e-2 * std::fabs(sum) && r < 1e-300 + std::fabs(sum)) break;
-      r *= x / (a + n + 1);
-      psi += 1 / (a + n + 1);
-    }
-    return -sum;
+// The incomplete gamma functions relative to the density p(x; a) = x^(a-1) e^-x / Γ(a), with their
+// derivatives in a (also relative to p; `with_d` false skips them). Relative values stay finite far in
+// the tails, where P, Q and p themselves under- or overflow.
+//
+// P's series, used below x = a + 1: P = Σ_n x^(a+n) e^-x / Γ(a+n+1); relative to p the n-th term is
+// r_n = x^(n+1) Γ(a) / Γ(a+n+1), and its derivative in a carries the factor log x - ψ(a+n+1).
+Dual p_series(double a, double x, bool with_d) {
+  double lx = std::log(x), r = x / a, psi = with_d ? digamma(a + 1) : 0, sum = 0, dsum = 0;
+  for (int n = 0; n < 100000; ++n) {
+    sum += r;
+    if (with_d) dsum += r * (lx - psi);
+    bool done = r <= kEps * 1e-2 * sum && (!with_d || std::fabs(r * (lx - psi)) <= kEps * 1e-2 * std::fabs(dsum));
+    if (done || r == 0) break;
+    r *= x / (a + n + 1);
+    if (with_d) psi += 1 / (a + n + 1);
   }
-  // Q = 1 - P = e^-x x^a / Γ(a) · h, h the continued fraction 1/(x+1-a-) 1(1-a)/(x+3-a-) 2(2-a)/(x+5-a-) ...
-  // (modified Lentz), evaluated with its derivative in a; relative to p, Q = x h
+  return {sum, dsum};
+}
+
+// Q's continued fraction, used above: Q = e^-x x^a / Γ(a) · h = p x h, h = 1/(x+1-a-) 1(1-a)/(x+3-a-)
+// 2(2-a)/(x+5-a-) ... by the modified Lentz method, evaluated with its derivative in a.
+Dual q_fraction(double a, double x, bool with_d) {
   const double tiny = 1e-300;
   Dual b{x + 1 - a, -1}, c{1 / tiny, 0}, d = inv(b), h = d;
-  for (int i = 1; i < 10000; ++i) {
+  for (int i = 1; i < 100000; ++i) {
     Dual an{-i * (i - a), static_cast<double>(i)};
     b = b + Dual{2, 0};
     d = an * d + b;
@@ -179,11 +178,97 @@ double random_gamma_grad(double a, double x) {
     d = inv(d);
     Dual del = d * c;
     h = h * del;
-    if (std::fabs(del.v - 1) < kEps * 1e-1 && std::fabs(del.d) <= kEps * 1e-1 * (std::fabs(h.d) + std::fabs(h.v)))
+    if (std::fabs(del.v - 1) < kEps * 1e-1 &&
+        (!with_d || std::fabs(del.d) <= kEps * 1e-1 * (std::fabs(h.d) + std::fabs(h.v))))
       break;
   }
-  // dx/da = (dQ/da) / p = x ((log x - ψ(a)) h + dh/da)
-  return x * ((lx - digamma(a)) * h.v + h.d);
+  // relative to p: Q / p = x h, (dQ/da) / p = x ((log x - ψ(a)) h + dh/da)
+  return {x * h.v, with_d ? x * ((std::log(x) - digamma(a)) * h.v + h.d) : 0};
+}
+
+// log p(x; a). Written directly, (a-1) log x - x - log Γ(a) loses a few digits per decade of a to
+// cancellation (1e-13 relative at a = 1000); from a = 10 on it is taken through Stirling's series instead,
+// log Γ(a) = (a - 1/2) log a - a + log(2π)/2 + s(a), which leaves a log1p(t) - t with t = x/a - 1 (small
+// where the density matters) and s(a) = 1/(12a) - 1/(360a³) + ... summed on its own.
+double log_gamma_density(double a, double x) {
+  if (a < 10) return (a - 1) * std::log(x) - x - lgamma(a);
+  double t = (x - a) / a, l1p = std::log1p(t);
+  double r = 1 / (a * a), s = (1.0 / 12 - r * (1.0 / 360 - r * (1.0 / 1260 - r * (1.0 / 1680 - r * (1.0 / 1188 - r * (691.0 / 360360 - r / 156)))))) / a;
+  return a * (l1p - t) - l1p - 0.5 * std::log(2 * std::numbers::pi * a) - s;
+}
+
+// Shared edge cases of P and Q: NaN outside the domain (as XLA: a <= 0 or x < 0), P at x = 0 and x = inf.
+bool igamma_edge(double a, double x, double& p) {
+  if (std::isnan(a) || std::isnan(x) || a <= 0 || x < 0 || std::isinf(a)) {
+    p = kNaN;
+    return true;
+  }
+  if (x == 0 || std::isinf(x)) {
+    p = x == 0 ? 0 : 1;
+    return true;
+  }
+  return false;
+}
+}  // namespace
+
+double igamma(double a, double x) {
+  double p;
+  if (igamma_edge(a, x, p)) return p;
+  double dens = std::exp(log_gamma_density(a, x));
+  return x < a + 1 ? dens * p_series(a, x, false).v : 1 - dens * q_fraction(a, x, false).v;
+}
+
+double igammac(double a, double x) {
+  double p;
+  if (igamma_edge(a, x, p)) return std::isnan(p) ? p : 1 - p;
+  double dens = std::exp(log_gamma_density(a, x));
+  return x < a + 1 ? 1 - dens * p_series(a, x, false).v : dens * q_fraction(a, x, false).v;
+}
+
+double igamma_grad_a(double a, double x) {
+  double p;
+  if (igamma_edge(a, x, p)) return std::isnan(p) ? p : 0;
+  double dens = std::exp(log_gamma_density(a, x));
+  // dP/da = -dQ/da
+  return x < a + 1 ? dens * p_series(a, x, true).d : -dens * q_fraction(a, x, true).d;
+}
+
+double random_gamma_grad(double a, double x) {
+  if (std::isnan(a) || std::isnan(x) || a <= 0) return kNaN;
+  if (x <= 0) return 0;
+  if (std::isinf(x)) return kInf;
+  // x(a) solves P(a, x) = u, so dx/da = -(dP/da) / p = (dQ/da) / p: the relative derivatives themselves
+  return x < a + 1 ? -p_series(a, x, true).d : q_fraction(a, x, true).d;
+}
+
+double betainc(double a, double b, double x) {
+  if (std::isnan(a) || std::isnan(b) || std::isnan(x) || a <= 0 || b <= 0 || x < 0 || x > 1) return kNaN;
+  if (x == 0 || x == 1) return x;
+  // The continued fraction converges fast below the mean-ish point (a + 1) / (a + b + 2); above it,
+  // I_x(a, b) = 1 - I_{1-x}(b, a).
+  if (x > (a + 1) / (a + b + 2)) return 1 - betainc(b, a, 1 - x);
+  double front = std::exp(a * std::log(x) + b * std::log1p(-x) - (lgamma(a) + lgamma(b) - lgamma(a + b))) / a;
+  // I = front / (1 + d_1 / (1 + d_2 / (1 + ...))), d_2m+1 = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1)),
+  // d_2m = m (b-m) x / ((a+2m-1)(a+2m)), by the modified Lentz method
+  const double tiny = 1e-300;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  if (std::fabs(d) < tiny) d = tiny;
+  d = 1 / d;
+  double h = d;
+  for (int m = 1; m < 100000; ++m) {
+    for (int odd = 0; odd < 2; ++odd) {
+      double num = odd ? -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+                       : m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
+      d = 1 + num * d;
+      if (std::fabs(d) < tiny) d = tiny;
+      c = 1 + num / c;
+      if (std::fabs(c) < tiny) c = tiny;
+      d = 1 / d;
+      h *= d * c;
+      if (odd && std::fabs(d * c - 1) < kEps * 0.5) return front * h;
+    }
+  }
+  return front * h;
 }
 
 }  // namespace graft::prims::special

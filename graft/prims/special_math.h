@@ -1,5 +1,6 @@
-// Scalar special functions behind the primitives lgamma, digamma, polygamma, zeta, bessel_i0e and
-// bessel_i1e (graft/prims/unary.cpp, binary.cpp). All compute in double; the kernels round to the
+// Scalar special functions behind the primitives lgamma, digamma, polygamma, zeta, bessel_i0e,
+// bessel_i1e, igamma, igammac, igamma_grad_a, random_gamma_grad and regularized_incomplete_beta
+// (graft/prims/unary.cpp, binary.cpp, ternary.cpp). All compute in double; the kernels round to the
 // operand's type. Domains and poles follow JAX (XLA's kernels) and SciPy: NaN outside a function's
 // domain, and at digamma's poles.
 #pragma once
@@ -24,5 +25,14 @@ double bessel_i1e(double x);
 /// gradient, XLA's RandomGammaGrad): -(∂P(a, x)/∂a) / p(x; a), by the series of P below x = a + 1 and the
 /// continued fraction of Q = 1 - P (differentiated in a) above. NaN for a <= 0, 0 at x <= 0.
 double random_gamma_grad(double a, double x);
+/// The regularized incomplete gamma functions P(a, x) = γ(a, x) / Γ(a) and Q = 1 - P (XLA's Igamma and
+/// Igammac), and ∂P/∂a: P's power series below x = a + 1, Q's continued fraction above, each carried
+/// relative to the density so that only the final product under- or overflows. NaN for a <= 0, x < 0.
+double igamma(double a, double x);
+double igammac(double a, double x);
+double igamma_grad_a(double a, double x);
+/// The regularized incomplete beta function I_x(a, b) by its continued fraction (modified Lentz), with
+/// I_x(a, b) = 1 - I_{1-x}(b, a) above x = (a + 1) / (a + b + 2). NaN for a <= 0, b <= 0, x outside [0, 1].
+double betainc(double a, double b, double x);
 
 }  // namespace graft::prims::special

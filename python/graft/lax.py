@@ -18,6 +18,8 @@ lgamma, digamma, polygamma, zeta = (_graft.special_gammaln, _graft.special_digam
                                     _graft.special_zeta)
 bessel_i0e, bessel_i1e, erf_inv = _graft.special_i0e, _graft.special_i1e, _graft.erf_inv
 random_gamma_grad = _graft.lax_random_gamma_grad
+igamma, igammac, igamma_grad_a = _graft.special_gammainc, _graft.special_gammaincc, _graft.lax_igamma_grad_a
+betainc = _graft.special_betainc
 
 
 def with_sharding_constraint(x, sharding):

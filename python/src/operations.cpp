@@ -200,6 +200,13 @@ void bind_special(py::module_& m) {
   unary("special_digamma", &special::digamma);
   binary("special_polygamma", &special::polygamma);
   binary("special_zeta", &special::zeta);
+  binary("special_gammainc", &special::gammainc);
+  binary("special_gammaincc", &special::gammaincc);
+  m.def("special_betainc", [](py::handle a, py::handle b, py::handle x) {
+    return special::betainc(to_array(a), to_array(b), to_array(x));
+  }, "a"_a, "b"_a, "x"_a);
+  // lax's forms take operands of one dtype already (JAX's lax.igamma_grad_a has no graft::special name)
+  binary("lax_igamma_grad_a", &lax::igamma_grad_a);
   binary("special_betaln", &special::betaln);
   binary("special_xlogy", &special::xlogy);
   binary("special_xlog1py", &special::xlog1py);

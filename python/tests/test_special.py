@@ -91,3 +91,38 @@ def test_jit_vmap_and_lax_names():
     np.testing.assert_allclose(np.asarray(gf.vmap(f)(x)), np.asarray(f(x)), rtol=1e-12)
     np.testing.assert_allclose(np.asarray(gf.lax.lgamma(x)), sps.gammaln(np.asarray(x)), rtol=1e-13)
     np.testing.assert_allclose(np.asarray(gf.lax.bessel_i0e(x)), sps.i0e(np.asarray(x)), rtol=1e-13)
+
+
+def test_incomplete_gamma_and_beta_match_scipy():
+    # shapes from small to large (the series, the continued fraction and Stirling's form of the density)
+    for lo, hi in [(0.01, 2), (0.5, 20), (50, 2000)]:
+        a = RNG.uniform(lo, hi, 300)
+        x = a * RNG.uniform(0.2, 2.5, 300)
+        p, q = np.asarray(gsp.gammainc(f64(a), f64(x))), np.asarray(gsp.gammaincc(f64(a), f64(x)))
+        np.testing.assert_allclose(p, sps.gammainc(a, x), rtol=1e-11, atol=1e-300)
+        np.testing.assert_allclose(q, sps.gammaincc(a, x), rtol=1e-11, atol=1e-300)
+    for lo, hi in [(0.05, 2), (1, 50), (100, 1000)]:
+        a, b, x = RNG.uniform(lo, hi, 300), RNG.uniform(lo, hi, 300), RNG.uniform(0, 1, 300)
+        np.testing.assert_allclose(np.asarray(gsp.betainc(f64(a), f64(b), f64(x))), sps.betainc(a, b, x),
+                                   rtol=1e-10, atol=1e-300)
+    assert np.isnan(float(gsp.gammainc(-1.0, 2.0))) and np.isnan(float(gsp.betainc(1.0, 1.0, 2.0)))
+    # lax's names: igamma, igammac, igamma_grad_a (∂P/∂a against a central difference), betainc
+    a, x = f64([0.7, 3.0, 30.0]), f64([0.4, 5.0, 28.0])
+    np.testing.assert_allclose(np.asarray(gf.lax.igamma(a, x)), sps.gammainc(np.asarray(a), np.asarray(x)), rtol=1e-13)
+    eps = 1e-6
+    fd = (sps.gammainc(np.asarray(a) + eps, np.asarray(x)) - sps.gammainc(np.asarray(a) - eps, np.asarray(x))) / (2 * eps)
+    np.testing.assert_allclose(np.asarray(gf.lax.igamma_grad_a(a, x)), fd, rtol=1e-7)
+    np.testing.assert_allclose(np.asarray(gf.lax.betainc(f64(2.0), f64(3.0), f64(0.5))), 11 / 16, rtol=1e-14)
+
+
+def test_incomplete_gamma_and_beta_gradients():
+    eps = 1e-6
+    for a, x in [(0.6, 0.3), (4.0, 6.0), (40.0, 35.0)]:
+        want_a = (sps.gammainc(a + eps, x) - sps.gammainc(a - eps, x)) / (2 * eps)
+        want_x = (sps.gammaincc(a, x + eps) - sps.gammaincc(a, x - eps)) / (2 * eps)
+        assert abs(float(gf.grad(lambda v: gsp.gammainc(v, x))(a)) - want_a) < 1e-8
+        assert abs(float(gf.grad(lambda v: gsp.gammaincc(a, v))(x)) - want_x) < 1e-8
+    want = (sps.betainc(2.5, 0.7, 0.6 + eps) - sps.betainc(2.5, 0.7, 0.6 - eps)) / (2 * eps)
+    assert abs(float(gf.grad(lambda v: gsp.betainc(2.5, 0.7, v))(0.6)) - want) < 1e-8
+    with pytest.raises(NotImplementedError, match="with respect to a and b"):
+        gf.grad(lambda v: gsp.betainc(v, 2.0, 0.5))(1.0)

@@ -155,6 +155,37 @@ double random_gamma_grad_ref(double a, double x) {
   return static_cast<double>(sum);
 }
 
+// The regularized incomplete gamma function P(a, x) = x^a e^-x Σ_n x^n / Γ(a+n+1), every term positive,
+// summed in long double for every x (the kernel switches to Q's continued fraction above x = a + 1).
+long double igamma_ld(double a, double x) {
+  long double term = std::exp(a * std::log(static_cast<long double>(x)) - x - std::lgamma(a + 1.0L)), sum = 0;
+  for (int n = 0; n < 3000; ++n) {
+    sum += term;
+    term *= x / (a + n + 1.0L);
+  }
+  return sum;
+}
+double igamma_ref(double a, double x) { return static_cast<double>(igamma_ld(a, x)); }
+double igammac_ref(double a, double x) { return static_cast<double>(1.0L - igamma_ld(a, x)); }
+// ∂P/∂a = -(the gamma sample's dx/da) times the density
+double igamma_grad_a_ref(double a, double x) {
+  long double density = std::exp((a - 1.0L) * std::log(static_cast<long double>(x)) - x - std::lgamma(static_cast<long double>(a)));
+  return static_cast<double>(-random_gamma_grad_ref(a, x) * density);
+}
+// I_x(a, b) = x^a (1-x)^b / (a B(a, b)) Σ_n t_n, t_0 = 1, t_{n+1} = t_n x (a+b+n) / (a+n+1): positive terms,
+// long double (the kernel uses the continued fraction and its symmetry instead)
+double betainc_ref(double a, double b, double x) {
+  long double la = a, lb = b, lx = x;
+  long double front = std::exp(la * std::log(lx) + lb * std::log1p(-lx) - std::lgamma(la) - std::lgamma(lb) +
+                               std::lgamma(la + lb)) / la;
+  long double t = 1, sum = 0;
+  for (int n = 0; n < 20000; ++n) {
+    sum += t;
+    t *= lx * (la + lb + n) / (la + n + 1);
+  }
+  return static_cast<double>(front * sum);
+}
+
 // A row of a special function of (an order or exponent held fixed at `a`, x in [lo, hi)).
 Case special2(std::string name, const Primitive& p, double a, double lo, double hi,
               std::function<double(double, double)> f) {
@@ -245,6 +276,32 @@ std::vector<Case> elementwise_cases() {
     Case c = special2("random_gamma_grad_" + std::to_string(static_cast<int>(a * 10)), random_gamma_grad_p, a, 0.05, 8,
                       random_gamma_grad_ref);
     c.diff = {false, false};
+    v.push_back(c);
+  }
+  for (double a : {0.7, 3.0}) {
+    // x on both sides of a + 1 (the series and the continued fraction)
+    std::string tag = std::to_string(static_cast<int>(a * 10));
+    v.push_back(special2("igamma_x_" + tag, igamma_p, a, 0.05, 8, igamma_ref));
+    v.push_back(special2("igammac_x_" + tag, igammac_p, a, 0.05, 8, igammac_ref));
+    // also in a: through igamma_grad_a, which has no derivative (as in JAX), so no second order
+    for (auto [name, prim, ref] : {std::tuple{"igamma_a_", &igamma_p, &igamma_ref}, {"igammac_a_", &igammac_p, &igammac_ref}}) {
+      Case c = special2(name + tag, *prim, a, 0.05, 8, *ref);
+      c.inputs = [a](Rng& r, DType d) { return Inputs{lax::add(lax::full(kShape, a, d), r.uniform(kShape, d, 0, 0.5)), r.uniform(kShape, d, 0.05, 8)}; };
+      c.diff = {true, true};
+      c.second_order = false;
+      v.push_back(c);
+    }
+    Case g = special2("igamma_grad_a_" + tag, igamma_grad_a_p, a, 0.05, 8, igamma_grad_a_ref);
+    g.diff = {false, false};
+    v.push_back(g);
+  }
+  for (auto [a, b] : {std::pair{1.5, 3.0}, {4.0, 0.7}}) {
+    // x on both sides of (a + 1) / (a + b + 2), where the kernel swaps to I_{1-x}(b, a)
+    Case c = special2("regularized_incomplete_beta_" + std::to_string(static_cast<int>(a * 10)), regularized_incomplete_beta_p,
+                      a, 0.05, 0.9, nullptr);
+    c.inputs = [a, b](Rng& r, DType d) { return Inputs{lax::full(kShape, a, d), lax::full(kShape, b, d), r.uniform(kShape, d, 0.05, 0.9)}; };
+    c.reference = ref_map([](const std::vector<double>& v) { return betainc_ref(v[0], v[1], v[2]); });
+    c.diff = {false, false, true};
     v.push_back(c);
   }
   v.push_back(unary("square", square_p, -2, 2, [](double x) { return x * x; }));

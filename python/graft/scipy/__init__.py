@@ -1,2 +1,2 @@
-"""JAX's jax.scipy: `graft.scipy.special`, `graft.scipy.linalg`."""
-from . import linalg, special  # noqa: F401
+"""JAX's jax.scipy: `graft.scipy.special`, `graft.scipy.linalg`, `graft.scipy.stats`."""
+from . import linalg, special, stats  # noqa: F401

@@ -1,5 +1,5 @@
-"""jax.scipy.special's functions on graft arrays (graft/ops/special.h in C++): gamma-family functions,
-Hurwitz zeta, the normal CDF and its inverse, modified Bessel functions, xlogy and friends. Every one is
+"""jax.scipy.special's functions on graft arrays (graft/ops/special.h in C++): gamma-family functions, the
+regularized incomplete gamma and beta functions, Hurwitz zeta, the normal CDF and its inverse, modified Bessel functions, xlogy and friends. Every one is
 differentiable where JAX's is, and works under jit, vmap and grad."""
 from .. import _graft
 
@@ -8,6 +8,9 @@ digamma = _graft.special_digamma
 polygamma = _graft.special_polygamma
 zeta = _graft.special_zeta
 betaln = _graft.special_betaln
+gammainc = _graft.special_gammainc
+gammaincc = _graft.special_gammaincc
+betainc = _graft.special_betainc
 xlogy = _graft.special_xlogy
 xlog1py = _graft.special_xlog1py
 entr = _graft.special_entr
@@ -33,5 +36,5 @@ def softmax(x, axis=-1):
     return _graft.softmax(x, axis)
 
 
-__all__ = ["betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammaln", "i0", "i0e", "i1", "i1e",
+__all__ = ["betainc", "betaln", "gammainc", "gammaincc", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammaln", "i0", "i0e", "i1", "i1e",
            "log_ndtr", "logit", "logsumexp", "ndtr", "ndtri", "polygamma", "softmax", "xlog1py", "xlogy", "zeta"]

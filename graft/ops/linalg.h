@@ -54,6 +54,10 @@ Array inv(const Array& a);
 Array det(const Array& a);
 /// {sign, log|det|} (sign 0 and log -inf for singular matrices).
 std::pair<Array, Array> slogdet(const Array& a);
+/// The matrix exponential e^a of square matrices (jax.scipy.linalg.expm), by scaling and squaring with a
+/// Padé approximant of degree 13 (f64) or 7 (f32); NaNs where the 1-norm needs more than max_squarings
+/// halvings. Differentiable, batchable and compilable (its squarings are a loop of max_squarings steps).
+Array expm(const Array& a, int64_t max_squarings = 16);
 /// a^n for an integer n (negative: powers of the inverse), by repeated squaring.
 Array matrix_power(const Array& a, int64_t n);
 

@@ -49,6 +49,8 @@ void bind_linalg(py::module_& m) {
   m.def("linalg_inv", [](py::handle a) { return linalg::inv(to_array(a)); }, "a"_a);
   m.def("linalg_det", [](py::handle a) { return linalg::det(to_array(a)); }, "a"_a);
   m.def("linalg_slogdet", [](py::handle a) { return linalg::slogdet(to_array(a)); }, "a"_a);
+  m.def("linalg_expm", [](py::handle a, int64_t max_squarings) { return linalg::expm(to_array(a), max_squarings); },
+        "a"_a, "max_squarings"_a = 16);
   m.def("linalg_matrix_power", [](py::handle a, int64_t n) { return linalg::matrix_power(to_array(a), n); }, "a"_a,
         "n"_a);
   m.def("linalg_eigh", [](py::handle a, const std::string& uplo, bool sym) {

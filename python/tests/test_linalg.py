@@ -153,6 +153,27 @@ def test_gradients_jit_vmap():
         gf.grad(lambda x: gnp.sum(gla.svd(x)[0]))(f64(a))
 
 
+def test_expm_matches_scipy():
+    for scale in (1e-4, 0.3, 2.0, 30.0):
+        a = RNG.normal(size=(6, 6)) * scale
+        want = sla.expm(a)
+        got = np.asarray(gsl.expm(f64(a)))
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(want).max())
+        if scale <= 2:  # within f32's range
+            got32 = np.asarray(gsl.expm(gnp.asarray(a.astype(np.float32))))
+            np.testing.assert_allclose(got32, want, rtol=0, atol=2e-6 * np.abs(want).max())
+    batch = RNG.normal(size=(3, 4, 4)) * np.array([0.01, 1.0, 10.0])[:, None, None]
+    np.testing.assert_allclose(np.asarray(gsl.expm(f64(batch))), np.stack([sla.expm(b) for b in batch]), rtol=1e-11,
+                               atol=1e-13)
+    np.testing.assert_allclose(np.asarray(gf.jit(gsl.expm)(f64(batch))), np.asarray(gsl.expm(f64(batch))), rtol=1e-14)
+    # the derivative: the Fréchet derivative L(A, E) = d/dt e^(A + tE), from SciPy
+    a, e = RNG.normal(size=(4, 4)) * 1.5, RNG.normal(size=(4, 4))
+    _, frechet = sla.expm_frechet(a, e)
+    _, tangent = gf.jvp(gsl.expm, (f64(a),), (f64(e),))
+    np.testing.assert_allclose(np.asarray(tangent), frechet, rtol=1e-10, atol=1e-12)
+    assert np.isnan(np.asarray(gsl.expm(f64(np.eye(2) * 1e4), max_squarings=4))).all()
+
+
 def test_errors():
     with pytest.raises(ValueError, match="needs square"):
         gla.inv(gnp.ones((3, 4)))

@@ -295,6 +295,57 @@ TEST_F(Linalg, MatrixPowerNormCondMultiDot) {
   EXPECT_TRUE(close(linalg::multi_dot({z, mT(w), mT(q)}), matmul(matmul(z, mT(w)), mT(q)), 1e-12, 1e-12));
 }
 
+// e^A: known values (a rotation, a nilpotent, a diagonal), e^A e^-A = I far beyond the approximant's
+// radius (squarings), a Taylor series at small norm, f32, batches, the derivative, jit and vmap
+TEST_F(Linalg, Expm) {
+  double t = 2.5;
+  Array rot = linalg::expm(array(std::vector<double>{0, t, -t, 0}, {2, 2}));
+  EXPECT_TRUE(close(rot, array(std::vector<double>{std::cos(t), std::sin(t), -std::sin(t), std::cos(t)}, {2, 2}),
+                    1e-14, 1e-14));
+  Array nil = linalg::expm(array(std::vector<double>{0, 3, 0, 0}, {2, 2}));
+  EXPECT_TRUE(close(nil, array(std::vector<double>{1, 3, 0, 1}, {2, 2}), 0, 1e-15));
+  Array d = linalg::expm(array(std::vector<double>{-30, 0, 0, 8}, {2, 2}));
+  EXPECT_TRUE(close(d, array(std::vector<double>{std::exp(-30.0), 0, 0, std::exp(8.0)}, {2, 2}), 1e-13, 0));
+  EXPECT_TRUE(close(linalg::expm(zeros({3, 3}, DType::f64)), eye64(3), 0, 1e-15));
+  Rng r(21);
+  for (double scale : {0.05, 1.0}) {
+    Array a = randn(r, {5, 5}) * scale;
+    EXPECT_TRUE(close(matmul(linalg::expm(a), linalg::expm(-a)), eye64(5), 1e-12, 1e-12)) << scale;
+  }
+  // symmetric matrices through their eigendecomposition, V diag(e^w) V^T, far beyond the approximant's radius
+  for (double scale : {2.0, 8.0}) {
+    Array b = randn(r, {5, 5}) * scale, sym = b + mT(b);
+    auto [w, v] = linalg::eigh(sym);
+    Array want = matmul(v * expand_dims(exp(w), 0), mT(v));
+    double top = max(abs(want)).item<double>();
+    EXPECT_TRUE(close(linalg::expm(sym), want, 0, 1e-13 * top)) << scale;
+  }
+  // Σ a^k / k! at a small norm
+  Array a = randn(r, {4, 4}) * 0.1, term = eye64(4), series = eye64(4);
+  for (int k = 1; k < 25; ++k) {
+    term = matmul(term, a) / static_cast<double>(k);
+    series = series + term;
+  }
+  EXPECT_TRUE(close(linalg::expm(a), series, 1e-14, 1e-15));
+  EXPECT_TRUE(close(linalg::expm(a.astype(DType::f32)), series.astype(DType::f32), 1e-6, 1e-6));
+  // a batch of very different norms: each matrix squares its own number of times
+  Array batch = stack({a, randn(r, {4, 4}) * 4.0, randn(r, {4, 4}) * 0.001});
+  Array eb = linalg::expm(batch);
+  for (int64_t i = 0; i < 3; ++i) EXPECT_TRUE(close(eb[{i}], linalg::expm(batch[{i}]), 1e-14, 1e-14)) << i;
+  EXPECT_TRUE(close(vmap([](const Array& x) { return linalg::expm(x); })(batch), eb, 1e-14, 1e-14));
+  EXPECT_TRUE(close(jit([](const Array& x) { return linalg::expm(x); })(batch), eb, 1e-14, 1e-14));
+  // derivative by finite differences, also where squarings happen; the Fréchet derivative of a diagonal
+  Array w = randn(r, {4, 4});
+  for (double scale : {0.3, 5.0}) {
+    Array x = randn(r, {4, 4}) * scale;
+    auto loss = [&](const Array& m) { return sum(linalg::expm(m) * w); };
+    EXPECT_TRUE(close(grad(loss)(x), num_grad(loss, x), 1e-6, 1e-7)) << scale;
+  }
+  // too many halvings needed: NaN, as JAX
+  EXPECT_TRUE(std::isnan(values(linalg::expm(eye64(2) * 1e3, 2))[0]));
+  expect_throws<ShapeError>([] { (void)linalg::expm(ones({2, 3})); }, "linalg.expm: needs square");
+}
+
 TEST_F(Linalg, JitAndVmapMatchEager) {
   Rng r(12);
   Array as = well(r, {3, 4, 4}), bs = randn(r, {3, 4});

@@ -71,9 +71,15 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite
     return w if eigvals_only else (w, v)
 
 
+def expm(A, *, upper_triangular=False, max_squarings=16):
+    """e^A by scaling and squaring with a Padé approximant (JAX's signature; upper_triangular changes nothing
+    here: the result is the same)."""
+    return _graft.linalg_expm(A, max_squarings)
+
+
 def pinv(a, *, atol=0.0, rtol=None, return_rank=False, check_finite=True):
     return _graft.linalg_pinv(a, rtol)
 
 
-__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "inv", "lu", "lu_factor", "lu_solve", "pinv", "qr",
+__all__ = ["cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv", "lu", "lu_factor", "lu_solve", "pinv", "qr",
            "solve", "solve_triangular", "svd"]

@@ -9,7 +9,9 @@
 // wrappers do.
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <numeric>
 
 #include "graft/prims/rules.h"
@@ -109,6 +111,28 @@ int64_t batch_count(const Aval& a) {
 }
 char* out_ptr(Array& a) { return static_cast<char*>(a.concrete()->data()); }
 
+// f(b) for each matrix b of a stack, the matrices spread over the cores (LAPACK factors one at a time, and a
+// batch of small ones would otherwise leave all but one core idle). An error is raised after the loop, on
+// the calling thread.
+template <class F>
+void for_each_matrix(int64_t count, const F& f) {
+  if (count <= 1) {
+    if (count == 1) f(int64_t(0));
+    return;
+  }
+  std::exception_ptr error;
+  std::mutex mu;
+  cpu::parallel_for(count, 1, [&](int64_t b0, int64_t b1) {
+    try {
+      for (int64_t b = b0; b < b1; ++b) f(b);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!error) error = std::current_exception();
+    }
+  });
+  if (error) std::rethrow_exception(error);
+}
+
 void nan_fill(DType d, void* p, int64_t n) {
   if (d == DType::f32) {
     std::fill_n(static_cast<float*>(p), n, std::numeric_limits<float>::quiet_NaN());
@@ -130,10 +154,10 @@ Arrays cholesky_impl(const Primitive&, std::span<const Array> in, std::span<cons
   const Aval& a = out[0];
   int64_t n = a.shape.back(), sz = n * n * static_cast<int64_t>(itemsize(a.dtype));
   std::memcpy(out_ptr(res[0]), in[0].raw_data(), static_cast<size_t>(sz * batch_count(a)));
-  for (int64_t b = 0; b < batch_count(a); ++b) {
+  for_each_matrix(batch_count(a), [&](int64_t b) {
     char* m = out_ptr(res[0]) + b * sz;
     if (cpu::lapack::cholesky(a.dtype, m, n) != 0) nan_fill(a.dtype, m, n * n);  // not positive definite (JAX)
-  }
+  });
   return res;
 }
 
@@ -183,8 +207,9 @@ Arrays trsm_impl(const Primitive&, std::span<const Array> in, std::span<const Av
   int64_t isz = static_cast<int64_t>(itemsize(b.dtype)), bsz = m * n * isz, asz = k * k * isz;
   std::memcpy(out_ptr(res[0]), in[1].raw_data(), static_cast<size_t>(bsz * batch_count(b)));
   const char* a = static_cast<const char*>(in[0].raw_data());
-  for (int64_t i = 0; i < batch_count(b); ++i)
+  for_each_matrix(batch_count(b), [&](int64_t i) {
     cpu::lapack::triangular_solve(b.dtype, left, lower, trans, unit, m, n, a + i * asz, out_ptr(res[0]) + i * bsz);
+  });
   return res;
 }
 
@@ -240,13 +265,13 @@ Arrays lu_impl(const Primitive&, std::span<const Array> in, std::span<const Aval
   std::memcpy(out_ptr(res[0]), in[0].raw_data(), static_cast<size_t>(sz * batch_count(a)));
   auto* piv = reinterpret_cast<int32_t*>(out_ptr(res[1]));
   auto* perm = reinterpret_cast<int32_t*>(out_ptr(res[2]));
-  for (int64_t b = 0; b < batch_count(a); ++b) {
+  for_each_matrix(batch_count(a), [&](int64_t b) {
     int32_t* pv = piv + b * k;
     cpu::lapack::lu(a.dtype, out_ptr(res[0]) + b * sz, m, n, pv);
     int32_t* pm = perm + b * m;
     std::iota(pm, pm + m, 0);
     for (int64_t i = 0; i < k; ++i) std::swap(pm[i], pm[pv[i]]);
-  }
+  });
   return res;
 }
 
@@ -343,13 +368,13 @@ Arrays eigh_impl(const Primitive&, std::span<const Array> in, std::span<const Av
   const Aval& a = out[0];
   int64_t n = a.shape.back(), isz = static_cast<int64_t>(itemsize(a.dtype)), sz = n * n * isz;
   std::memcpy(out_ptr(res[0]), in[0].raw_data(), static_cast<size_t>(sz * batch_count(a)));
-  for (int64_t b = 0; b < batch_count(a); ++b) {
+  for_each_matrix(batch_count(a), [&](int64_t b) {
     char *v = out_ptr(res[0]) + b * sz, *w = out_ptr(res[1]) + b * n * isz;
     if (cpu::lapack::eigh(a.dtype, v, n, w) != 0) {
       nan_fill(a.dtype, v, n * n);
       nan_fill(a.dtype, w, n);
     }
-  }
+  });
   return res;
 }
 
@@ -389,9 +414,10 @@ Arrays qr_impl(const Primitive&, std::span<const Array> in, std::span<const Aval
   int64_t m = a.shape[a.ndim() - 2], n = a.shape.back(), isz = static_cast<int64_t>(itemsize(a.dtype));
   int64_t qsz = out[0].shape.back() * m * isz, rsz = out[1].shape[out[1].ndim() - 2] * n * isz;
   const char* src = static_cast<const char*>(in[0].raw_data());
-  for (int64_t b = 0; b < batch_count(a); ++b)
-    cpu::lapack::qr(a.dtype, src + b * m * n * isz, m, n, params.get_bool("full_matrices"), out_ptr(res[0]) + b * qsz,
-                    out_ptr(res[1]) + b * rsz);
+  bool full = params.get_bool("full_matrices");
+  for_each_matrix(batch_count(a), [&](int64_t b) {
+    cpu::lapack::qr(a.dtype, src + b * m * n * isz, m, n, full, out_ptr(res[0]) + b * qsz, out_ptr(res[1]) + b * rsz);
+  });
   return res;
 }
 
@@ -441,7 +467,7 @@ Arrays svd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
   int64_t m = a.shape[a.ndim() - 2], n = a.shape.back(), k = std::min(m, n), isz = static_cast<int64_t>(itemsize(a.dtype));
   int64_t usz = uv ? out[1].shape.back() * m * isz : 0, vsz = uv ? out[2].shape[out[2].ndim() - 2] * n * isz : 0;
   const char* src = static_cast<const char*>(in[0].raw_data());
-  for (int64_t b = 0; b < batch_count(a); ++b) {
+  for_each_matrix(batch_count(a), [&](int64_t b) {
     char* s = out_ptr(res[0]) + b * k * isz;
     char* u = uv ? out_ptr(res[1]) + b * usz : nullptr;
     char* vt = uv ? out_ptr(res[2]) + b * vsz : nullptr;
@@ -452,7 +478,7 @@ Arrays svd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
         nan_fill(a.dtype, vt, vsz / isz);
       }
     }
-  }
+  });
   return res;
 }
 

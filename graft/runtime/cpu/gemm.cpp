@@ -23,6 +23,13 @@ extern "C" void openblas_set_num_threads(int);
 
 namespace graft::cpu {
 
+void use_single_threaded_blas() {
+#ifdef GRAFT_HAVE_BLAS
+  static const bool once = (openblas_set_num_threads(1), true);
+  (void)once;
+#endif
+}
+
 namespace {
 // acc + a * b; integers wrap around as XLA's dot does (computed unsigned: signed overflow is undefined in C++)
 template <class A>
@@ -262,12 +269,9 @@ void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const voi
 #endif
 #ifdef GRAFT_HAVE_BLAS
   if ((dt == DType::f32 || dt == DType::f64) && !tiny) {
-    // One thread pool, not two: OpenBLAS's own threads busy-wait (sched_yield) after each call and
-    // fight graft's pool for the cores (a CNN epoch took 52 s that way, 39 s with one pool). So
-    // OpenBLAS runs single-threaded and graft splits the product along the larger of M and N, so that
-    // the threads do not both pack the same large operand.
-    static const bool single = (openblas_set_num_threads(1), true);
-    (void)single;
+    // One thread pool, not two (use_single_threaded_blas): graft splits the product along the larger of M
+    // and N, so that the threads do not both pack the same large operand.
+    use_single_threaded_blas();
     int64_t isz = static_cast<int64_t>(itemsize(dt));
     auto tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
     auto call = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {

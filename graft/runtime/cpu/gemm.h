@@ -8,6 +8,12 @@
 
 namespace graft::cpu {
 
+/// Makes OpenBLAS run each call on the calling thread (once; a no-op without BLAS). Its own threads
+/// busy-wait after each call and fight graft's pool for the cores (a CNN epoch took 52 s that way, 39 s
+/// with one pool), so graft parallelizes around BLAS and LAPACK calls instead: GEMMs split along M or N,
+/// factorizations over the matrices of a batch.
+void use_single_threaded_blas();
+
 /// `ta`/`tb` transpose A ([K,M] in memory) / B ([N,K] in memory). f32/f64 go to BLAS when graft was
 /// built with it. bf16 and f16 accumulate in f32 and round each result once: on oneDNN's native bf16
 /// kernels where the CPU has them (features.h), else by widening the operands to f32 for the f32 GEMM.

@@ -1,6 +1,6 @@
 """jax.scipy.special's functions on graft arrays (graft/ops/special.h in C++): gamma-family functions, the
-regularized incomplete gamma and beta functions, Hurwitz zeta, the normal CDF and its inverse, modified Bessel functions, xlogy and friends. Every one is
-differentiable where JAX's is, and works under jit, vmap and grad."""
+regularized incomplete gamma and beta functions, Hurwitz zeta, the normal CDF and its inverse, modified Bessel
+functions, xlogy and friends. Every one is differentiable where JAX's is, and works under jit, vmap and grad."""
 from .. import _graft
 
 gammaln = _graft.special_gammaln

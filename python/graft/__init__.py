@@ -12,12 +12,12 @@ from ._api import (ClosedJaxpr, checkpoint, checkpoint_name, custom_jvp, custom_
                    jacrev, jit, jvp, make_jaxpr, pmap, remat, shard_map, value_and_grad, vjp, vmap)
 from . import _array  # noqa: F401  (NumPy-style methods and .at[] on Array)
 from ._paradigms import GradientTape, Graph, graph_grad
-from . import data, export, io, lax, nn, numpy, optim, random, scipy, sharding
+from . import data, export, io, lax, nn, numpy, optim, random, scipy, sharding, tree, tree_util
 from .sharding import devices, local_devices, process_count, process_index
 
 __all__ = ["__version__", "Array", "ConcretizationError", "Error", "ShapeError", "UnexpectedTracerError", "ClosedJaxpr", "grad",
            "hessian", "jacfwd", "jacrev", "jit", "jvp", "make_jaxpr", "value_and_grad", "vjp", "vmap", "lax",
-           "numpy", "random", "scipy", "nn", "optim", "data", "io", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
+           "numpy", "random", "scipy", "nn", "optim", "data", "io", "tree", "tree_util", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
            "device_get", "device_put", "default_device", "from_dlpack", "custom_jvp", "custom_vjp", "checkpoint", "checkpoint_name", "remat",
            "shard_map", "pmap", "sharding", "devices", "local_devices", "process_count", "process_index", "GradientTape", "Graph", "graph_grad"]
 

@@ -322,7 +322,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), p
         outs = state.call(flat, key, leaves, offset, traced)
         out_tree = out_trees[key]
         if fast:
-            flat_tuple = out_tree.kind == "tuple" and all(c.kind == "leaf" for c in out_tree.children)
+            flat_tuple = out_tree.kind == "tuple" and all(c.kind == "leaf" for c in out_tree.children_)
             state.remember(args, out_tree, "leaf" if out_tree.kind == "leaf" else "tuple" if flat_tuple else "other")
         return tree_unflatten(out_tree, outs)
 

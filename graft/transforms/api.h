@@ -410,6 +410,53 @@ auto vjp(const F& f, const Args&... args) {
   return std::make_pair(std::move(out), std::move(pullback));
 }
 
+/// JAX's linearize: (f(args...), f_jvp) where f_jvp(tangents...) is f's JVP at args, one tangent per
+/// argument (same structure), evaluated on the residuals one linearization stored (f does not run again):
+/// `auto [y, f_jvp] = linearize(f, x); Array dy = f_jvp(dx);`
+template <class F, class... Args>
+auto linearize(const F& f, const Args&... args) {
+  static_assert((!is_static_v<Args> && ...), "linearize: every argument must be an array or a pytree of arrays");
+  using Out = detail::result_t<F, Args...>;
+  std::tuple<const Args&...> targs(args...);
+  auto fa = std::make_shared<detail::FlatArgs<Args...>>(detail::flatten_args(targs));
+  auto out_def = std::make_shared<TreeDef>();
+  auto [outs, jvp_fn] = linearize_fn(detail::flat_fn(f, *fa, targs, out_def), fa->leaves);
+  Out out = tree_unflatten<Out>(*out_def, outs);
+  auto f_jvp = [fa, out_def, jvp_fn = jvp_fn](const Args&... tangents) {
+    std::tuple<const Args&...> tt(tangents...);
+    detail::FlatArgs<Args...> ft = detail::flatten_args(tt);
+    if (ft.leaves.size() != fa->leaves.size())
+      fail<ValueError>("linearize: the tangents have ", ft.leaves.size(), " leaves, the primals ", fa->leaves.size());
+    return tree_unflatten<Out>(*out_def, jvp_fn(ft.leaves));
+  };
+  return std::make_pair(std::move(out), std::move(f_jvp));
+}
+
+/// JAX's linear_transpose: the transpose of f, linear in its arguments, traced at the types of `args`
+/// (their values are not used): f_t(cotangent of f's output) returns one cotangent per argument as a
+/// std::tuple. A function that is not linear raises the transposition's error naming the primitive.
+template <class F, class... Args>
+auto linear_transpose(const F& f, const Args&... args) {
+  static_assert((!is_static_v<Args> && ...), "linear_transpose: every argument must be an array or a pytree of arrays");
+  using Out = detail::result_t<F, Args...>;
+  std::tuple<const Args&...> targs(args...);
+  auto fa = std::make_shared<detail::FlatArgs<Args...>>(detail::flatten_args(targs));
+  auto out_def = std::make_shared<TreeDef>();
+  std::vector<Aval> avals;
+  for (auto& x : fa->leaves) avals.push_back(x.aval());
+  FlatFn t = linear_transpose_fn(detail::flat_fn(f, *fa, targs, out_def), avals);
+  return [fa, out_def, t](const Out& ct) {
+    TreeDef d;
+    std::vector<Array> cts = tree_flatten<Out>(ct, &d);
+    if (d.repr != out_def->repr)
+      fail<ValueError>("linear_transpose: the cotangent has structure ", d.repr, ", the output has ", out_def->repr);
+    std::vector<Array> in = t(cts);
+    return [&]<size_t... I>(std::index_sequence<I...>) {
+      return std::tuple<detail::D<Args>...>{detail::unflatten_arg<I>(*fa, in)...};
+    }(std::index_sequence_for<Args...>());
+  };
+}
+
 // ---- vmap ---------------------------------------------------------------------------------------------
 struct VmapOptions {
   /// Mapped axis per positional argument (std::nullopt: not mapped); empty: axis 0 for all.

@@ -94,6 +94,60 @@ Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals, co
   return r;
 }
 
+std::pair<std::vector<Array>, FlatFn> linearize_fn(const FlatFn& f, const std::vector<Array>& primals) {
+  auto lin = std::make_shared<Linearized>(linearize_flat(f, primals, {}, /*instantiate=*/true));
+  std::vector<Aval> in_avals;
+  for (auto& p : primals) in_avals.push_back(p.aval());
+  FlatFn f_jvp = [lin, in_avals](const std::vector<Array>& tangents) {
+    if (tangents.size() != in_avals.size())
+      fail<ValueError>("linearize: the linearized function takes ", in_avals.size(), " tangents, got ",
+                       tangents.size());
+    std::vector<Array> lin_in;
+    for (size_t k = 0; k < lin->in_index.size(); ++k) {
+      const Array& t = tangents[static_cast<size_t>(lin->in_index[k])];
+      const Aval& a = lin->in_avals[k];
+      if (t.valid() && (t.shape() != a.shape || t.dtype() != a.dtype))
+        fail<TypeError>("linearize: tangent ", lin->in_index[k], " has type ", t.aval().str(), " but the primal has type ",
+                        a.str());
+      lin_in.push_back(t.valid() ? t : zeros_for(a));
+    }
+    Arrays lin_out = eval_jaxpr(lin->linear, lin_in);
+    std::vector<Array> result(lin->outs.size());
+    for (size_t k = 0; k < lin->out_index.size(); ++k) result[static_cast<size_t>(lin->out_index[k])] = lin_out[k];
+    for (size_t i = 0; i < result.size(); ++i)
+      if (!result[i].valid()) result[i] = zeros_for(lin->outs[i].aval());
+    return result;
+  };
+  return {lin->outs, f_jvp};
+}
+
+FlatFn linear_transpose_fn(const FlatFn& f, const std::vector<Aval>& in_avals) {
+  for (size_t i = 0; i < in_avals.size(); ++i)
+    if (!is_floating(in_avals[i].dtype))
+      fail<TypeError>("linear_transpose: argument ", i, " has type ", in_avals[i].str(),
+                      "; a linear function takes floating arguments");
+  auto j = std::make_shared<ClosedJaxpr>(make_jaxpr_flat(f, in_avals, "linear_transpose"));
+  auto t = std::make_shared<ClosedJaxpr>(transpose_jaxpr(*j, std::vector<bool>(in_avals.size(), true)));
+  std::vector<Aval> out_avals = j->out_avals();
+  return [t, out_avals](const std::vector<Array>& cts) {
+    if (cts.size() != out_avals.size())
+      fail<ValueError>("linear_transpose: the transpose takes ", out_avals.size(), " cotangents, got ", cts.size());
+    std::vector<Array> in;
+    for (size_t i = 0; i < cts.size(); ++i) {
+      if (cts[i].valid() && (cts[i].shape() != out_avals[i].shape || cts[i].dtype() != out_avals[i].dtype))
+        fail<TypeError>("linear_transpose: cotangent ", i, " has type ", cts[i].aval().str(), " but the output has type ",
+                        out_avals[i].str());
+      in.push_back(cts[i].valid() ? cts[i] : zeros_for(out_avals[i]));
+    }
+    Arrays r = eval_jaxpr(*t, in);
+    return std::vector<Array>(r.begin(), r.end());
+  };
+}
+
+std::vector<Aval> eval_shape_flat(const FlatFn& f, const std::vector<Aval>& in_avals) {
+  return make_jaxpr_flat(f, in_avals, "eval_shape").out_avals();
+}
+
 VjpResult vjp_flat(const FlatFn& f, const std::vector<Array>& primals) {
   auto lin = std::make_shared<Linearized>(linearize_flat(f, primals));
   std::vector<Aval> in_avals, out_avals;

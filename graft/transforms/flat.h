@@ -66,6 +66,17 @@ struct Linearized {
 Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals, const std::vector<bool>& diff = {},
                           bool instantiate = false);
 
+/// JAX's linearize: f's outputs at `primals`, and its JVP there as a function of one tangent per input
+/// (null or for a non-floating input: zero), which evaluates the linear program on the residuals
+/// linearization stored (f is not run again). Non-floating outputs get zero tangents.
+std::pair<std::vector<Array>, FlatFn> linearize_fn(const FlatFn& f, const std::vector<Array>& primals);
+/// JAX's linear_transpose: the transpose of f, a function linear in all its (floating) inputs, traced at
+/// the types of `primals` (their values are not used): one cotangent per output -> one per input. A
+/// function that is not linear raises the transposition's error naming the primitive.
+FlatFn linear_transpose_fn(const FlatFn& f, const std::vector<Aval>& in_avals);
+/// JAX's eval_shape: the types of f's outputs on inputs of these types, traced without computing anything.
+std::vector<Aval> eval_shape_flat(const FlatFn& f, const std::vector<Aval>& in_avals);
+
 /// Reverse mode: the pullback maps output cotangents (null = zero) to input cotangents (zeros for
 /// inputs that do not influence the outputs).
 struct VjpResult {

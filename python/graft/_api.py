@@ -551,3 +551,124 @@ def pmap(fun, axis_name="i"):
         return shard_map(body, mesh, tuple(P(axis_name) for _ in args), P(axis_name))(*args)
 
     return wrapped
+
+
+# ---- shapes without computation, linearization, transposition -----------------------------------------
+def _dtype_obj(dtype):
+    """A NumPy dtype, or the string "bfloat16" (NumPy has none), for a dtype, scalar type or name."""
+    import numpy as np
+    if isinstance(dtype, str) and dtype in ("bfloat16", "bf16"):
+        return "bfloat16"
+    return np.dtype(dtype)
+
+
+class ShapeDtypeStruct:
+    """An array's type without its values (JAX's jax.ShapeDtypeStruct): what eval_shape takes and returns."""
+
+    __slots__ = ("shape", "dtype", "weak_type", "sharding")
+
+    def __init__(self, shape, dtype, weak_type=False, sharding=None):
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = _dtype_obj(dtype)
+        self.weak_type = bool(weak_type)
+        self.sharding = sharding
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapeDtypeStruct) and (self.shape, str(self.dtype), self.weak_type)
+                == (other.shape, str(other.dtype), other.weak_type))
+
+    def __hash__(self):
+        return hash((self.shape, str(self.dtype), self.weak_type))
+
+    def __repr__(self):
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype}{weak})"
+
+
+def _spec_of(x):
+    if isinstance(x, ShapeDtypeStruct):
+        return (list(x.shape), str(x.dtype), x.weak_type)
+    if not isinstance(x, Array) and hasattr(x, "shape") and hasattr(x, "dtype"):  # NumPy arrays and the like
+        return (list(x.shape), str(x.dtype), False)
+    a = _as_array(x, "eval_shape")
+    return (list(a.shape), str(a.dtype), bool(a.weak_type))
+
+
+def eval_shape(fun, *args, **kwargs):
+    """The types of fun(*args, **kwargs) as a pytree of ShapeDtypeStruct, found by tracing: nothing is
+    computed or allocated. Arguments may be arrays, NumPy arrays, Python numbers or ShapeDtypeStructs."""
+    leaves, in_tree = tree_flatten((args, kwargs))
+    specs = [_spec_of(x) for x in leaves]
+    box = {}
+
+    def flat(xs):
+        a, k = tree_unflatten(in_tree, xs)
+        o, box["out"] = tree_flatten(fun(*a, **k))
+        return [_as_array(v, "eval_shape") for v in o]
+
+    outs = _graft.eval_shape(flat, specs)
+    return tree_unflatten(box["out"], [ShapeDtypeStruct(s, d, w) for s, d, w in outs])
+
+
+def linearize(fun, *primals):
+    """(fun(*primals), f_jvp): f_jvp(*tangents) is fun's JVP at primals, evaluated on the residuals stored by
+    one linearization (fun does not run again), as JAX's jax.linearize."""
+    leaves, in_tree = _flat_arrays(primals, "linearize")
+    box = {}
+
+    def flat(xs):
+        o, box["out"] = tree_flatten(fun(*tree_unflatten(in_tree, xs)))
+        return [_as_array(v, "linearize") for v in o]
+
+    outs, jvp_fn = _graft.linearize(flat, leaves)
+    out_tree = box["out"]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = _flat_arrays(tangents, "linearize")
+        if t_tree != in_tree:
+            raise ValueError(f"linearize: tangents {t_tree} do not have the structure of the primals {in_tree}")
+        return tree_unflatten(out_tree, jvp_fn(t_leaves))
+
+    return tree_unflatten(out_tree, outs), f_jvp
+
+
+def linear_transpose(fun, *primals, reduce_axes=()):
+    """The transpose of fun, a function linear in its arguments (traced at the primals' types; their
+    values are not used): f_t(cotangent of fun's output) -> a tuple of cotangents shaped like primals."""
+    leaves, in_tree = _flat_arrays(primals, "linear_transpose")
+    box = {}
+
+    def flat(xs):
+        o, box["out"] = tree_flatten(fun(*tree_unflatten(in_tree, xs)))
+        return [_as_array(v, "linear_transpose") for v in o]
+
+    t = _graft.linear_transpose(flat, leaves)
+    out_tree = box["out"]
+
+    def f_transpose(out_cotangent):
+        c_leaves, c_tree = _flat_arrays(out_cotangent, "linear_transpose")
+        if c_tree != out_tree:
+            raise ValueError(f"linear_transpose: the cotangent {c_tree} does not have the structure of the "
+                             f"output {out_tree}")
+        return tree_unflatten(in_tree, t(c_leaves))
+
+    return f_transpose
+
+
+def block_until_ready(tree):
+    """Waits for every array in the pytree; returns the pytree."""
+    for x in tree_flatten(tree)[0]:
+        if isinstance(x, Array):
+            x.block_until_ready()
+    return tree

@@ -151,6 +151,26 @@ void bind_transformations(py::module_& m) {
   m.def("scan", [](py::function f, py::handle init, py::handle xs, std::optional<int64_t> length, bool reverse) {
     return scan_flat(flat_fn(f), to_arrays(init), to_arrays(xs), ScanOptions{length, reverse});
   }, "f"_a, "init"_a, "xs"_a, "length"_a = py::none(), "reverse"_a = false);
+  m.def("linearize", [](py::function f, py::handle primals) {
+    auto [outs, f_jvp] = linearize_fn(flat_fn(f), to_arrays(primals));
+    py::cpp_function jvp_fn([f_jvp = f_jvp](py::handle tangents) { return f_jvp(to_arrays(tangents)); });
+    return py::make_tuple(outs, jvp_fn);
+  });
+  m.def("linear_transpose", [](py::function f, py::handle primals) {
+    std::vector<Aval> avals;
+    for (auto& x : to_arrays(primals)) avals.push_back(x.aval());
+    FlatFn t = linear_transpose_fn(flat_fn(f), avals);
+    return py::cpp_function([t](py::handle cts) { return t(to_arrays(cts)); });
+  });
+  // eval_shape: (shape, dtype name, weak) per input -> the same per output, nothing computed
+  m.def("eval_shape", [](py::function f, const std::vector<std::tuple<std::vector<int64_t>, std::string, bool>>& specs) {
+    std::vector<Aval> avals;
+    for (auto& [shape, dt, weak] : specs) avals.emplace_back(Shape(shape.begin(), shape.end()), parse_dtype(dt), weak);
+    std::vector<std::tuple<std::vector<int64_t>, std::string, bool>> out;
+    for (auto& a : eval_shape_flat(flat_fn(f), avals))
+      out.emplace_back(std::vector<int64_t>(a.shape.begin(), a.shape.end()), std::string(long_name(a.dtype)), a.weak_type);
+    return out;
+  });
   m.def("make_jaxpr", [](py::function f, py::handle args) {
     std::vector<Aval> avals;
     for (auto& x : to_arrays(args)) avals.push_back(x.aval());

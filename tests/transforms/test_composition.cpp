@@ -199,6 +199,54 @@ TEST(Composition, VjpReturnsOneCotangentPerArgument) {
   EXPECT_TRUE(close(cx2, array({2 * std::sin(0.3), 0.0}), 1e-12));
 }
 
+// linearize: the JVP from stored residuals (f is not run again), equal to jvp; linear_transpose: the
+// transpose of a linear function, equal to its vjp, and the error for one that is not linear
+TEST(Composition, LinearizeAndLinearTranspose) {
+  Rng rng(11);
+  Array x = rng.uniform({5}, f64), w = rng.uniform({3, 5}, f64);
+  int calls = 0;
+  auto f = [&](const Array& v, const Array& m) {
+    ++calls;
+    return std::make_pair(sin(matmul(m, v)) * 2.0, sum(v * v));
+  };
+  auto [y, f_jvp] = linearize(f, x, w);
+  EXPECT_EQ(calls, 1);
+  Array tx = rng.uniform({5}, f64), tw = rng.uniform({3, 5}, f64);
+  auto lin = f_jvp(tx, tw);
+  auto lin2 = f_jvp(tx * 2.0, tw * 2.0);
+  EXPECT_EQ(calls, 1);
+  auto [yy, ty] = jvp([&](const Array& v, const Array& m) { return f(v, m); }, {x, w}, {tx, tw});
+  (void)yy;
+  EXPECT_TRUE(close(y.first, f(x, w).first, 1e-15, 0));
+  EXPECT_TRUE(close(lin.first, ty.first, 1e-12, 1e-14));
+  EXPECT_TRUE(close(lin.second, ty.second, 1e-12, 1e-14));
+  EXPECT_TRUE(close(lin2.first, ty.first * 2.0, 1e-12, 1e-14));  // linear in the tangents
+
+  auto g = [&](const Array& v) { return std::make_pair(matmul(w, v) * 3.0, sum(v)); };
+  auto g_t = linear_transpose(g, x);
+  Array ct0 = rng.uniform({3}, f64), ct1 = array(2.0).astype(f64);
+  auto [gx] = g_t(std::make_pair(ct0, ct1));
+  auto [out, pb] = vjp(g, x);
+  (void)out;
+  auto [vx] = pb(std::make_pair(ct0, ct1));
+  EXPECT_TRUE(close(gx, vx, 1e-13, 1e-14));
+  EXPECT_TRUE(close(gx, matmul(w.T(), ct0) * 3.0 + 2.0, 1e-13, 1e-14));
+  expect_throws<NotImplementedError>([&] {
+    auto t = linear_transpose([](const Array& v) { return sin(v); }, x);
+    (void)t(x);
+  }, "sin has no transpose rule");
+  expect_throws<ValueError>([&] { (void)linear_transpose([](const Array& v) { return v * v; }, x); },
+                            "not linear");
+  // eval_shape: types only, nothing computed
+  std::vector<Aval> shapes = eval_shape_flat(
+      [](const std::vector<Array>& a) { return std::vector<Array>{matmul(a[0], a[1]), sum(a[0])}; },
+      {Aval({4000, 3000}, f32), Aval({3000, 2}, f32)});
+  ASSERT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(shapes[0].shape, Shape({4000, 2}));
+  EXPECT_EQ(shapes[1].shape, Shape{});
+  EXPECT_EQ(shapes[1].dtype, f32);
+}
+
 TEST(Composition, PythonStyleControlFlowUnderGrad) {
   // under grad values are concrete, so branching on them works (as in JAX)
   auto f = [](const Array& x) -> Array {

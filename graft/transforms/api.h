@@ -53,6 +53,10 @@ void flatten_one(FlatArgs<Args...>& fa, const std::tuple<const Args&...>& args, 
   using T = D<std::tuple_element_t<I, std::tuple<Args...>>>;
   fa.offset[I] = fa.leaves.size();
   if constexpr (PyTree<T>::is_static) {
+    static_assert(is_known_static_v<T>,
+                  "graft: an argument type is neither a pytree nor a static value. Register a struct of arrays "
+                  "with GRAFT_PYTREE_NODE(T, &T::member, ...), or mark a static type with GRAFT_STATIC_TYPE(T) "
+                  "(graft/transforms/pytree.h)");
     append_static_key(fa.key, std::get<I>(args));
   } else {
     bool s = sel.empty() || sel[I];

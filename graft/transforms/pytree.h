@@ -2,17 +2,37 @@
 //
 // Supported as arguments and results of transformed functions: Array, graft::Tree (a dynamic tree of
 // lists and string-keyed dicts, for model parameters), std::vector<T>, std::array<T, N>,
-// std::map<std::string, T>, std::pair and std::tuple of those. Arguments of other types (ints,
-// doubles, strings, enums, ...) are *static*: they are passed through unchanged, and jit keys its
-// cache on their values.
+// std::map<std::string, T>, std::pair and std::tuple of those, and structs registered as nodes (below).
+// Arguments of other types are *static*: passed through unchanged, with jit keying its cache on their
+// values. Static types are numbers, enums, strings, pointers, printable types (operator<<)
+// and containers of those, or types marked with GRAFT_STATIC_TYPE(T); any other type is a compile-time
+// error naming both ways out (never silently static: a struct of arrays treated as a constant would get
+// no gradient).
 //
 //   graft::Tree params = graft::Tree::dict({{"w", w}, {"b", b}});
 //   auto g = graft::grad(loss)(params, x, y);   // g has params' structure
 //   g["w"].array();
+//
+// A struct becomes a pytree node by naming its children (arrays or pytrees), at namespace scope:
+//
+//   struct Linear { Array w, b; std::string name; };
+//   GRAFT_PYTREE_NODE(Linear, &Linear::w, &Linear::b);
+//   Linear g = graft::grad(loss)(layer, x);      // g.w, g.b: gradients; g.name copied from layer
+//
+// Members it does not name are copied from the argument when a node is rebuilt. If they change what the
+// function computes, name them as static fields so that jit keys its cache on them:
+//
+//   template <> struct graft::PyTreeNode<Linear> {
+//     static constexpr auto children = std::make_tuple(&Linear::w, &Linear::b);
+//     static constexpr auto statics = std::make_tuple(&Linear::name);
+//   };
 #pragma once
 
 #include <array>
+#include <functional>
 #include <initializer_list>
+#include <memory>
+#include <optional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -103,7 +123,36 @@ struct TreeDef {
   std::vector<size_t> sizes;      ///< sizes of variable-length containers, in traversal order
   std::vector<std::vector<std::string>> keys;  ///< keys of std::map containers, in traversal order
   std::vector<Tree> trees;        ///< prototypes of dynamic Trees, in traversal order
+  std::vector<std::shared_ptr<const void>> nodes;  ///< copies of registered nodes (their static members)
 };
+
+/// A struct's registration as a pytree node: `children`, a tuple of pointers to its members that are
+/// arrays or pytrees, and optionally `statics`, pointers to members that jit keys its cache on.
+/// Specialize it (or use GRAFT_PYTREE_NODE) at namespace scope.
+template <class T>
+struct PyTreeNode;
+
+/// Marks T as a static argument type that is not printable (jit keys its cache on T's typeid only: every
+/// value of T must trace the same program).
+template <class T>
+struct StaticType : std::false_type {};
+
+namespace detail {
+template <class T, class = void>
+struct is_node : std::false_type {};
+template <class T>
+struct is_node<T, std::void_t<decltype(PyTreeNode<T>::children)>> : std::true_type {};
+template <class T, class = void>
+struct node_has_statics : std::false_type {};
+template <class T>
+struct node_has_statics<T, std::void_t<decltype(PyTreeNode<T>::statics)>> : std::true_type {};
+template <class M>
+struct member_type;
+template <class C, class M>
+struct member_type<M C::*> {
+  using type = M;
+};
+}  // namespace detail
 
 template <class T, class = void>
 struct PyTree {
@@ -119,7 +168,7 @@ struct PyTree<Array> {
   }
   struct Cursor {
     const Array* leaf;
-    size_t size = 0, key = 0, tree = 0;
+    size_t size = 0, key = 0, tree = 0, node = 0;
   };
   static Array unflatten(const TreeDef&, Cursor& c) { return *c.leaf++; }
 };
@@ -229,7 +278,63 @@ struct PyTree<std::pair<A, B>, std::enable_if_t<!PyTree<A>::is_static && !PyTree
 };
 
 template <class T>
+void append_static_key(std::string& key, const T& x);
+
+template <class T>
+struct PyTree<T, std::enable_if_t<detail::is_node<T>::value>> {
+  static constexpr bool is_static = false;
+  static void flatten(const T& x, std::vector<Array>& leaves, TreeDef& d) {
+    d.nodes.push_back(std::make_shared<const T>(x));  // before the children's: unflatten reads in this order
+    d.repr += '<';
+    d.repr += typeid(T).name();
+    if constexpr (detail::node_has_statics<T>::value) {
+      std::string k;
+      std::apply([&](auto... m) { (append_static_key(k, x.*m), ...); }, PyTreeNode<T>::statics);
+      d.repr += std::to_string(k.size()) + '#' + k;
+    }
+    d.repr += ':';
+    std::apply(
+        [&](auto... m) {
+          ((PyTree<typename detail::member_type<decltype(m)>::type>::flatten(x.*m, leaves, d), d.repr += ','), ...);
+        },
+        PyTreeNode<T>::children);
+    d.repr += '>';
+  }
+  static T unflatten(const TreeDef& d, PyTree<Array>::Cursor& c) {
+    T out = *static_cast<const T*>(d.nodes[c.node++].get());
+    std::apply([&](auto... m) { ((out.*m = PyTree<typename detail::member_type<decltype(m)>::type>::unflatten(d, c)), ...); },
+               PyTreeNode<T>::children);
+    return out;
+  }
+};
+
+template <class T>
 inline constexpr bool is_static_v = PyTree<std::decay_t<T>>::is_static;
+
+namespace detail {
+template <class T>
+struct is_container_of_static : std::false_type {};
+template <class T, class A>
+struct is_container_of_static<std::vector<T, A>> : std::bool_constant<PyTree<T>::is_static> {};
+template <class T, size_t N>
+struct is_container_of_static<std::array<T, N>> : std::bool_constant<PyTree<T>::is_static> {};
+template <class K, class V, class C, class A>
+struct is_container_of_static<std::map<K, V, C, A>> : std::bool_constant<PyTree<V>::is_static> {};
+template <class A, class B>
+struct is_container_of_static<std::pair<A, B>> : std::bool_constant<PyTree<A>::is_static && PyTree<B>::is_static> {};
+template <class... Ts>
+struct is_container_of_static<std::tuple<Ts...>> : std::bool_constant<(PyTree<Ts>::is_static && ...)> {};
+template <class T>
+struct is_container_of_static<std::optional<T>> : std::bool_constant<PyTree<T>::is_static> {};
+}  // namespace detail
+
+/// Whether T may be a static argument of a transformation (see the top of this file).
+template <class T>
+inline constexpr bool is_known_static_v =
+    std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_pointer_v<T> || std::is_member_pointer_v<T> ||
+    std::is_convertible_v<const T&, std::string_view> || std::is_same_v<T, std::nullopt_t> ||
+    detail::is_container_of_static<T>::value || StaticType<T>::value ||
+    requires(std::ostream& o, const T& v) { o << v; };
 
 /// Flattens a typed pytree.
 template <class T>
@@ -284,7 +389,9 @@ void append_static_key(std::string& key, const T& x) {
   const char* tname = typeid(T).name();
   key.append(tname);
   key.push_back('=');
-  if constexpr (std::is_convertible_v<const T&, std::string_view>) {
+  if constexpr (StaticType<T>::value) {
+    // marked static without a printable value: every value of T traces the same program
+  } else if constexpr (std::is_convertible_v<const T&, std::string_view>) {
     std::string_view v(x);
     detail::append_bytes(key, v.size());
     key.append(v.data(), v.size());
@@ -317,3 +424,15 @@ std::string static_key(const T& x) {
 }
 
 }  // namespace graft
+
+/// Registers struct T as a pytree node whose children are the listed members (pointers to members), at
+/// namespace scope: GRAFT_PYTREE_NODE(Linear, &Linear::w, &Linear::b);
+#define GRAFT_PYTREE_NODE(T, ...)                                          \
+  template <>                                                               \
+  struct graft::PyTreeNode<T> {                                             \
+    static constexpr auto children = std::make_tuple(__VA_ARGS__);          \
+  }
+/// Marks T as a static argument type (see StaticType), at namespace scope.
+#define GRAFT_STATIC_TYPE(T) \
+  template <>                \
+  struct graft::StaticType<T> : std::true_type {}

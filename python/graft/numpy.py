@@ -21,6 +21,22 @@ _sys.modules[__name__ + ".linalg"] = linalg
 
 add = _graft.add
 absolute = abs
+bitwise_and, bitwise_or, bitwise_xor = _graft.bitwise_and, _graft.bitwise_or, _graft.bitwise_xor
+bitwise_not = invert = _graft.bitwise_not
+left_shift, right_shift = _graft.left_shift, _graft.right_shift
+isclose = _graft.isclose
+cumprod = cumproduct = _graft.cumprod
+product = prod
+take_along_axis = _graft.take_along_axis
+
+
+def broadcast_arrays(*args):
+    return list(_graft.broadcast_arrays(*args))
+
+
+def broadcast_shapes(*shapes):
+    return tuple(_np.broadcast_shapes(*shapes))
+
 amax, amin = max, min
 true_divide = divide
 mod = remainder
@@ -97,3 +113,6 @@ def split(x, indices_or_sections, axis=0):
         out.append(x[tuple(index)])
     return out
 
+
+from ._numpy_extra import *  # noqa: E402,F401,F403  (more of NumPy's functions as composites)
+from ._numpy_extra import divmod, round_  # noqa: E402,F401,A001

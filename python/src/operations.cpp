@@ -167,6 +167,31 @@ void bind_operations(py::module_& m) {
   m.def("one_hot", [](py::handle x, int64_t n, py::handle d) { return one_hot(to_array(x), n, to_dtype(d)); }, "x"_a,
         "num_classes"_a, "dtype"_a = "float32");
   m.def("einsum", [](const std::string& s, py::args ops) { return einsum(s, to_arrays(ops)); });
+  // graft/ops/ops.h functions that graft.numpy exposes under NumPy's names
+  auto bin = [&](const char* name, Array (*f)(const Array&, const Array&)) {
+    m.def(name, [f](py::handle a, py::handle b) { return f(to_array(a), to_array(b)); }, "x1"_a, "x2"_a);
+  };
+  bin("bitwise_and", &bitwise_and);
+  bin("bitwise_or", &bitwise_or);
+  bin("bitwise_xor", &bitwise_xor);
+  bin("left_shift", &left_shift);
+  bin("right_shift", &right_shift);
+  m.def("bitwise_not", [](py::handle x) { return bitwise_not(to_array(x)); }, "x"_a);
+  m.def("isclose", [](py::handle a, py::handle b, double rtol, double atol) {
+    return isclose(to_array(a), to_array(b), rtol, atol);
+  }, "a"_a, "b"_a, "rtol"_a = 1e-5, "atol"_a = 1e-8);
+  m.def("cumprod", [](py::handle x, std::optional<int64_t> axis) { return cumprod(to_array(x), axis); }, "x"_a,
+        "axis"_a = py::none());
+  m.def("broadcast_arrays", [](py::args xs) { return broadcast_arrays(to_arrays(xs)); });
+  m.def("pad_constant", [](py::handle x, const std::vector<std::pair<int64_t, int64_t>>& widths, double value) {
+    return pad(to_array(x), widths, value);
+  }, "x"_a, "pad_width"_a, "value"_a = 0.0);
+  m.def("tensordot_axes", [](py::handle a, py::handle b, const std::vector<int64_t>& aa, const std::vector<int64_t>& ba) {
+    return tensordot(to_array(a), to_array(b), Axes(aa.begin(), aa.end()), Axes(ba.begin(), ba.end()));
+  });
+  m.def("take_along_axis", [](py::handle x, py::handle i, int64_t axis) {
+    return take_along_axis(to_array(x), to_array(i), axis);
+  }, "arr"_a, "indices"_a, "axis"_a);
   m.def("zeros", [](py::handle s, py::handle d) { return zeros(to_shape(s), to_dtype(d)); }, "shape"_a,
         "dtype"_a = "float32");
   m.def("ones", [](py::handle s, py::handle d) { return ones(to_shape(s), to_dtype(d)); }, "shape"_a,

@@ -1,0 +1,888 @@
+"""More of NumPy's (jax.numpy's) functions as composites of graft operations: stacking and splitting,
+rearrangement, elementwise helpers, NaN-aware and order statistics, polynomials and signals, and the dtype
+helpers (promote_types, result_type, finfo, iinfo). Everything here differentiates, batches and compiles
+like its parts; shapes and axes are static (Python values), as in JAX."""
+import builtins as _b
+import math as _math
+
+import numpy as _onp
+
+from . import _graft
+from . import numpy as _np
+
+
+def _arr(x):
+    return _np.asarray(x)
+
+
+def _axis(axis, ndim):
+    return axis + ndim if axis < 0 else axis
+
+
+def _is_float(x):
+    return str(x.dtype) in ("float16", "bfloat16", "float32", "float64")
+
+
+# ---- dtypes --------------------------------------------------------------------------------------------
+_BF16_INFO = dict(bits=16, eps=2.0 ** -7, max=3.3895313892515355e38, min=-3.3895313892515355e38,
+                  tiny=1.1754943508222875e-38, smallest_normal=1.1754943508222875e-38, resolution=0.01,
+                  nmant=7, nexp=8, precision=2, dtype="bfloat16")
+
+
+class _BF16Finfo:
+    def __init__(self):
+        for k, v in _BF16_INFO.items():
+            setattr(self, k, v)
+
+    def __repr__(self):
+        return "finfo(resolution=0.01, min=-3.38953e+38, max=3.38953e+38, dtype=bfloat16)"
+
+
+def _dtype_name(d):
+    if isinstance(d, str) and d in ("bfloat16", "bf16"):
+        return "bfloat16"
+    if hasattr(d, "dtype") and not isinstance(d, (type, _onp.dtype)):
+        return str(d.dtype)
+    return _onp.dtype(d).name
+
+
+def finfo(dtype):
+    """Machine limits of a floating dtype (bfloat16 included)."""
+    if _dtype_name(dtype) == "bfloat16":
+        return _BF16Finfo()
+    return _onp.finfo(_dtype_name(dtype))
+
+
+def iinfo(dtype):
+    return _onp.iinfo(_dtype_name(dtype))
+
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def promote_types(a, b):
+    """JAX's promotion of two dtypes (graft's lattice: bf16 and f16 promote to f32, unsigned with signed to
+    the next wider signed type, 64-bit unsigned with signed to f32)."""
+    x = _graft.zeros((), _dtype_name(a))
+    y = _graft.zeros((), _dtype_name(b))
+    r = (x + y).dtype if _dtype_name(a) != "bool" or _dtype_name(b) != "bool" else _onp.dtype(bool)
+    return r if str(r) == "bfloat16" else _onp.dtype(r)
+
+
+def result_type(*args):
+    """The dtype an operation on args gives (arrays and dtypes are strong, Python numbers weak)."""
+    out = None
+    for a in args:
+        if isinstance(a, (bool, int, float)) and not isinstance(a, _onp.generic):
+            v = _np.asarray(a)  # weak
+        elif isinstance(a, (str, type, _onp.dtype)):
+            v = _graft.zeros((), _dtype_name(a))
+        else:
+            v = _np.asarray(a)
+            v = _graft.zeros((), str(v.dtype)) if not getattr(v, "weak_type", False) else v
+        out = v if out is None else (out + v if not (str(out.dtype) == "bool" and str(v.dtype) == "bool") else out)
+    if out is None:
+        raise ValueError("result_type: at least one argument is needed")
+    d = out.dtype
+    return d if str(d) == "bfloat16" else _onp.dtype(d)
+
+
+def can_cast(from_, to, casting="safe"):
+    if casting != "safe":
+        return _onp.can_cast(_dtype_name(from_), _dtype_name(to), casting=casting)
+    return _dtype_name(promote_types(from_, to)) == _dtype_name(to)
+
+
+def issubdtype(arg1, arg2):
+    if _dtype_name(arg1) == "bfloat16":
+        return arg2 in (_onp.floating, _onp.inexact, _onp.number, _onp.generic) or _dtype_name(arg2) == "bfloat16"
+    return _onp.issubdtype(_dtype_name(arg1), arg2 if isinstance(arg2, type) and issubclass(arg2, _onp.generic)
+                           and arg2 in (_onp.floating, _onp.integer, _onp.signedinteger, _onp.unsignedinteger,
+                                        _onp.inexact, _onp.number, _onp.bool_, _onp.generic) else _dtype_name(arg2))
+
+
+def isscalar(x):
+    return isinstance(x, (bool, int, float, complex, _onp.generic)) or (hasattr(x, "ndim") and x.ndim == 0 and
+                                                                        not isinstance(x, _onp.ndarray))
+
+
+# ---- creation and stacking -----------------------------------------------------------------------------
+def empty(shape, dtype="float32"):
+    return _np.zeros(shape, dtype)
+
+
+def empty_like(a, dtype=None):
+    return _np.zeros_like(a) if dtype is None else _np.zeros(_arr(a).shape, dtype)
+
+
+def identity(n, dtype="float32"):
+    return _np.eye(n, dtype=dtype)
+
+
+def copy(a):
+    return _arr(a) + 0 if str(_arr(a).dtype) != "bool" else _np.logical_and(_arr(a), True)
+
+
+def atleast_3d(*arys):
+    out = []
+    for a in arys:
+        a = _arr(a)
+        if a.ndim == 0:
+            a = _np.reshape(a, (1, 1, 1))
+        elif a.ndim == 1:
+            a = _np.reshape(a, (1, a.shape[0], 1))
+        elif a.ndim == 2:
+            a = _np.reshape(a, a.shape + (1,))
+        out.append(a)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*arys):
+    out = [_np.reshape(_arr(a), (1,)) if _arr(a).ndim == 0 else _arr(a) for a in arys]
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_2d(*arys):
+    out = []
+    for a in arys:
+        a = _arr(a)
+        out.append(_np.reshape(a, (1,) * (2 - a.ndim) + tuple(a.shape)) if a.ndim < 2 else a)
+    return out[0] if len(out) == 1 else out
+
+
+def vstack(tup):
+    return _np.concatenate([atleast_2d(a) for a in tup], axis=0)
+
+
+row_stack = vstack
+
+
+def hstack(tup):
+    arrs = [atleast_1d(a) for a in tup]
+    return _np.concatenate(arrs, axis=0 if arrs[0].ndim == 1 else 1)
+
+
+def dstack(tup):
+    return _np.concatenate([atleast_3d(a) for a in tup], axis=2)
+
+
+def column_stack(tup):
+    return _np.concatenate([_np.reshape(_arr(a), (-1, 1)) if _arr(a).ndim < 2 else _arr(a) for a in tup], axis=1)
+
+
+def array_split(ary, indices_or_sections, axis=0):
+    a = _arr(ary)
+    n = a.shape[axis]
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        base, extra = _b.divmod(n, k)
+        sizes = [base + 1] * extra + [base] * (k - extra)
+        cuts, acc = [], 0
+        for s in sizes[:-1]:
+            acc += s
+            cuts.append(acc)
+    else:
+        cuts = list(indices_or_sections)
+    bounds = [0] + [min(max(c, 0), n) for c in cuts] + [n]
+    ax = _axis(axis, a.ndim)
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        idx = [slice(None)] * a.ndim
+        idx[ax] = slice(lo, max(lo, hi))
+        out.append(a[tuple(idx)])
+    return out
+
+
+def hsplit(ary, indices_or_sections):
+    a = _arr(ary)
+    return _np.split(a, indices_or_sections, axis=1 if a.ndim > 1 else 0)
+
+
+def vsplit(ary, indices_or_sections):
+    return _np.split(ary, indices_or_sections, axis=0)
+
+
+def dsplit(ary, indices_or_sections):
+    return _np.split(ary, indices_or_sections, axis=2)
+
+
+def append(arr, values, axis=None):
+    if axis is None:
+        return _np.concatenate([_np.ravel(arr), _np.ravel(values)])
+    return _np.concatenate([_arr(arr), _arr(values)], axis=axis)
+
+
+# ---- rearrangement ---------------------------------------------------------------------------------------
+def fliplr(m):
+    return _np.flip(m, 1)
+
+
+def flipud(m):
+    return _np.flip(m, 0)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    m = _arr(m)
+    k %= 4
+    a0, a1 = axes
+    if k == 0:
+        return m
+    if k == 2:
+        return _np.flip(_np.flip(m, a0), a1)
+    perm = list(range(m.ndim))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    return _np.transpose(_np.flip(m, a1), perm) if k == 1 else _np.flip(_np.transpose(m, perm), a1)
+
+
+def roll(a, shift, axis=None):
+    a = _arr(a)
+    if axis is None:
+        return _np.reshape(roll(_np.ravel(a), shift, 0), a.shape)
+    if isinstance(axis, (tuple, list)):
+        shifts = shift if isinstance(shift, (tuple, list)) else [shift] * len(axis)
+        for s, ax in zip(shifts, axis):
+            a = roll(a, s, ax)
+        return a
+    ax = _axis(axis, a.ndim)
+    n = a.shape[ax]
+    if n == 0:
+        return a
+    s = shift % n
+    if s == 0:
+        return a
+    lo = [slice(None)] * a.ndim
+    hi = [slice(None)] * a.ndim
+    lo[ax], hi[ax] = slice(n - s, n), slice(0, n - s)
+    return _np.concatenate([a[tuple(lo)], a[tuple(hi)]], axis=ax)
+
+
+def diff(a, n=1, axis=-1, prepend=None, append=None):
+    a = _arr(a)
+    ax = _axis(axis, a.ndim)
+    parts = []
+    if prepend is not None:
+        p = _arr(prepend)
+        parts.append(p if p.ndim else _np.broadcast_to(p, tuple(1 if i == ax else d for i, d in enumerate(a.shape))))
+    parts.append(a)
+    if append is not None:
+        p = _arr(append)
+        parts.append(p if p.ndim else _np.broadcast_to(p, tuple(1 if i == ax else d for i, d in enumerate(a.shape))))
+    if len(parts) > 1:
+        a = _np.concatenate(parts, axis=ax)
+    for _ in range(n):
+        m = a.shape[ax]
+        lo = [slice(None)] * a.ndim
+        hi = [slice(None)] * a.ndim
+        lo[ax], hi[ax] = slice(1, m), slice(0, m - 1)
+        a = (a[tuple(lo)] != a[tuple(hi)]) if str(a.dtype) == "bool" else a[tuple(lo)] - a[tuple(hi)]
+    return a
+
+
+def ediff1d(ary, to_end=None, to_begin=None):
+    d = diff(_np.ravel(ary))
+    parts = ([_np.ravel(to_begin)] if to_begin is not None else []) + [d] + (
+        [_np.ravel(to_end)] if to_end is not None else [])
+    return _np.concatenate(parts) if len(parts) > 1 else d
+
+
+def cross(a, b, axis=-1):
+    a, b = _arr(a), _arr(b)
+    a, b = _np.moveaxis(a, axis, -1), _np.moveaxis(b, axis, -1)
+    if a.shape[-1] != 3 or b.shape[-1] != 3:
+        raise ValueError("cross: only 3-vectors are supported, got "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return _np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
+def kron(a, b):
+    a, b = _arr(a), _arr(b)
+    nd = _b.max(a.ndim, b.ndim)
+    a = _np.reshape(a, (1,) * (nd - a.ndim) + tuple(a.shape))
+    b = _np.reshape(b, (1,) * (nd - b.ndim) + tuple(b.shape))
+    ae = _np.reshape(a, tuple(x for d in a.shape for x in (d, 1)))
+    be = _np.reshape(b, tuple(x for d in b.shape for x in (1, d)))
+    return _np.reshape(ae * be, tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    xs = [_np.ravel(x) for x in xi]
+    n = len(xs)
+    shape = [x.shape[0] for x in xs]
+    if indexing == "xy" and n >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, x in enumerate(xs):
+        pos = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            pos = 1 - i
+        s = [1] * n
+        s[pos] = x.shape[0]
+        r = _np.reshape(x, tuple(s))
+        out.append(r if sparse else _np.broadcast_to(r, tuple(shape)))
+    return out
+
+
+# ---- triangles and diagonals -----------------------------------------------------------------------------
+def tri(N, M=None, k=0, dtype="float32"):
+    M = N if M is None else M
+    return _graft.asarray(_onp.tri(N, M, k).astype(_dtype_name(dtype) if _dtype_name(dtype) != "bfloat16"
+                                                   else "float32"), dtype)
+
+
+def tril_indices(n, k=0, m=None):
+    return tuple(_graft.asarray(i.astype(_onp.int32), None) for i in _onp.tril_indices(n, k, m))
+
+
+def triu_indices(n, k=0, m=None):
+    return tuple(_graft.asarray(i.astype(_onp.int32), None) for i in _onp.triu_indices(n, k, m))
+
+
+def tril_indices_from(arr, k=0):
+    a = _arr(arr)
+    return tril_indices(a.shape[-2], k, a.shape[-1])
+
+
+def triu_indices_from(arr, k=0):
+    a = _arr(arr)
+    return triu_indices(a.shape[-2], k, a.shape[-1])
+
+
+def diag_indices(n, ndim=2):
+    i = _np.arange(n)
+    return (i,) * ndim
+
+
+def diag_indices_from(arr):
+    a = _arr(arr)
+    return diag_indices(a.shape[0], a.ndim)
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    a = _arr(a)
+    ax1, ax2 = _axis(axis1, a.ndim), _axis(axis2, a.ndim)
+    a = _np.transpose(a, [i for i in range(a.ndim) if i not in (ax1, ax2)] + [ax1, ax2])
+    n, m = a.shape[-2], a.shape[-1]
+    rows = _onp.arange(_b.max(0, -offset), _b.min(n, m - offset))
+    if rows.size == 0:
+        return _np.zeros(tuple(a.shape[:-2]) + (0,), str(a.dtype))
+    idx = rows * m + rows + offset
+    flat = _np.reshape(a, tuple(a.shape[:-2]) + (n * m,))
+    return _np.take(flat, _graft.asarray(idx.astype(_onp.int32), None), axis=-1)
+
+
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    return _np.sum(diagonal(a, offset, axis1, axis2), axis=-1)
+
+
+def diag(v, k=0):
+    v = _arr(v)
+    if v.ndim == 1:
+        n = v.shape[0] + abs(k)
+        out = _np.zeros((n * n,), str(v.dtype))
+        rows = _onp.arange(v.shape[0]) + _b.max(0, -k)
+        idx = _graft.asarray((rows * n + rows + k).astype(_onp.int32), None)
+        return _np.reshape(out.at[idx].set(v), (n, n))
+    if v.ndim == 2:
+        return diagonal(v, k, 0, 1)
+    raise ValueError(f"diag: the input must be 1-D or 2-D, got shape {tuple(v.shape)}")
+
+
+def diagflat(v, k=0):
+    return diag(_np.ravel(v), k)
+
+
+# ---- elementwise -----------------------------------------------------------------------------------------
+def trunc(x):
+    x = _arr(x)
+    return _np.where(x < 0, _np.ceil(x), _np.floor(x)) if _is_float(x) else x
+
+
+fix = trunc
+
+
+def rint(x):
+    return _np.round(x)
+
+
+def around(a, decimals=0):
+    return _np.round(a, decimals) if decimals else _np.round(a)
+
+
+round_ = around
+
+
+def deg2rad(x):
+    return _arr(x) * (_math.pi / 180)
+
+
+def rad2deg(x):
+    return _arr(x) * (180 / _math.pi)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def hypot(x1, x2):
+    x1, x2 = _np.abs(x1), _np.abs(x2)
+    big, small = _np.maximum(x1, x2), _np.minimum(x1, x2)
+    safe = _np.where(big == 0, 1, big)
+    r = small / safe
+    return _np.where(big == 0, 0 * big, big * _np.sqrt(1 + r * r))
+
+
+def signbit(x):
+    x = _arr(x)
+    if not _is_float(x):
+        return x < 0
+    return (x < 0) | ((x == 0) & (1 / _np.where(x == 0, x, 1) < 0))
+
+
+def copysign(x1, x2):
+    return _np.where(signbit(x2), -_np.abs(x1), _np.abs(x1))
+
+
+def fmax(x1, x2):
+    x1, x2 = _arr(x1), _arr(x2)
+    return _np.where(_np.isnan(x1), x2, _np.where(_np.isnan(x2), x1, _np.maximum(x1, x2)))
+
+
+def fmin(x1, x2):
+    x1, x2 = _arr(x1), _arr(x2)
+    return _np.where(_np.isnan(x1), x2, _np.where(_np.isnan(x2), x1, _np.minimum(x1, x2)))
+
+
+def fmod(x1, x2):
+    """C's fmod: the remainder with the dividend's sign."""
+    x1, x2 = _arr(x1), _arr(x2)
+    r = _np.remainder(x1, x2)
+    return _np.where((r != 0) & ((r < 0) != (x1 < 0)), r - x2, r)
+
+
+def heaviside(x1, x2):
+    x1 = _arr(x1)
+    return _np.where(x1 < 0, 0 * x1, _np.where(x1 > 0, 0 * x1 + 1, x2 + 0 * x1))
+
+
+def sinc(x):
+    x = _arr(x)
+    px = _math.pi * _np.where(x == 0, 1, x)
+    return _np.where(x == 0, 1 + 0 * x, _np.sin(px) / px)
+
+
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    x = _arr(x)
+    if not _is_float(x):
+        return x
+    fi = finfo(x.dtype)
+    posinf = fi.max if posinf is None else posinf
+    neginf = fi.min if neginf is None else neginf
+    x = _np.where(_np.isnan(x), nan, x)
+    return _np.where(_np.isinf(x), _np.where(x > 0, posinf, neginf), x)
+
+
+def logaddexp2(x1, x2):
+    ln2 = _math.log(2)
+    return _np.logaddexp(_arr(x1) * ln2, _arr(x2) * ln2) / ln2
+
+
+def positive(x):
+    return _arr(x)
+
+
+def float_power(x1, x2):
+    return _np.power(_arr(x1).astype("float64"), _arr(x2).astype("float64"))
+
+
+def divmod(x1, x2):  # noqa: A001
+    return _np.floor_divide(x1, x2), _np.remainder(x1, x2)
+
+
+def modf(x):
+    t = trunc(x)
+    return _arr(x) - t, t
+
+
+def isneginf(x):
+    x = _arr(x)
+    return _np.isinf(x) & (x < 0)
+
+
+def isposinf(x):
+    x = _arr(x)
+    return _np.isinf(x) & (x > 0)
+
+
+def real(x):
+    return _arr(x)
+
+
+def imag(x):
+    return _np.zeros_like(x)
+
+
+def conj(x):
+    return _arr(x)
+
+
+conjugate = conj
+
+
+def angle(z, deg=False):
+    z = _arr(z)
+    r = _np.where(z < 0, _math.pi, 0.0) + 0 * z
+    return r * (180 / _math.pi) if deg else r
+
+
+def isreal(x):
+    return _np.ones_like(x).astype("bool") if hasattr(_arr(x), "shape") else True
+
+
+def iscomplex(x):
+    return _np.zeros_like(x).astype("bool")
+
+
+def isrealobj(x):
+    return True
+
+
+def iscomplexobj(x):
+    return False
+
+
+# ---- comparisons of whole arrays -------------------------------------------------------------------------
+def array_equal(a1, a2, equal_nan=False):
+    a1, a2 = _arr(a1), _arr(a2)
+    if tuple(a1.shape) != tuple(a2.shape):
+        return _np.asarray(False)
+    eq = a1 == a2
+    if equal_nan:
+        eq = eq | (_np.isnan(a1) & _np.isnan(a2))
+    return _np.all(eq)
+
+
+def array_equiv(a1, a2):
+    a1, a2 = _arr(a1), _arr(a2)
+    try:
+        a1, a2 = _graft.broadcast_arrays(a1, a2)
+    except Exception:  # shapes that do not broadcast are not equivalent
+        return _np.asarray(False)
+    return _np.all(a1 == a2)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    return _np.sum(_arr(a) != 0, axis=axis, keepdims=keepdims).astype("int32")
+
+
+# ---- NaN-aware and order statistics ------------------------------------------------------------------------
+def _nan_fill(a, v):
+    a = _arr(a)
+    return _np.where(_np.isnan(a), v, a) if _is_float(a) else a
+
+
+def nansum(a, axis=None, keepdims=False):
+    return _np.sum(_nan_fill(a, 0), axis=axis, keepdims=keepdims)
+
+
+def nanprod(a, axis=None, keepdims=False):
+    return _np.prod(_nan_fill(a, 1), axis=axis, keepdims=keepdims)
+
+
+def _count(a, axis, keepdims):
+    return _np.sum(~_np.isnan(_arr(a)), axis=axis, keepdims=keepdims)
+
+
+def nanmean(a, axis=None, keepdims=False):
+    return nansum(a, axis, keepdims) / _count(a, axis, keepdims)
+
+
+def nanvar(a, axis=None, ddof=0, keepdims=False):
+    a = _arr(a)
+    m = nanmean(a, axis, True)
+    d = _nan_fill(a - m, 0)
+    return _np.sum(d * d, axis=axis, keepdims=keepdims) / (_count(a, axis, keepdims) - ddof)
+
+
+def nanstd(a, axis=None, ddof=0, keepdims=False):
+    return _np.sqrt(nanvar(a, axis, ddof, keepdims))
+
+
+def nanmax(a, axis=None, keepdims=False):
+    a = _arr(a)
+    r = _np.max(_nan_fill(a, -_np.inf), axis=axis, keepdims=keepdims)
+    return _np.where(_np.all(_np.isnan(a), axis=axis, keepdims=keepdims), _np.nan, r)
+
+
+def nanmin(a, axis=None, keepdims=False):
+    a = _arr(a)
+    r = _np.min(_nan_fill(a, _np.inf), axis=axis, keepdims=keepdims)
+    return _np.where(_np.all(_np.isnan(a), axis=axis, keepdims=keepdims), _np.nan, r)
+
+
+def nanargmax(a, axis=None):
+    return _np.argmax(_nan_fill(a, -_np.inf), axis)
+
+
+def nanargmin(a, axis=None):
+    return _np.argmin(_nan_fill(a, _np.inf), axis)
+
+
+def nancumsum(a, axis=None):
+    return _np.cumsum(_nan_fill(a, 0), axis)
+
+
+def nancumprod(a, axis=None):
+    return _graft.cumprod(_nan_fill(a, 1), axis)
+
+
+def average(a, axis=None, weights=None, returned=False, keepdims=False):
+    a = _arr(a)
+    if weights is None:
+        avg = _np.mean(a, axis=axis, keepdims=keepdims)
+        wsum = _np.zeros_like(avg) + (a.size if axis is None else a.shape[axis])
+    else:
+        w = _arr(weights)
+        if w.ndim == 1 and a.ndim > 1 and axis is not None:
+            s = [1] * a.ndim
+            s[_axis(axis, a.ndim)] = w.shape[0]
+            w = _np.reshape(w, tuple(s))
+        wsum = _np.sum(w + 0 * a, axis=axis, keepdims=keepdims)
+        avg = _np.sum(a * w, axis=axis, keepdims=keepdims) / wsum
+    return (avg, wsum) if returned else avg
+
+
+def ptp(a, axis=None, keepdims=False):
+    return _np.max(a, axis=axis, keepdims=keepdims) - _np.min(a, axis=axis, keepdims=keepdims)
+
+
+def quantile(a, q, axis=None, method="linear", keepdims=False):
+    """Quantiles by sorting, with NumPy's methods linear, lower, higher, nearest and midpoint."""
+    a = _arr(a)
+    if not _is_float(a):
+        a = a.astype("float32")
+    if axis is None:
+        a, ax = _np.ravel(a), 0
+    else:
+        ax = _axis(axis, a.ndim)
+    s = _np.moveaxis(_np.sort(a, axis=ax), ax, -1)
+    n = s.shape[-1]
+    qa = _onp.asarray(q, dtype=_onp.float64)
+    pos = qa * (n - 1)
+    lo = _onp.floor(pos).astype(_onp.int32)
+    hi = _onp.minimum(lo + 1, n - 1)
+    frac = pos - lo
+    if method == "lower":
+        hi, frac = lo, _onp.zeros_like(frac)
+    elif method == "higher":
+        lo = _onp.ceil(pos).astype(_onp.int32)
+        hi, frac = lo, _onp.zeros_like(frac)
+    elif method == "nearest":
+        lo = _onp.around(pos).astype(_onp.int32)
+        hi, frac = lo, _onp.zeros_like(frac)
+    elif method == "midpoint":
+        frac = _onp.where(hi > lo, 0.5, 0.0)
+    elif method != "linear":
+        raise ValueError(f"quantile: method {method!r} is not supported")
+    flat_lo = _graft.asarray(_onp.ravel(lo).astype(_onp.int32), None)
+    flat_hi = _graft.asarray(_onp.ravel(hi).astype(_onp.int32), None)
+    vlo, vhi = _np.take(s, flat_lo, axis=-1), _np.take(s, flat_hi, axis=-1)
+    f = _graft.asarray(_onp.ravel(frac).astype(_onp.float64), None).astype(str(s.dtype))
+    r = vlo + (vhi - vlo) * f
+    r = _np.reshape(r, tuple(s.shape[:-1]) + qa.shape)
+    if qa.ndim:  # NumPy puts q's dimensions first
+        rest = s.ndim - 1
+        r = _np.transpose(r, list(range(rest, rest + qa.ndim)) + list(range(rest)))
+    if keepdims:
+        if axis is None:
+            r = _np.reshape(r, qa.shape + (1,) * _arr(a).ndim)
+        else:
+            r = _np.expand_dims(r, qa.ndim + ax)
+    return r
+
+
+def percentile(a, q, axis=None, method="linear", keepdims=False):
+    return quantile(a, _onp.asarray(q, dtype=_onp.float64) / 100, axis, method, keepdims)
+
+
+def median(a, axis=None, keepdims=False):
+    return quantile(a, 0.5, axis, "linear", keepdims)
+
+
+# ---- searching and counting ---------------------------------------------------------------------------------
+def searchsorted(a, v, side="left", sorter=None):
+    """Insertion points of v in the sorted 1-D a (by comparison counts: O(len(a) len(v)))."""
+    a = _arr(a)
+    if sorter is not None:
+        a = _np.take(a, sorter)
+    v = _arr(v)
+    ve = _np.expand_dims(v, -1)
+    hits = (a < ve) if side == "left" else (a <= ve)
+    return _np.sum(hits, axis=-1).astype("int32")
+
+
+def digitize(x, bins, right=False):
+    bins = _arr(bins)
+    increasing = bins.shape[0] < 2 or bool(_onp.asarray(bins)[-1] >= _onp.asarray(bins)[0])
+    if increasing:
+        return searchsorted(bins, x, "left" if right else "right")
+    return bins.shape[0] - searchsorted(_np.flip(bins, 0), x, "right" if right else "left")
+
+
+def bincount(x, weights=None, minlength=0, length=None):
+    """Counts (or summed weights) of each non-negative integer in x; `length` fixes the output size (needed
+    under jit), else it is max(x) + 1 at least minlength."""
+    x = _arr(x)
+    if length is None:
+        length = _b.max(int(_onp.asarray(_np.max(x))) + 1 if x.size else 0, minlength)
+    oh = _graft.one_hot(x, length, "float32" if weights is None else str(_arr(weights).dtype))
+    if weights is None:
+        return _np.sum(oh, axis=0).astype("int32")
+    return _np.sum(oh * _np.expand_dims(_arr(weights), -1), axis=0)
+
+
+def select(condlist, choicelist, default=0):
+    out = _arr(default)
+    for c, v in reversed(list(zip(condlist, choicelist))):
+        out = _np.where(c, v, out)
+    return out
+
+
+def interp(x, xp, fp, left=None, right=None):
+    x, xp, fp = _arr(x), _arr(xp), _arr(fp)
+    n = xp.shape[0]
+    i = _np.clip(searchsorted(xp, x, "right"), 1, n - 1)
+    x0, x1 = _np.take(xp, i - 1), _np.take(xp, i)
+    y0, y1 = _np.take(fp, i - 1), _np.take(fp, i)
+    d = x1 - x0
+    t = (x - x0) / _np.where(d == 0, 1, d)
+    y = y0 + t * (y1 - y0)
+    y = _np.where(x < xp[0], fp[0] if left is None else left, y)
+    return _np.where(x > xp[n - 1], fp[n - 1] if right is None else right, y)
+
+
+# ---- polynomials, integration, signals, statistics -----------------------------------------------------------
+def polyval(p, x):
+    p, x = _arr(p), _arr(x)
+    y = _np.zeros_like(x) + 0 * p[0]
+    for i in range(p.shape[0]):
+        y = y * x + p[i]
+    return y
+
+
+def vander(x, N=None, increasing=False):
+    x = _arr(x)
+    N = x.shape[0] if N is None else N
+    pw = _np.arange(N)
+    if not increasing:
+        pw = _np.flip(pw, 0)
+    return _np.power(_np.expand_dims(x, -1), pw.astype(str(x.dtype)) if _is_float(x) else pw)
+
+
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    y = _np.moveaxis(_arr(y), axis, -1)
+    n = y.shape[-1]
+    if x is None:
+        return _np.sum(y[..., 1:] + y[..., :n - 1], axis=-1) * (dx / 2)
+    d = diff(_np.moveaxis(_arr(x), axis, -1) if _arr(x).ndim > 1 else _arr(x))
+    return _np.sum((y[..., 1:] + y[..., :n - 1]) * d, axis=-1) / 2
+
+
+trapz = trapezoid
+
+
+def convolve(a, v, mode="full"):
+    """1-D discrete convolution (NumPy's modes full, same, valid)."""
+    a, v = _arr(a), _arr(v)
+    if a.shape[0] < v.shape[0]:
+        a, v = v, a
+    n, m = a.shape[0], v.shape[0]
+    k = _onp.arange(n + m - 1)[:, None]
+    j = _onp.arange(m)[None, :]
+    src = k - j
+    valid = (src >= 0) & (src < n)
+    gathered = _np.take(a, _graft.asarray(_onp.clip(src, 0, n - 1).astype(_onp.int32), None))
+    out = _np.sum(_np.where(_graft.asarray(valid, None), gathered * v, 0 * gathered), axis=1)
+    if mode == "full":
+        return out
+    if mode == "same":
+        start = (m - 1) // 2
+        return out[start:start + n]
+    if mode == "valid":
+        return out[m - 1:n]
+    raise ValueError(f"convolve: mode must be 'full', 'same' or 'valid', got {mode!r}")
+
+
+def correlate(a, v, mode="valid"):
+    return convolve(a, _np.flip(_arr(v), 0), mode) if _arr(a).shape[0] >= _arr(v).shape[0] else \
+        _np.flip(convolve(_np.flip(_arr(a), 0), _arr(v), mode), 0)
+
+
+def cov(m, y=None, rowvar=True, bias=False, ddof=None):
+    x = atleast_2d(m)
+    if not rowvar and x.shape[0] != 1:
+        x = _np.transpose(x)
+    if y is not None:
+        yy = atleast_2d(y)
+        if not rowvar and yy.shape[0] != 1:
+            yy = _np.transpose(yy)
+        x = _np.concatenate([x, yy], axis=0)
+    if not _is_float(x):
+        x = x.astype("float32")
+    ddof = (0 if bias else 1) if ddof is None else ddof
+    n = x.shape[1]
+    xc = x - _np.mean(x, axis=1, keepdims=True)
+    c = (xc @ _np.transpose(xc)) / (n - ddof)
+    return _np.squeeze(c) if c.shape == (1, 1) else c
+
+
+def corrcoef(x, y=None, rowvar=True):
+    c = cov(x, y, rowvar)
+    if c.ndim == 0:
+        return c / c
+    d = _np.sqrt(diagonal(c))
+    return _np.clip(c / _np.outer(d, d), -1, 1)
+
+
+def pad(array, pad_width, mode="constant", constant_values=0):
+    """NumPy's pad in its constant, edge, reflect, symmetric and wrap modes."""
+    a = _arr(array)
+    pw = _onp.broadcast_to(_onp.asarray(pad_width, dtype=_onp.int64), (a.ndim, 2)).tolist()
+    if mode == "constant":
+        return _graft.pad_constant(a, [tuple(p) for p in pw], float(constant_values))
+    for ax, (before, after) in enumerate(pw):
+        n = a.shape[ax]
+        idx_b = _onp.arange(-before, 0)
+        idx_a = _onp.arange(n, n + after)
+        if mode == "edge":
+            fix_ = lambda i: _onp.clip(i, 0, n - 1)  # noqa: E731
+        elif mode == "wrap":
+            fix_ = lambda i: _onp.mod(i, n)  # noqa: E731
+        elif mode in ("reflect", "symmetric"):
+            period = 2 * n - 2 if mode == "reflect" else 2 * n
+
+            def fix_(i, period=period):
+                i = _onp.mod(i, period) if period > 0 else _onp.zeros_like(i)
+                return _onp.where(i < n, i, period - i - (0 if mode == "reflect" else 1))
+        else:
+            raise NotImplementedError(f"pad: mode {mode!r} is not supported")
+        idx = _onp.concatenate([fix_(idx_b), _onp.arange(n), fix_(idx_a)]).astype(_onp.int32)
+        a = _np.take(a, _graft.asarray(idx, None), axis=ax)
+    return a
+
+
+def tensordot(a, b, axes=2):
+    a, b = _arr(a), _arr(b)
+    if isinstance(axes, int):
+        aa = list(range(a.ndim - axes, a.ndim))
+        ba = list(range(axes))
+    else:
+        aa, ba = axes
+        aa = [aa] if isinstance(aa, int) else list(aa)
+        ba = [ba] if isinstance(ba, int) else list(ba)
+    return _graft.tensordot_axes(a, b, [_axis(x, a.ndim) for x in aa], [_axis(x, b.ndim) for x in ba])
+
+
+__all__ = [n for n in dir() if not n.startswith("_")]

@@ -56,6 +56,7 @@ void bind_elementwise(py::module_& m);         // operations.cpp: elementwise gr
 void bind_operations(py::module_& m);          // operations.cpp: the rest of graft.numpy and graft.lax
 void bind_special(py::module_& m);             // operations.cpp: jax.scipy.special's functions
 void bind_random(py::module_& m);              // random.cpp: jax.random's samplers
+void bind_lax(py::module_& m);                 // lax.cpp: jax.lax's functions on the primitives
 void bind_linalg(py::module_& m);              // linalg.cpp: numpy.linalg, scipy.linalg, lax.linalg
 void bind_collectives_and_random(py::module_& m);  // operations.cpp
 void bind_nn_and_data(py::module_& m);         // operations.cpp: layers' functional forms, datasets

@@ -886,3 +886,325 @@ def tensordot(a, b, axes=2):
 
 
 __all__ = [n for n in dir() if not n.startswith("_")]
+
+
+# ---- data-dependent shapes (concrete values, or a static `size` as JAX's) --------------------------------------
+def _concrete(a, what):
+    """a's values as NumPy (raises graft's ConcretizationError under jit or vmap: pass size= there)."""
+    return _onp.asarray(a)
+
+
+def _fixed_size(idx, size, fill_value):
+    """idx (a NumPy int array) cut or padded to `size` entries."""
+    if size is None:
+        return idx
+    out = _onp.full((size,) + idx.shape[1:], 0 if fill_value is None else fill_value, dtype=idx.dtype)
+    k = _b.min(size, idx.shape[0])
+    out[:k] = idx[:k]
+    return out
+
+
+def nonzero(a, *, size=None, fill_value=None):
+    """Indices of the non-zero elements, one int32 array per dimension. Under jit give `size`: the result
+    is cut or padded (with fill_value, default 0) to it, and computed from the traced values."""
+    a = _arr(a)
+    if size is not None and not isinstance(a, _onp.ndarray):
+        flat = _np.ravel(a != 0)
+        n = flat.shape[0]
+        pos = _np.arange(n)
+        # stable partition: the positions of the non-zeros first, in order
+        key = _np.where(flat, pos, pos + n)
+        order = _np.sort(key)
+        first = _np.where(order < n, order, 0 * order + (0 if fill_value is None else -1))
+        idx = first[:size] if size <= n else _np.concatenate([first, _np.full((size - n,), -1, "int32")])
+        valid = _np.arange(size) < _np.sum(flat)
+        outs = []
+        rem = _np.where(valid, idx, 0 * idx)
+        for d in reversed(a.shape):
+            outs.append(rem % d)
+            rem = rem // d
+        fill = 0 if fill_value is None else fill_value
+        return tuple(_np.where(valid, o, fill).astype("int32") for o in reversed(outs))
+    idx = _onp.nonzero(_concrete(a, "nonzero"))
+    return tuple(_graft.asarray(_fixed_size(i.astype(_onp.int32), size, fill_value), None) for i in idx)
+
+
+def flatnonzero(a, *, size=None, fill_value=None):
+    return nonzero(_np.ravel(a), size=size, fill_value=fill_value)[0]
+
+
+def argwhere(a, *, size=None, fill_value=None):
+    idx = nonzero(a, size=size, fill_value=fill_value)
+    if len(idx) == 0:
+        return _np.zeros((int(bool(_onp.asarray(a))), 0), "int32")
+    return _np.stack(list(idx), axis=1)
+
+
+def extract(condition, arr):
+    return _np.take(_np.ravel(arr), flatnonzero(condition))
+
+
+def compress(condition, a, axis=None):
+    c = _onp.asarray(condition).astype(bool)
+    idx = _graft.asarray(_onp.nonzero(c)[0].astype(_onp.int32), None)
+    return _np.take(_np.ravel(a) if axis is None else _arr(a), idx, axis=0 if axis is None else axis)
+
+
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, size=None,
+           fill_value=None):
+    """NumPy's unique on concrete values (the flattened array; axis=None only); with size, padded with
+    fill_value (default: the smallest unique value) as JAX's."""
+    if axis is not None:
+        raise NotImplementedError("unique: axis is not supported")
+    x = _concrete(_arr(ar), "unique")
+    res = _onp.unique(x, return_index=True, return_inverse=True, return_counts=True)
+    vals, index, inverse, counts = res
+    if size is not None:
+        fv = (vals[0] if vals.size else 0) if fill_value is None else fill_value
+        vals = _fixed_size(vals, size, fv)
+        index = _fixed_size(index, size, 0)
+        counts = _fixed_size(counts, size, 0)
+    out = [_graft.asarray(vals, None)]
+    if return_index:
+        out.append(_graft.asarray(index.astype(_onp.int32), None))
+    if return_inverse:
+        out.append(_graft.asarray(inverse.astype(_onp.int32).reshape(x.shape), None))
+    if return_counts:
+        out.append(_graft.asarray(counts.astype(_onp.int32), None))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def isin(element, test_elements, assume_unique=False, invert=False):
+    """Whether each element occurs in test_elements (by comparison with every test element: traceable)."""
+    e = _arr(element)
+    t = _np.ravel(test_elements)
+    hit = _np.any(_np.expand_dims(e, -1) == t, axis=-1)
+    return ~hit if invert else hit
+
+
+def in1d(ar1, ar2, assume_unique=False, invert=False):
+    return isin(_np.ravel(ar1), ar2, assume_unique, invert)
+
+
+def intersect1d(ar1, ar2):
+    return _graft.asarray(_onp.intersect1d(_concrete(ar1, "intersect1d"), _concrete(ar2, "intersect1d")), None)
+
+
+def union1d(ar1, ar2):
+    return _graft.asarray(_onp.union1d(_concrete(ar1, "union1d"), _concrete(ar2, "union1d")), None)
+
+
+def setdiff1d(ar1, ar2):
+    return _graft.asarray(_onp.setdiff1d(_concrete(ar1, "setdiff1d"), _concrete(ar2, "setdiff1d")), None)
+
+
+def setxor1d(ar1, ar2):
+    return _graft.asarray(_onp.setxor1d(_concrete(ar1, "setxor1d"), _concrete(ar2, "setxor1d")), None)
+
+
+def trim_zeros(filt, trim="fb"):
+    return _graft.asarray(_onp.trim_zeros(_concrete(filt, "trim_zeros"), trim), None)
+
+
+# ---- index arithmetic ----------------------------------------------------------------------------------------
+def unravel_index(indices, shape):
+    rem = _arr(indices)
+    out = []
+    for d in reversed(tuple(shape)):
+        out.append(rem % d)
+        rem = rem // d
+    return tuple(reversed(out))
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    if order != "C":
+        raise NotImplementedError("ravel_multi_index: only order='C'")
+    flat = 0
+    for idx, d in zip(multi_index, dims):
+        i = _arr(idx)
+        if mode == "clip":
+            i = _np.clip(i, 0, d - 1)
+        elif mode == "wrap":
+            i = i % d
+        flat = flat * d + i
+    return flat
+
+
+def indices(dimensions, dtype="int32", sparse=False):
+    dims = tuple(dimensions)
+    out = []
+    for k, d in enumerate(dims):
+        s = [1] * len(dims)
+        s[k] = d
+        r = _np.reshape(_np.arange(d).astype(dtype), tuple(s))
+        out.append(r if sparse else _np.broadcast_to(r, dims))
+    return tuple(out) if sparse else _np.stack(out) if out else _np.zeros((0,), dtype)
+
+
+def fromfunction(function, shape, *, dtype="float32", **kwargs):
+    return function(*[i.astype(dtype) for i in indices(shape, "int32", sparse=False)], **kwargs)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None):
+    ls = _np.linspace(_math.log10(start), _math.log10(stop), num, endpoint=endpoint,
+                      dtype=dtype or "float32")
+    out = _np.power(10.0, ls)
+    return out
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None):
+    return _np.power(base, _np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype or "float32"))
+
+
+def insert(arr, obj, values, axis=None):
+    a = _arr(arr)
+    if axis is None:
+        a, axis = _np.ravel(a), 0
+    ax = _axis(axis, a.ndim)
+    n = a.shape[ax]
+    pos = _onp.atleast_1d(_onp.asarray(obj)).astype(_onp.int64)
+    pos = _onp.where(pos < 0, pos + n, pos)
+    v = _arr(values)
+    k = len(pos)
+    vshape = list(a.shape)
+    vshape[ax] = k
+    v = _np.broadcast_to(v if v.ndim == a.ndim else _np.reshape(v, tuple(vshape) if v.size == _math.prod(vshape)
+                                                                else v.shape), tuple(vshape))
+    # the combined order: original index i before position i, inserted values at their positions
+    keys = _onp.concatenate([_onp.arange(n) * 2 + 1, pos * 2])
+    order = _onp.argsort(keys, kind="stable").astype(_onp.int32)
+    both = _np.concatenate([a, v.astype(str(a.dtype))], axis=ax)
+    return _np.take(both, _graft.asarray(order, None), axis=ax)
+
+
+def delete(arr, obj, axis=None):
+    a = _arr(arr)
+    if axis is None:
+        a, axis = _np.ravel(a), 0
+    ax = _axis(axis, a.ndim)
+    n = a.shape[ax]
+    drop = _onp.zeros(n, bool)
+    drop[_onp.asarray(obj) if not isinstance(obj, _b.slice) else _onp.arange(n)[obj]] = True
+    keep = _onp.nonzero(~drop)[0].astype(_onp.int32)
+    return _np.take(a, _graft.asarray(keep, None), axis=ax)
+
+
+def resize(a, new_shape):
+    a = _np.ravel(a)
+    shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
+    total = _math.prod(shape)
+    reps = -(-total // _b.max(a.shape[0], 1))
+    return _np.reshape(_np.tile(a, (reps,))[:total], shape)
+
+
+def lexsort(keys, axis=-1):
+    """Indices that sort by the last key, then the one before, ... (a stable sort per key, first to last)."""
+    ks = list(keys)
+    n = _arr(ks[0]).shape[axis]
+    order = _np.arange(n)
+    for k in ks:
+        kk = _np.take(_arr(k), order, axis=axis)
+        order = _np.take(order, _np.argsort(kk, axis=axis))
+    return order.astype("int32")
+
+
+def partition(a, kth, axis=-1):
+    """A full sort satisfies partition's contract (the kth element in place, smaller before, larger after)."""
+    return _np.sort(a, axis=axis)
+
+
+def argpartition(a, kth, axis=-1):
+    return _np.argsort(a, axis=axis)
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
+    if not isinstance(bins, int):
+        return _arr(bins)
+    if range is None:
+        x = _concrete(a, "histogram_bin_edges")
+        range = (float(x.min()), float(x.max())) if x.size else (0.0, 1.0)  # noqa: A001
+    lo, hi = range
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return _np.linspace(lo, hi, bins + 1, dtype="float64" if str(_arr(a).dtype) == "float64" else "float32")
+
+
+def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """Counts (or summed weights) per bin, the last bin closed as NumPy's; traceable with given edges."""
+    edges = histogram_bin_edges(a, bins, range)
+    x = _np.ravel(a)
+    nb = edges.shape[0] - 1
+    i = searchsorted(edges, x, "right") - 1
+    i = _np.where(x == edges[nb], nb - 1, i)
+    inside = (i >= 0) & (i < nb)
+    w = _np.ones_like(x) if weights is None else _np.ravel(weights)
+    oh = _graft.one_hot(_np.where(inside, i, 0), nb, str(w.dtype)) * _np.expand_dims(_np.where(inside, w, 0 * w), -1)
+    counts = _np.sum(oh, axis=0)
+    if density:
+        counts = counts / (_np.sum(counts) * diff(edges))
+    return counts, edges
+
+
+def unwrap(p, discont=None, axis=-1, period=2 * _math.pi):
+    p = _arr(p)
+    d = diff(p, axis=axis)
+    half = period / 2
+    discont = half if discont is None else discont
+    dd = _np.remainder(d + half, period) - half
+    dd = _np.where((dd == -half) & (d > 0), half + 0 * dd, dd)
+    corr = _np.where(_np.abs(d) < discont, 0 * d, dd - d)
+    ax = _axis(axis, p.ndim)
+    zero = _np.zeros_like(_np.take(p, _graft.asarray(_onp.array([0], _onp.int32), None), axis=ax))
+    return p + _np.concatenate([zero, _np.cumsum(corr, ax)], axis=ax)
+
+
+def gcd(x1, x2):
+    """Euclid's algorithm, a fixed number of steps (enough for 64-bit integers)."""
+    a, b = _np.abs(_arr(x1)), _np.abs(_arr(x2))
+    a, b = _graft.broadcast_arrays(a, b)
+    for _ in range(92):
+        nz = b != 0
+        a, b = _np.where(nz, b, a), _np.where(nz, _np.remainder(a, _np.where(nz, b, 1 + 0 * b)), b)
+    return a
+
+
+def lcm(x1, x2):
+    x1, x2 = _np.abs(_arr(x1)), _np.abs(_arr(x2))
+    g = gcd(x1, x2)
+    return _np.where(g == 0, 0 * g, (x1 // _np.where(g == 0, 1 + 0 * g, g)) * x2)
+
+
+def ldexp(x1, x2):
+    return _arr(x1) * _np.power(2.0, _arr(x2).astype(str(_arr(x1).dtype) if _is_float(_arr(x1)) else "float32"))
+
+
+def frexp(x):
+    """(mantissa in [0.5, 1), exponent) with x = mantissa 2^exponent; zeros give (0, 0)."""
+    x = _arr(x)
+    ax = _np.abs(x)
+    e = _np.floor(_np.log2(_np.where(ax == 0, 1 + 0 * ax, ax))) + 1
+    m = x / _np.power(2.0, e).astype(str(x.dtype))
+    # log2 rounding at exact powers of two
+    fix_hi = _np.abs(m) >= 1
+    m = _np.where(fix_hi, m / 2, m)
+    e = _np.where(fix_hi, e + 1, e)
+    fix_lo = (_np.abs(m) < 0.5) & (ax != 0)
+    m = _np.where(fix_lo, m * 2, m)
+    e = _np.where(fix_lo, e - 1, e)
+    return _np.where(ax == 0, x, m), _np.where(ax == 0, 0 * e, e).astype("int32")
+
+
+def nextafter(x1, x2):
+    from . import lax as _lax
+    x1, x2 = _arr(x1), _arr(x2)
+    x1, x2 = _graft.broadcast_arrays(x1, x2)
+    return _lax.nextafter(x1, x2.astype(str(x1.dtype)))
+
+
+def spacing(x):
+    x = _arr(x)
+    big = _np.where(signbit(x), -_np.inf, _np.inf).astype(str(x.dtype))
+    return nextafter(x, big) - x
+
+
+__all__ = [n for n in dir() if not n.startswith("_")]

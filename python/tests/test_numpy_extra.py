@@ -49,6 +49,19 @@ CASES = [
     ("bitwise_and", (INTS, 6)), ("bitwise_or", (INTS, 6)), ("bitwise_xor", (INTS, 6)), ("invert", (INTS,)),
     ("left_shift", (INTS, 2)), ("right_shift", (INTS, 1)), ("isclose", (A, A + 1e-9)), ("cumprod", (A, 1)),
     ("take_along_axis", (A, np.argsort(A, axis=1), 1)),
+    ("flatnonzero", (INTS > 0,)), ("argwhere", (INTS > 0,)), ("extract", (A > 0, A)), ("compress", (np.array([1, 0, 1]), A, 0)),
+    ("isin", (INTS, np.array([3, 9, 7]))), ("isin", (INTS, np.array([3, 9, 7]), False, True)),
+    ("intersect1d", (INTS.ravel(), np.array([9, 4, 8]))), ("union1d", (INTS.ravel(), np.array([9, 4, 8]))),
+    ("setdiff1d", (INTS.ravel(), np.array([9, 4, 8]))), ("setxor1d", (INTS.ravel(), np.array([9, 4, 8]))),
+    ("trim_zeros", (np.array([0, 0, 1, 2, 0]),)), ("ravel_multi_index", ((np.array([1, 2]), np.array([3, 0])), (4, 5))),
+    ("indices", ((2, 3),)), ("geomspace", (1.0, 1000.0, 4, True, "float64")), ("logspace", (0.0, 2.0, 5, True, 10.0, "float64")),
+    ("insert", (A, 1, 5.0, 1)), ("insert", (V, [0, 3], np.array([7.0, 8.0]))), ("delete", (A, [0, 2], 1)),
+    ("delete", (V, 3)), ("resize", (V, (3, 4))), ("lexsort", ((np.array([1, 0, 1, 0]), np.array([2, 2, 1, 1])),)),
+    ("histogram_bin_edges", (V, 4)), ("unwrap", (np.cumsum(RNG.uniform(0, 2.5, 9)),)),
+    ("gcd", (np.array([12, 18, 0, -9], np.int32), np.array([8, 12, 5, 6], np.int32))),
+    ("lcm", (np.array([4, 6, 0], np.int32), np.array([6, 4, 3], np.int32))),
+    ("ldexp", (V, np.array([1, -2, 3, 0, 1, 2, -1], np.int32))), ("spacing", (V,)),
+    ("nextafter", (V, np.zeros(7))),
 ]
 
 
@@ -83,6 +96,37 @@ def test_splits_meshgrid_and_indices():
     assert bool(gnp.array_equiv(gnp.ones((2, 3)), gnp.ones(3)))
     np.testing.assert_array_equal(np.asarray(gnp.select([gnp.asarray(V) > 0.5, gnp.asarray(V) < -0.5], [1.0, -1.0], 0.0)),
                                   np.select([V > 0.5, V < -0.5], [1.0, -1.0], 0.0))
+
+
+def test_data_dependent_shapes():
+    x = np.array([[0, 1, 0], [2, 0, 3]])
+    for got, want in zip(gnp.nonzero(gnp.asarray(x)), np.nonzero(x)):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    # with a static size they trace: under jit, cut or padded with fill_value
+    f = gf.jit(lambda v: gnp.nonzero(v, size=4, fill_value=-1))
+    r, c = f(gnp.asarray(x))
+    np.testing.assert_array_equal(np.asarray(r), [0, 1, 1, -1])
+    np.testing.assert_array_equal(np.asarray(c), [1, 0, 2, -1])
+    r2, _ = f(gnp.asarray(np.ones((2, 3), np.int64)))
+    np.testing.assert_array_equal(np.asarray(r2), [0, 0, 0, 1])
+    vals, idx, inv, cnt = gnp.unique(gnp.asarray(np.array([3, 1, 2, 3, 1])), return_index=True, return_inverse=True,
+                                     return_counts=True)
+    w = np.unique(np.array([3, 1, 2, 3, 1]), return_index=True, return_inverse=True, return_counts=True)
+    for got, want in zip((vals, idx, inv, cnt), w):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    np.testing.assert_array_equal(np.asarray(gnp.unique(gnp.asarray(np.array([2, 2, 5])), size=4)), [2, 5, 2, 2])
+    counts, edges = gnp.histogram(gnp.asarray(V), 4)
+    wc, we = np.histogram(V, 4)
+    np.testing.assert_allclose(np.asarray(counts), wc)
+    np.testing.assert_allclose(np.asarray(edges), we, rtol=1e-12)
+    d, _ = gnp.histogram(gnp.asarray(V), 3, (-2.0, 2.0), density=True)
+    np.testing.assert_allclose(np.asarray(d), np.histogram(V, 3, (-2.0, 2.0), density=True)[0], rtol=1e-12)
+    m, e = gnp.frexp(gnp.asarray(np.array([8.0, 0.3, -5.0, 0.0, 1e-300])))
+    wm, we2 = np.frexp(np.array([8.0, 0.3, -5.0, 0.0, 1e-300]))
+    np.testing.assert_allclose(np.asarray(m), wm, rtol=1e-15)
+    np.testing.assert_array_equal(np.asarray(e), we2)
+    for got, want in zip(gnp.unravel_index(gnp.asarray(np.array([7, 13])), (4, 5)), np.unravel_index([7, 13], (4, 5))):
+        np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def test_dtype_helpers():

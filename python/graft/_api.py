@@ -1,4 +1,5 @@
 """JAX's transformations over Python callables and pytrees, on graft's flat transformations."""
+import contextlib
 import functools
 
 from . import _graft
@@ -278,6 +279,8 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), p
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
+        if _jit_disabled[0]:
+            return fun(*args, **kwargs)
         if fast_ok and not kwargs:
             # positional arrays, seen before: the call stays in C++
             res = state.call_cached(*args)
@@ -478,6 +481,45 @@ class custom_vjp:
             return _graft.custom_vjp(flat, fwd, bwd, leaves, getattr(self.fun, "__name__", "custom_vjp"))
 
         return _custom_call(self, args, "custom_vjp", call)
+
+
+_jit_disabled = [False]
+
+
+@contextlib.contextmanager
+def disable_jit(disable=True):
+    """Within it, jit-decorated functions run eagerly, op by op (Python control flow and prints see
+    concrete values), as JAX's jax.disable_jit."""
+    prev = _jit_disabled[0]
+    _jit_disabled[0] = disable
+    try:
+        yield
+    finally:
+        _jit_disabled[0] = prev
+
+
+def custom_gradient(fun):
+    """JAX's jax.custom_gradient: fun(*args) returns (value, vjp_fn) with vjp_fn(cotangent) -> a tuple of
+    cotangents, one per argument. As a custom_vjp whose backward pass runs fun again to get vjp_fn (so
+    vjp_fn may close over fun's intermediates without those having to be arrays)."""
+    f = custom_vjp(lambda *args: fun(*args)[0])
+
+    def fwd(*args):
+        return fun(*args)[0], args
+
+    def bwd(args, ct):
+        g = fun(*args)[1](ct)
+        return tuple(g) if isinstance(g, (tuple, list)) else (g,)
+
+    f.defvjp(fwd, bwd)
+    functools.update_wrapper(f, fun)
+    return f
+
+
+def closure_convert(fun, *example_args):
+    """(fun, []): graft's custom_vjp and custom_jvp already take functions that close over traced arrays,
+    so no conversion is needed; returned in JAX's shape for code that calls it."""
+    return fun, []
 
 
 def checkpoint(fun, policy=None, names=()):

@@ -76,3 +76,40 @@ def test_linear_transpose_matches_vjp():
 def test_block_until_ready_returns_the_tree():
     tree = {"a": gnp.ones(3), "b": [1, gnp.zeros(2)]}
     assert gf.block_until_ready(tree) is tree
+
+
+def test_custom_gradient_closure_convert_disable_jit():
+    @gf.custom_gradient
+    def f(x):
+        y = gnp.sin(x)
+        return y, lambda g: (g * 3.0 * gnp.cos(x),)
+
+    assert abs(float(f(f64(1.0))) - np.sin(1.0)) < 1e-15
+    assert abs(float(gf.grad(f)(f64(1.0))) - 3 * np.cos(1.0)) < 1e-15
+    assert abs(float(gf.jit(gf.grad(f))(f64(1.0))) - 3 * np.cos(1.0)) < 1e-15
+
+    @gf.custom_gradient
+    def clipped(x, y):
+        return x * y, lambda g: (gnp.clip(g * y, -1.0, 1.0), g * x)
+
+    gx, gy = gf.grad(clipped, argnums=(0, 1))(f64(2.0), f64(5.0))
+    assert (float(gx), float(gy)) == (1.0, 2.0)
+    x = f64(np.array([0.3, 0.7]))
+    conv, consts = gf.closure_convert(lambda v: v * x, f64(np.ones(2)))
+    np.testing.assert_allclose(np.asarray(conv(f64(np.ones(2)), *consts)), np.asarray(x))
+
+    seen = []
+
+    @gf.jit
+    def g(v):
+        seen.append(type(v).__name__)
+        return v * 2
+
+    with gf.disable_jit():
+        out = g(f64(np.ones(2)))
+        assert float(gnp.sum(out)) == 4.0
+        g(f64(np.ones(2)))
+    assert len(seen) == 2  # ran eagerly, once per call
+    g(f64(np.ones(2)))
+    g(f64(np.ones(2)))
+    assert len(seen) == 3  # traced once, then cached

@@ -1,20 +1,142 @@
-"""Counter-based random numbers (threefry keys, as jax.random)."""
+"""Counter-based random numbers (threefry keys, as jax.random). `key(seed)` returns a typed key array (JAX's
+new-style keys: shape () for one key, dtype key<fry>); `PRNGKey(seed)` the raw uint32[2] words. Every sampler takes
+either; split and fold_in return keys of the kind they are given."""
 from . import _graft
+from ._tree import register_pytree_node as _register
 
 
-def key(seed):
+class _KeyDType:
+    """The dtype of typed key arrays (threefry2x32's, printed as JAX prints it)."""
+    name = "key<fry>"
+
+    def __repr__(self):
+        return "key<fry>"
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        return isinstance(other, _KeyDType) or other == "key<fry>"
+
+    def __hash__(self):
+        return hash("key<fry>")
+
+
+_KEY_DTYPE = _KeyDType()
+
+
+class PRNGImpl:
+    """A key implementation (graft has one: threefry2x32)."""
+    name = "threefry2x32"
+    key_shape = (2,)
+
+    def __repr__(self):
+        return "PRNGImpl(threefry2x32)"
+
+    __str__ = __repr__
+
+
+_THREEFRY = PRNGImpl()
+
+
+class KeyArray:
+    """An array of PRNG keys: its shape leaves out the two uint32 words each key holds (key_data gives them).
+    A pytree node over those words, so keys pass through jit, vmap, scan and the rest."""
+
+    __slots__ = ("_graft_key_data",)
+
+    def __init__(self, data):
+        data = _graft.asarray(data)
+        if str(data.dtype) != "uint32" or data.ndim < 1 or data.shape[-1] != 2:
+            raise TypeError(f"wrap_key_data: threefry keys are uint32 words of shape (..., 2), got "
+                            f"{data.dtype}{tuple(data.shape)}")
+        self._graft_key_data = data
+
+    @property
+    def shape(self):
+        return tuple(self._graft_key_data.shape[:-1])
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def dtype(self):
+        return _KEY_DTYPE
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a single key")
+        return self.shape[0]
+
+    def __getitem__(self, idx):
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        return KeyArray(self._graft_key_data[idx + (slice(None),)])
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self):
+        return f"Array({self.shape}, dtype=key<fry>) overlaying:\n{self._graft_key_data}"
+
+
+_register(KeyArray, lambda k: ((k._graft_key_data,), None), lambda _, ch: _wrap_unchecked(ch[0]))
+
+
+def _wrap_unchecked(data):
+    # unflatten may see placeholders (vmap's axis specs, tracers): no checks
+    k = object.__new__(KeyArray)
+    k._graft_key_data = data
+    return k
+
+
+def key(seed, *, impl=None):
+    """A typed key (shape ()) from an integer seed."""
+    return KeyArray(_graft.random_key(int(seed)))
+
+
+def PRNGKey(seed, *, impl=None):
+    """A raw key: uint32 words of shape (2,)."""
     return _graft.random_key(int(seed))
 
 
-PRNGKey = key
+def key_data(keys):
+    """The uint32 words under typed keys (raw keys are returned as they are)."""
+    return keys._graft_key_data if isinstance(keys, KeyArray) else _graft.asarray(keys)
+
+
+def wrap_key_data(key_bits_array, *, impl=None):
+    if impl not in (None, "threefry2x32", _THREEFRY):
+        raise ValueError(f"wrap_key_data: graft's keys are threefry2x32's, got impl={impl!r}")
+    return KeyArray(key_bits_array)
+
+
+def key_impl(keys):
+    return _THREEFRY
+
+
+def clone(key):
+    return key
+
+
+def _like(key, raw):
+    return KeyArray(raw) if isinstance(key, KeyArray) else raw
 
 
 def split(key, num=2):
-    return _graft.random_split(key, num)
+    return _like(key, _graft.random_split(key_data(key), num))
 
 
 def fold_in(key, data):
-    return _graft.random_fold_in(key, int(data))
+    return _like(key, _graft.random_fold_in(key_data(key), int(data)))
 
 
 def normal(key, shape=(), dtype="float32"):

@@ -72,6 +72,9 @@ Array to_array(py::handle h, std::optional<DType> want) {
     r = Array(h.cast<int64_t>());
   } else if (py::isinstance<py::float_>(h)) {
     r = Array(h.cast<double>());
+  } else if (py::hasattr(h, "_graft_key_data")) {
+    // a typed PRNG key array (graft.random.key): its raw uint32 words, what the samplers take
+    r = h.attr("_graft_key_data").cast<Array>();
   } else if (py::hasattr(h, "__dlpack__") && !py::isinstance<py::array>(h) && py::hasattr(h, "numpy")) {
     // a torch tensor and the like: through NumPy (shares memory where the producer allows)
     r = from_numpy(py::array::ensure(h.attr("numpy")()), std::nullopt);

@@ -96,3 +96,35 @@ def test_poisson_and_binomial_pmfs(lam):
                         stats.triang(0.15, loc=0, scale=2).cdf).statistic < 1.95 / np.sqrt(N)
     assert stats.kstest(np.asarray(gr.lognormal(gr.key(10), 0.7, (N,)), np.float64),
                         stats.lognorm(0.7).cdf).statistic < 1.95 / np.sqrt(N)
+
+
+def test_typed_keys():
+    k = gr.key(7)
+    assert k.shape == () and str(k.dtype) == "key<fry>" and gr.key_impl(k).name == "threefry2x32"
+    raw = gr.PRNGKey(7)
+    assert raw.shape == (2,) and str(raw.dtype) == "uint32"
+    np.testing.assert_array_equal(np.asarray(gr.key_data(k)), np.asarray(raw))
+    # the same draws from a typed key and its raw words, through split and fold_in too
+    np.testing.assert_array_equal(np.asarray(gr.normal(k, (3,))), np.asarray(gr.normal(raw, (3,))))
+    ks = gr.split(k, 4)
+    assert ks.shape == (4,) and isinstance(ks, gr.KeyArray)
+    np.testing.assert_array_equal(np.asarray(gr.key_data(ks)), np.asarray(gr.split(raw, 4)))
+    np.testing.assert_array_equal(np.asarray(gr.key_data(gr.fold_in(k, 3))), np.asarray(gr.fold_in(raw, 3)))
+    assert ks[1:3].shape == (2,) and ks[0].shape == () and len(list(ks)) == 4
+    # through vmap, jit and scan as pytree leaves
+    per_key = gf.vmap(lambda kk: gr.uniform(kk, (2,)))(ks)
+    for i in range(4):
+        np.testing.assert_array_equal(np.asarray(per_key[i]), np.asarray(gr.uniform(ks[i], (2,))))
+    np.testing.assert_array_equal(np.asarray(gf.jit(lambda kk: gr.normal(kk, (2,)))(k)), np.asarray(gr.normal(k, (2,))))
+    out = gf.jit(lambda kk: gr.split(kk, 2))(k)
+    assert isinstance(out, gr.KeyArray) and out.shape == (2,)
+
+    def step(c, _):
+        a, b = gr.split(c)
+        return a, gr.normal(b, ())
+
+    last, draws = gf.lax.scan(step, k, None, length=3)
+    assert isinstance(last, gr.KeyArray) and draws.shape == (3,)
+    assert gr.wrap_key_data(gr.key_data(ks)).shape == (4,)
+    with pytest.raises(TypeError, match="uint32 words"):
+        gr.wrap_key_data(gnp.zeros((3,), "float32"))

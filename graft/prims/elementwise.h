@@ -44,6 +44,29 @@ inline C wrap_mul(C a, C b) {
   }
 }
 
+// ---- eager execution of a tile kernel ----------------------------------------------------------------------
+/// Runs tile kernel k over every element of `out` (operands of out's shape, or rank 0 and broadcast), in
+/// parallel chunks of at least `grain` elements: the eager form of a primitive whose only kernel is its
+/// tile function (clamp, regularized_incomplete_beta). At most four operands.
+inline void run_tiles(const TileKernel& k, Array& out, std::span<const Array> in, int64_t grain = kElementwiseGrain) {
+  constexpr size_t kMax = 4;
+  int64_t sz = static_cast<int64_t>(itemsize(out.dtype()));
+  std::array<uint8_t, kMax> step{};
+  for (size_t i = 0; i < in.size() && i < kMax; ++i) step[i] = in[i].ndim() == 0 && out.ndim() != 0 ? 0 : 1;
+  char* o = static_cast<char*>(out.concrete()->data());
+  auto run = [&](int64_t b, int64_t e) {
+    std::array<const void*, kMax> ptrs{};
+    for (size_t i = 0; i < in.size() && i < kMax; ++i)
+      ptrs[i] = static_cast<const char*>(in[i].raw_data()) + (step[i] ? b * sz : 0);
+    k.map(k, o + b * sz, ptrs.data(), step.data(), e - b);
+  };
+  if (out.size() <= grain) {
+    run(0, out.size());
+  } else {
+    cpu::parallel_for(out.size(), grain, run);
+  }
+}
+
 // ---- unary ------------------------------------------------------------------------------------------
 // Each family's kernel is written once as a tile function (the form fused loops call, see
 // graft/core/primitive.h's TileKernel); the eager kernel runs the same function over parallel chunks.

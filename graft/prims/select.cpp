@@ -183,16 +183,7 @@ TileKernel clamp_tile_rule(const Primitive&, std::span<const Aval> in, const Par
 Arrays clamp_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
   Array r = Array::empty(out[0]);
   Avals avals = avals_of(in);
-  TileKernel k = clamp_tile_rule(p, {avals.data(), avals.size()}, params);
-  int64_t sz = static_cast<int64_t>(itemsize(r.dtype()));
-  uint8_t step[3];
-  for (int i = 0; i < 3; ++i) step[i] = in[i].ndim() == 0 && r.ndim() != 0 ? 0 : 1;
-  char* o = static_cast<char*>(r.concrete()->data());
-  elementwise_for(r.size(), [&](int64_t b, int64_t e) {
-    const void* ptrs[3];
-    for (int i = 0; i < 3; ++i) ptrs[i] = static_cast<const char*>(in[i].raw_data()) + (step[i] ? b * sz : 0);
-    k.map(k, o + b * sz, ptrs, step, e - b);
-  });
+  run_tiles(clamp_tile_rule(p, {avals.data(), avals.size()}, params), r, in);
   return {r};
 }
 

@@ -7,33 +7,16 @@ from ._graft import (accuracy, avg_pool2d, cross_entropy, dropout, gelu, log_sig
                      max_pool2d, relu, relu6, sigmoid, silu, softmax, softmax_cross_entropy, softplus)
 
 
-# ---- initializers: f(key, shape, dtype) ----------------------------------------------------------------
-def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1):
-    def init(key, shape, dtype="float32"):
-        rf = 1
-        for i, n in enumerate(shape):
-            if i not in (in_axis % len(shape), out_axis % len(shape)):
-                rf *= n
-        fan_in, fan_out = shape[in_axis] * rf, shape[out_axis] * rf
-        n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
-        var = scale / n
-        if distribution == "uniform":
-            lim = math.sqrt(3 * var)
-            return _random.uniform(key, shape, dtype, -lim, lim)
-        return _random.normal(key, shape, dtype) * math.sqrt(var)
-    return init
-
-
-def glorot_uniform(in_axis=-2, out_axis=-1):
-    return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis)
-
-
-def he_normal(in_axis=-2, out_axis=-1):
-    return variance_scaling(2.0, "fan_in", "normal", in_axis, out_axis)
-
-
-def lecun_normal(in_axis=-2, out_axis=-1):
-    return variance_scaling(1.0, "fan_in", "normal", in_axis, out_axis)
+# ---- activations, attention and initializers beyond the C++ ones -------------------------------------------
+from ._nn_extra import (celu, dot_product_attention, elu, glu, hard_sigmoid, hard_silu, hard_swish,  # noqa: E402,F401
+                        hard_tanh, identity, leaky_relu, logsumexp, mish, one_hot, selu, soft_sign, sparse_plus,
+                        sparse_sigmoid, squareplus, standardize, swish)
+from . import _nn_extra as initializers  # noqa: E402  (graft.nn.initializers, as jax.nn.initializers)
+from ._nn_extra import (glorot_normal, glorot_uniform, he_normal, he_uniform, lecun_normal,  # noqa: E402,F401
+                        lecun_uniform, variance_scaling)
+import sys as _sys  # noqa: E402
+_sys.modules[__name__ + ".initializers"] = initializers
+tanh = _graft.tanh
 
 
 # ---- layers ------------------------------------------------------------------------------------------

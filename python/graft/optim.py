@@ -74,3 +74,15 @@ def adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, weight_decay=0.0):
 
 def adamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, weight_decay=1e-4):
     return adam(learning_rate, b1, b2, eps, weight_decay)
+
+
+from ._optim_extra import (GradientTransformation, MultiSteps, adabelief, adafactor, adagrad,  # noqa: E402,F401
+                           add_decayed_weights, chain, clip, clip_by_block_rms, clip_by_global_norm, constant_schedule,
+                           cosine_decay_schedule, cosine_onecycle_schedule, ema, exponential_decay, global_norm,
+                           identity, inject_hyperparams, join_schedules, lamb, linear_schedule, lion, masked,
+                           multi_transform, nadam, piecewise_constant_schedule, polynomial_schedule, rmsprop, scale,
+                           scale_by_adam, scale_by_belief, scale_by_factored_rms, scale_by_learning_rate,
+                           scale_by_lion, scale_by_param_block_rms, scale_by_rms, scale_by_rss, scale_by_schedule,
+                           scale_by_stddev, scale_by_trust_ratio, trace, warmup_cosine_decay_schedule,
+                           warmup_exponential_decay_schedule)
+onecycle = cosine_onecycle_schedule

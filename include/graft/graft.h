@@ -41,6 +41,7 @@
 #include "graft/parallel/sharded.h"
 #include "graft/random/random.h"
 #include "graft/transforms/api.h"
+#include "graft/transforms/callback.h"
 #include "graft/transforms/control.h"
 #include "graft/transforms/tape.h"
 #include "graft/transforms/graph.h"

@@ -714,3 +714,38 @@ def block_until_ready(tree):
         if isinstance(x, Array):
             x.block_until_ready()
     return tree
+
+
+# ---- host callbacks ---------------------------------------------------------------------------------------
+def _host_callback(kind, callback, result_shape_dtypes, args, kwargs):
+    import numpy as np
+    leaves, in_tree = _flat_arrays((args, kwargs), kind + "_callback")
+    res_leaves, res_tree = tree_flatten(result_shape_dtypes)
+    specs = []
+    for r in res_leaves:
+        if not hasattr(r, "shape") or not hasattr(r, "dtype"):
+            raise TypeError(f"{kind}_callback: result_shape_dtypes must hold ShapeDtypeStructs (or arrays), got {r!r}")
+        specs.append((list(r.shape), str(r.dtype)))
+
+    def host(xs):
+        a, k = tree_unflatten(in_tree, [np.asarray(x) for x in xs])
+        out = callback(*a, **k)
+        o, d = tree_flatten(out)
+        if kind != "debug" and d != res_tree:
+            raise TypeError(f"{kind}_callback: the callback returned {d}, result_shape_dtypes is {res_tree}")
+        return [np.asarray(v) for v in o] if kind != "debug" else []
+
+    outs = _graft.host_callback(host, specs, leaves, kind)
+    return None if kind == "debug" else tree_unflatten(res_tree, outs)
+
+
+def pure_callback(callback, result_shape_dtypes, *args, sharding=None, vmap_method=None, **kwargs):
+    """callback(*args, **kwargs) on the host with NumPy arrays, from inside any transformation (jit too); it must
+    return arrays of result_shape_dtypes (a pytree of ShapeDtypeStruct) and be pure: an unused call may be
+    dropped. vmap calls it once per example; grad raises (give it a custom_jvp)."""
+    return _host_callback("pure", callback, result_shape_dtypes, args, kwargs)
+
+
+def io_callback(callback, result_shape_dtypes, *args, sharding=None, ordered=False, **kwargs):
+    """pure_callback for a callback with side effects: never dropped or merged, called in program order."""
+    return _host_callback("io", callback, result_shape_dtypes, args, kwargs)

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "common.h"
+#include "graft/transforms/callback.h"
 #include "graft/transforms/jit.h"
 
 namespace graft::python {
@@ -171,6 +172,29 @@ void bind_transformations(py::module_& m) {
       out.emplace_back(std::vector<int64_t>(a.shape.begin(), a.shape.end()), std::string(long_name(a.dtype)), a.weak_type);
     return out;
   });
+  // host callbacks: f(list of arrays) -> list of array-likes, called with the GIL taken; the function
+  // object is released under the GIL too (a compiled program may drop it on any thread)
+  m.def("host_callback", [](py::function f, const std::vector<std::tuple<std::vector<int64_t>, std::string>>& results,
+                            py::handle args, const std::string& kind) {
+    std::shared_ptr<py::function> fp(new py::function(std::move(f)), [](py::function* p) {
+      py::gil_scoped_acquire gil;
+      delete p;
+    });
+    HostFn fn = [fp](const std::vector<Array>& xs) {
+      py::gil_scoped_acquire gil;
+      py::list in;
+      for (auto& x : xs) in.append(py::cast(x));
+      py::object r = (*fp)(in);
+      return to_arrays(r);
+    };
+    std::vector<Aval> avals;
+    for (auto& [shape, dt] : results) avals.emplace_back(Shape(shape.begin(), shape.end()), parse_dtype(dt));
+    std::vector<Array> a = to_arrays(args);
+    if (kind == "pure") return pure_callback(fn, avals, a);
+    if (kind == "io") return io_callback(fn, avals, a);
+    debug_callback([fn](const std::vector<Array>& xs) { (void)fn(xs); }, a);
+    return std::vector<Array>{};
+  }, "f"_a, "results"_a, "args"_a, "kind"_a);
   m.def("make_jaxpr", [](py::function f, py::handle args) {
     std::vector<Aval> avals;
     for (auto& x : to_arrays(args)) avals.push_back(x.aval());

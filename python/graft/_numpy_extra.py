@@ -661,6 +661,7 @@ def ptp(a, axis=None, keepdims=False):
 def quantile(a, q, axis=None, method="linear", keepdims=False):
     """Quantiles by sorting, with NumPy's methods linear, lower, higher, nearest and midpoint."""
     a = _arr(a)
+    ndim_in = a.ndim
     if not _is_float(a):
         a = a.astype("float32")
     if axis is None:
@@ -697,7 +698,7 @@ def quantile(a, q, axis=None, method="linear", keepdims=False):
         r = _np.transpose(r, list(range(rest, rest + qa.ndim)) + list(range(rest)))
     if keepdims:
         if axis is None:
-            r = _np.reshape(r, qa.shape + (1,) * _arr(a).ndim)
+            r = _np.reshape(r, qa.shape + (1,) * ndim_in)
         else:
             r = _np.expand_dims(r, qa.ndim + ax)
     return r

@@ -98,6 +98,16 @@ def test_splits_meshgrid_and_indices():
                                   np.select([V > 0.5, V < -0.5], [1.0, -1.0], 0.0))
 
 
+@pytest.mark.parametrize("q,axis,method,keepdims", [([0.2, 0.7], None, "linear", True), (0.4, 1, "lower", True),
+                                                   (0.4, 0, "higher", False), (0.45, 0, "nearest", False),
+                                                   (0.45, 1, "midpoint", False), ([[0.1], [0.9]], 1, "linear", True)])
+def test_quantile_methods(q, axis, method, keepdims):
+    got = gnp.quantile(gnp.asarray(A), q, axis=axis, method=method, keepdims=keepdims)
+    want = np.quantile(A, q, axis=axis, method=method, keepdims=keepdims)
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
+    assert np.asarray(got).shape == want.shape
+
+
 def test_data_dependent_shapes():
     x = np.array([[0, 1, 0], [2, 0, 3]])
     for got, want in zip(gnp.nonzero(gnp.asarray(x)), np.nonzero(x)):

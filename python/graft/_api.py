@@ -1,5 +1,6 @@
 """JAX's transformations over Python callables and pytrees, on graft's flat transformations."""
 import contextlib
+import math
 import functools
 
 from . import _graft
@@ -621,10 +622,7 @@ class ShapeDtypeStruct:
 
     @property
     def size(self):
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def __eq__(self, other):
         return (isinstance(other, ShapeDtypeStruct) and (self.shape, str(self.dtype), self.weak_type)

@@ -916,8 +916,8 @@ def nonzero(a, *, size=None, fill_value=None):
         # stable partition: the positions of the non-zeros first, in order
         key = _np.where(flat, pos, pos + n)
         order = _np.sort(key)
-        first = _np.where(order < n, order, 0 * order + (0 if fill_value is None else -1))
-        idx = first[:size] if size <= n else _np.concatenate([first, _np.full((size - n,), -1, "int32")])
+        first = _np.where(order < n, order, 0 * order)  # the positions past the count are masked below
+        idx = first[:size] if size <= n else _np.concatenate([first, _np.zeros((size - n,), str(first.dtype))])
         valid = _np.arange(size) < _np.sum(flat)
         outs = []
         rem = _np.where(valid, idx, 0 * idx)

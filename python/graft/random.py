@@ -1,6 +1,8 @@
 """Counter-based random numbers (threefry keys, as jax.random). `key(seed)` returns a typed key array (JAX's
 new-style keys: shape () for one key, dtype key<fry>); `PRNGKey(seed)` the raw uint32[2] words. Every sampler takes
 either; split and fold_in return keys of the kind they are given."""
+import math
+
 from . import _graft
 from ._tree import register_pytree_node as _register
 
@@ -61,10 +63,7 @@ class KeyArray:
 
     @property
     def size(self):
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def dtype(self):

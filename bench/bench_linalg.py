@@ -11,8 +11,11 @@ import time
 
 import numpy as np
 
+import graft
 import graft.numpy as gnp
 import graft.numpy.linalg as gla
+
+graft.config.update("jax_enable_x64", True)  # f64 rows beside NumPy's
 
 RNG = np.random.default_rng(0)
 

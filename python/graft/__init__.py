@@ -13,7 +13,8 @@ from ._api import (ClosedJaxpr, ShapeDtypeStruct, block_until_ready, checkpoint,
                    make_jaxpr, pmap, remat, shard_map, value_and_grad, vjp, vmap)
 from . import _array  # noqa: F401  (NumPy-style methods and .at[] on Array)
 from ._paradigms import GradientTape, Graph, graph_grad
-from . import data, debug, export, io, lax, nn, numpy, optim, random, scipy, sharding, tree, tree_util
+from .config import config
+from . import data, debug, experimental, export, io, lax, nn, numpy, optim, random, scipy, sharding, tree, tree_util
 from .sharding import devices, local_devices, process_count, process_index
 
 __all__ = ["__version__", "Array", "ConcretizationError", "Error", "ShapeError", "UnexpectedTracerError", "ClosedJaxpr", "grad",
@@ -21,7 +22,7 @@ __all__ = ["__version__", "Array", "ConcretizationError", "Error", "ShapeError",
            "numpy", "random", "scipy", "nn", "optim", "data", "io", "tree", "tree_util", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
            "device_get", "device_put", "default_device", "from_dlpack", "custom_jvp", "custom_vjp", "checkpoint", "checkpoint_name", "remat",
            "shard_map", "pmap", "ShapeDtypeStruct", "eval_shape", "custom_gradient", "closure_convert", "disable_jit", "pure_callback", "io_callback", "debug", "linearize", "linear_transpose", "block_until_ready",
-           "sharding", "devices", "local_devices", "process_count", "process_index", "GradientTape", "Graph", "graph_grad"]
+           "config", "experimental", "sharding", "devices", "local_devices", "process_count", "process_index", "GradientTape", "Graph", "graph_grad"]
 
 
 def device_get(x):

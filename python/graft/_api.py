@@ -302,7 +302,7 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), p
             key = _graft.Jit.fast_prefix(len(args))
         else:
             # a short name per (structure, static values): the C++ cache key appends the types
-            sig = (in_tree, statics, static_kw)
+            sig = (in_tree, statics, static_kw, _graft._x64_enabled())
             key = sig_names.get(sig)
             if key is None:
                 key = sig_names.setdefault(sig, f"S{len(sig_names)}|")

@@ -109,7 +109,7 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
     return (x - mean) / _np.sqrt(variance + epsilon)
 
 
-def one_hot(x, num_classes, *, dtype="float32", axis=-1):
+def one_hot(x, num_classes, *, dtype=float, axis=-1):
     r = _graft.one_hot(x, num_classes, dtype)
     return r if axis in (-1, r.ndim - 1) else _np.moveaxis(r, -1, axis)
 
@@ -163,33 +163,33 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
 
 
 # ---- initializers: f(key, shape, dtype) ---------------------------------------------------------------
-def zeros(key, shape, dtype="float32"):
+def zeros(key, shape, dtype=float):
     return _np.zeros(shape, dtype)
 
 
-def ones(key, shape, dtype="float32"):
+def ones(key, shape, dtype=float):
     return _np.ones(shape, dtype)
 
 
-def constant(value, dtype="float32"):
+def constant(value, dtype=float):
     def init(key, shape, dtype=dtype):
         return _np.full(shape, value, dtype)
     return init
 
 
-def normal(stddev=1e-2, dtype="float32"):
+def normal(stddev=1e-2, dtype=float):
     def init(key, shape, dtype=dtype):
         return _random.normal(key, shape, dtype) * stddev
     return init
 
 
-def uniform(scale=1e-2, dtype="float32"):
+def uniform(scale=1e-2, dtype=float):
     def init(key, shape, dtype=dtype):
         return _random.uniform(key, shape, dtype, 0.0, scale)
     return init
 
 
-def truncated_normal(stddev=1e-2, dtype="float32", lower=-2.0, upper=2.0):
+def truncated_normal(stddev=1e-2, dtype=float, lower=-2.0, upper=2.0):
     def init(key, shape, dtype=dtype):
         return _random.truncated_normal(key, lower, upper, shape, dtype) * stddev
     return init
@@ -216,7 +216,7 @@ def _fans(shape, in_axis, out_axis, batch_axis=()):
     return fan_in, fan_out
 
 
-def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_axis=(), dtype="float32"):
+def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_axis=(), dtype=float):
     """JAX's variance_scaling: variance scale / fan (fan_in, fan_out, fan_avg or fan_geo_avg), drawn from a
     truncated normal (in [-2, 2] standard deviations, rescaled to the variance), a normal or a uniform."""
     def init(key, shape, dtype=dtype):
@@ -240,27 +240,27 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
     return init
 
 
-def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype="float32"):
+def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=float):
     return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
-def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype="float32"):
+def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=float):
     return variance_scaling(1.0, "fan_avg", "truncated_normal", in_axis, out_axis, batch_axis, dtype)
 
 
-def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype="float32"):
+def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=float):
     return variance_scaling(1.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
-def lecun_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype="float32"):
+def lecun_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=float):
     return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis, dtype)
 
 
-def he_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype="float32"):
+def he_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=float):
     return variance_scaling(2.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
-def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype="float32"):
+def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=float):
     return variance_scaling(2.0, "fan_in", "truncated_normal", in_axis, out_axis, batch_axis, dtype)
 
 
@@ -268,7 +268,7 @@ xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
 
 
-def orthogonal(scale=1.0, column_axis=-1, dtype="float32"):
+def orthogonal(scale=1.0, column_axis=-1, dtype=float):
     """Matrices (over every axis but column_axis, flattened) with orthonormal rows or columns."""
     def init(key, shape, dtype=dtype):
         if len(shape) < 2:
@@ -292,7 +292,7 @@ def orthogonal(scale=1.0, column_axis=-1, dtype="float32"):
     return init
 
 
-def delta_orthogonal(scale=1.0, column_axis=-1, dtype="float32"):
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=float):
     """Convolution kernels [*spatial, in, out] zero except at the spatial center, an orthogonal matrix there."""
     def init(key, shape, dtype=dtype):
         if len(shape) not in (3, 4, 5) or shape[-2] > shape[-1]:

@@ -107,7 +107,7 @@ def isscalar(x):
 
 
 # ---- creation and stacking -----------------------------------------------------------------------------
-def empty(shape, dtype="float32"):
+def empty(shape, dtype=float):
     return _np.zeros(shape, dtype)
 
 
@@ -115,7 +115,7 @@ def empty_like(a, dtype=None):
     return _np.zeros_like(a) if dtype is None else _np.zeros(_arr(a).shape, dtype)
 
 
-def identity(n, dtype="float32"):
+def identity(n, dtype=float):
     return _np.eye(n, dtype=dtype)
 
 
@@ -327,7 +327,7 @@ def meshgrid(*xi, indexing="xy", sparse=False, copy=True):
 
 
 # ---- triangles and diagonals -----------------------------------------------------------------------------
-def tri(N, M=None, k=0, dtype="float32"):
+def tri(N, M=None, k=0, dtype=float):
     M = N if M is None else M
     return _graft.asarray(_onp.tri(N, M, k).astype(_dtype_name(dtype) if _dtype_name(dtype) != "bfloat16"
                                                    else "float32"), dtype)
@@ -1031,7 +1031,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
     return flat
 
 
-def indices(dimensions, dtype="int32", sparse=False):
+def indices(dimensions, dtype=int, sparse=False):
     dims = tuple(dimensions)
     out = []
     for k, d in enumerate(dims):
@@ -1042,7 +1042,7 @@ def indices(dimensions, dtype="int32", sparse=False):
     return tuple(out) if sparse else _np.stack(out) if out else _np.zeros((0,), dtype)
 
 
-def fromfunction(function, shape, *, dtype="float32", **kwargs):
+def fromfunction(function, shape, *, dtype=float, **kwargs):
     return function(*[i.astype(dtype) for i in indices(shape, "int32", sparse=False)], **kwargs)
 
 

@@ -52,10 +52,11 @@ newaxis = None
 
 
 def arange(start, stop=None, step=1, dtype=None):
-    """NumPy's arange; float bounds give float32 (JAX's default float), integer bounds int32."""
+    """NumPy's arange; float bounds give the default float (float32, float64 with x64), integer bounds
+    the default int."""
     if dtype is None:
         floats = _builtins.any(isinstance(v, float) for v in (start, stop, step))
-        dtype = "float32" if floats else "int32"
+        dtype = "float_" if floats else "int_"
     return _graft.arange(start, stop, step, dtype)
 
 

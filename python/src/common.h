@@ -19,6 +19,12 @@ namespace graft::python {
 namespace py = pybind11;
 
 // ---- conversions (convert.cpp) ------------------------------------------------------------------------
+/// JAX's jax_enable_x64 (GRAFT_ENABLE_X64=1 or JAX_ENABLE_X64=1 at start, graft.config.update later):
+/// off, the Python front end makes 32-bit values where it would make 64-bit ones.
+bool x64_enabled();
+void set_x64(bool on);
+/// d, or its 32-bit sibling without x64 (f64 -> f32, i64 -> i32, u64 -> u32).
+DType canonical_dtype(DType d);
 /// A dtype from a name ('float32', 'f32', 'bfloat16'), a NumPy dtype or scalar type (np.float32), or a
 /// graft dtype name.
 DType to_dtype(py::handle h);

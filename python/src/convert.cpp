@@ -1,8 +1,10 @@
 // Conversions between Python values and graft arrays: dtypes, NumPy arrays, DLPack, indexing, printing.
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "common.h"
+#include "graft/core/env.h"
 
 namespace graft::python {
 
@@ -35,12 +37,42 @@ std::optional<DType> dtype_of_numpy(const py::dtype& d) {
   return std::nullopt;
 }
 
+// ---- 64-bit mode (JAX's jax_enable_x64) ------------------------------------------------------------------
+// Off by default, as in JAX: the Python front end makes no 64-bit values. Python floats and ints are
+// weakly typed f32 / i32, NumPy's float64 / int64 / uint64 arrays arrive as f32 / i32 / u32, and a
+// requested 64-bit dtype is its 32-bit sibling. The C++ API is unaffected: its values carry their types.
+namespace {
+bool& x64_flag() {
+  static bool on = env::flag("GRAFT_ENABLE_X64", env::flag("JAX_ENABLE_X64", false));
+  return on;
+}
+}  // namespace
+
+bool x64_enabled() { return x64_flag(); }
+void set_x64(bool on) { x64_flag() = on; }
+
+DType canonical_dtype(DType d) {
+  if (x64_flag()) return d;
+  switch (d) {
+    case DType::f64: return DType::f32;
+    case DType::i64: return DType::i32;
+    case DType::u64: return DType::u32;
+    default: return d;
+  }
+}
+
 /// A dtype from a name ('float32', 'f32', 'bfloat16'), a NumPy dtype or scalar type (np.float32), or
-/// a graft dtype name.
+/// a graft dtype name, made canonical (64-bit ones are 32-bit without x64). Python's `float` and `int`
+/// (and the names "float_", "int_") are the default float and int: 64-bit with x64, else 32-bit.
 DType to_dtype(py::handle h) {
-  if (py::isinstance<py::str>(h)) return parse_dtype(h.cast<std::string>());
+  if (py::isinstance<py::str>(h)) {
+    std::string s = h.cast<std::string>();
+    if (s == "float_") return canonical_dtype(DType::f64);
+    if (s == "int_") return canonical_dtype(DType::i64);
+    return canonical_dtype(parse_dtype(s));
+  }
   py::dtype d = py::dtype::from_args(py::reinterpret_borrow<py::object>(h));
-  if (auto r = dtype_of_numpy(d)) return *r;
+  if (auto r = dtype_of_numpy(d)) return canonical_dtype(*r);
   throw py::type_error("graft has no dtype for " + std::string(py::str(h)));
 }
 
@@ -57,7 +89,8 @@ Array from_numpy(const py::array& a, std::optional<DType> want) {
   auto dense = py::array::ensure(a, py::array::c_style);
   Array out = Array::empty(Aval(s, *d));
   if (out.size() > 0) std::memcpy(out.concrete()->data(), dense.data(), static_cast<size_t>(out.size()) * itemsize(*d));
-  return want && *want != *d ? out.astype(*want) : out;
+  DType target = want ? *want : canonical_dtype(*d);  // without x64, NumPy's 64-bit arrays arrive as 32-bit
+  return target != *d ? out.astype(target) : out;
 }
 
 /// Any Python value graft takes as an array: an Array, a Python scalar (weakly typed, as in JAX), a
@@ -69,9 +102,13 @@ Array to_array(py::handle h, std::optional<DType> want) {
   } else if (py::isinstance<py::bool_>(h)) {
     r = Array(h.cast<bool>());
   } else if (py::isinstance<py::int_>(h)) {
-    r = Array(h.cast<int64_t>());
+    // weak i32 without x64 (JAX's); an int beyond i32's range stays a weak i64 so that `x * 2**40`
+    // still means what it says
+    auto v = h.cast<int64_t>();
+    bool fits = v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+    r = x64_flag() || !fits ? Array(v) : Array::scalar(static_cast<double>(v), DType::i32, /*weak=*/true);
   } else if (py::isinstance<py::float_>(h)) {
-    r = Array(h.cast<double>());
+    r = x64_flag() ? Array(h.cast<double>()) : Array(static_cast<float>(h.cast<double>()));
   } else if (py::hasattr(h, "_graft_key_data")) {
     // a typed PRNG key array (graft.random.key): its raw uint32 words, what the samplers take
     r = h.attr("_graft_key_data").cast<Array>();

@@ -1,5 +1,6 @@
 // Operations (graft.numpy and graft.lax call these), collectives, random, neural-network layers and data.
 #include "common.h"
+#include "graft/core/config.h"
 
 namespace graft::python {
 
@@ -11,6 +12,13 @@ void bind_devices(py::module_& m) {
     return to_array(h, d.is_none() ? std::nullopt : std::optional<DType>(to_dtype(d)));
   }, "x"_a, "dtype"_a = py::none());
   m.def("from_dlpack", &from_dlpack, "x"_a);
+  // process-wide switches behind graft.config (JAX's jax.config names)
+  m.def("_x64_enabled", &x64_enabled);
+  m.def("_set_x64", &set_x64, "on"_a);
+  m.def("_debug_nans", &config::debug_nans);
+  m.def("_set_debug_nans", &config::set_debug_nans, "on"_a);
+  m.def("_debug_infs", &config::debug_infs);
+  m.def("_set_debug_infs", &config::set_debug_infs, "on"_a);
   // devices: "cpu", "cuda", "cuda:1" (JAX's device_put commits the array there)
   m.def("device_put", [](py::handle x, const std::string& d) { return device_put(to_array(x), parse_device(d)); }, "x"_a,
         "device"_a);
@@ -165,7 +173,7 @@ void bind_operations(py::module_& m) {
     return take(to_array(x), to_array(i), axis);
   }, "x"_a, "indices"_a, "axis"_a = py::none());
   m.def("one_hot", [](py::handle x, int64_t n, py::handle d) { return one_hot(to_array(x), n, to_dtype(d)); }, "x"_a,
-        "num_classes"_a, "dtype"_a = "float32");
+        "num_classes"_a, "dtype"_a = "float_");
   m.def("einsum", [](const std::string& s, py::args ops) { return einsum(s, to_arrays(ops)); });
   // graft/ops/ops.h functions that graft.numpy exposes under NumPy's names
   auto bin = [&](const char* name, Array (*f)(const Array&, const Array&)) {
@@ -193,11 +201,14 @@ void bind_operations(py::module_& m) {
     return take_along_axis(to_array(x), to_array(i), axis);
   }, "arr"_a, "indices"_a, "axis"_a);
   m.def("zeros", [](py::handle s, py::handle d) { return zeros(to_shape(s), to_dtype(d)); }, "shape"_a,
-        "dtype"_a = "float32");
+        "dtype"_a = "float_");
   m.def("ones", [](py::handle s, py::handle d) { return ones(to_shape(s), to_dtype(d)); }, "shape"_a,
-        "dtype"_a = "float32");
-  m.def("full", [](py::handle s, double v, py::handle d) { return full(to_shape(s), v, to_dtype(d)); }, "shape"_a,
-        "fill_value"_a, "dtype"_a = "float32");
+        "dtype"_a = "float_");
+  m.def("full", [](py::handle s, py::handle v, py::handle d) {
+    // without a dtype, the fill value's (a Python number: the default float / int, canonical)
+    Array fill = to_array(v);
+    return full(to_shape(s), fill.item<double>(), d.is_none() ? fill.dtype() : to_dtype(d));
+  }, "shape"_a, "fill_value"_a, "dtype"_a = py::none());
   m.def("zeros_like", [](py::handle x) { return zeros_like(to_array(x)); });
   m.def("ones_like", [](py::handle x) { return ones_like(to_array(x)); });
   m.def("arange", [](double start, py::object stop, double step, py::object d) {
@@ -207,9 +218,9 @@ void bind_operations(py::module_& m) {
   }, "start"_a, "stop"_a = py::none(), "step"_a = 1.0, "dtype"_a = py::none());
   m.def("linspace", [](double a, double b, int64_t n, py::handle d, bool endpoint) {
     return linspace(a, b, n, to_dtype(d), endpoint);
-  }, "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = "float32", "endpoint"_a = true);
+  }, "start"_a, "stop"_a, "num"_a = 50, "dtype"_a = "float_", "endpoint"_a = true);
   m.def("eye", [](int64_t n, std::optional<int64_t> mm, int64_t k, py::handle d) { return eye(n, mm, k, to_dtype(d)); },
-        "N"_a, "M"_a = py::none(), "k"_a = 0, "dtype"_a = "float32");
+        "N"_a, "M"_a = py::none(), "k"_a = 0, "dtype"_a = "float_");
 }
 
 void bind_special(py::module_& m) {
@@ -270,10 +281,10 @@ void bind_collectives_and_random(py::module_& m) {
   m.def("random_fold_in", [](py::handle k, uint32_t d) { return random::fold_in(to_array(k), d); });
   m.def("random_normal", [](py::handle k, py::handle s, py::handle d) {
     return random::normal(to_array(k), to_shape(s), to_dtype(d));
-  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
   m.def("random_uniform", [](py::handle k, py::handle s, py::handle d, double lo, double hi) {
     return random::uniform(to_array(k), to_shape(s), to_dtype(d), lo, hi);
-  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float32", "minval"_a = 0.0, "maxval"_a = 1.0);
+  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float_", "minval"_a = 0.0, "maxval"_a = 1.0);
   m.def("random_bernoulli", [](py::handle k, py::handle p, py::handle s) {
     return random::bernoulli(to_array(k), to_array(p), s.is_none() ? std::nullopt : std::optional<Shape>(to_shape(s)));
   }, "key"_a, "p"_a = 0.5, "shape"_a = py::none());

@@ -20,13 +20,13 @@ void bind_random(py::module_& m) {
   }, "key"_a, "logits"_a, "axis"_a = -1, "shape"_a = py::none());
   m.def("random_gumbel", [](py::handle k, py::handle s, py::handle d) {
     return random::gumbel(to_array(k), to_shape(s), to_dtype(d));
-  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
   m.def("random_truncated_normal", [](py::handle k, double lo, double hi, py::handle s, py::handle d) {
     return random::truncated_normal(to_array(k), lo, hi, to_shape(s), to_dtype(d));
-  }, "key"_a, "lower"_a, "upper"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  }, "key"_a, "lower"_a, "upper"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
   m.def("random_randint", [](py::handle k, py::handle s, py::handle lo, py::handle hi, py::handle d) {
     return random::randint(to_array(k), to_shape(s), to_array(lo), to_array(hi), to_dtype(d));
-  }, "key"_a, "shape"_a, "minval"_a, "maxval"_a, "dtype"_a = "int32");
+  }, "key"_a, "shape"_a, "minval"_a, "maxval"_a, "dtype"_a = "int_");
   m.def("random_choice", [](py::handle k, py::handle a, py::handle s, bool replace, py::handle p, int64_t axis) {
     return random::choice(to_array(k), to_array(a), to_shape(s), replace,
                           p.is_none() ? std::nullopt : std::optional<Array>(to_array(p)), axis);
@@ -37,7 +37,7 @@ void bind_random(py::module_& m) {
   using Plain = Array (*)(const Array&, const Shape&, DType);
   auto plain = [&](const char* name, Plain f) {
     m.def(name, [f](py::handle k, py::handle s, py::handle d) { return f(to_array(k), to_shape(s), to_dtype(d)); },
-          "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+          "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
   };
   plain("random_exponential", &random::exponential);
   plain("random_laplace", &random::laplace);
@@ -46,22 +46,22 @@ void bind_random(py::module_& m) {
   plain("random_maxwell", &random::maxwell);
   m.def("random_rademacher", [](py::handle k, py::handle s, py::handle d) {
     return random::rademacher(to_array(k), to_shape(s), to_dtype(d));
-  }, "key"_a, "shape"_a, "dtype"_a = "int32");
+  }, "key"_a, "shape"_a, "dtype"_a = "int_");
   using OneParam = Array (*)(const Array&, const Array&, std::optional<Shape>, DType);
   auto one_param = [&](const char* name, const char* pname, OneParam f) {
     m.def(name, [f](py::handle k, py::handle p, py::handle s, py::handle d) {
       return f(to_array(k), to_array(p), opt_shape(s), to_dtype(d));
-    }, "key"_a, py::arg(pname), "shape"_a = py::none(), "dtype"_a = "float32");
+    }, "key"_a, py::arg(pname), "shape"_a = py::none(), "dtype"_a = "float_");
   };
   one_param("random_pareto", "b", &random::pareto);
   one_param("random_rayleigh", "scale", &random::rayleigh);
   one_param("random_wald", "mean", &random::wald);
   m.def("random_double_sided_maxwell", [](py::handle k, py::handle loc, py::handle scale, py::handle s, py::handle d) {
     return random::double_sided_maxwell(to_array(k), to_array(loc), to_array(scale), to_shape(s), to_dtype(d));
-  }, "key"_a, "loc"_a, "scale"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  }, "key"_a, "loc"_a, "scale"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
   m.def("random_weibull_min", [](py::handle k, py::handle scale, py::handle c, py::handle s, py::handle d) {
     return random::weibull_min(to_array(k), to_array(scale), to_array(c), to_shape(s), to_dtype(d));
-  }, "key"_a, "scale"_a, "concentration"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  }, "key"_a, "scale"_a, "concentration"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
   m.def("random_multivariate_normal", [](py::handle k, py::handle mean, py::handle cov, py::handle s, py::handle d,
                                          const std::string& method) {
     return random::multivariate_normal(to_array(k), to_array(mean), to_array(cov), opt_shape(s),
@@ -76,34 +76,34 @@ void bind_random(py::module_& m) {
   auto two_params = [&](const char* name, const char* p1, const char* p2, TwoParams f) {
     m.def(name, [f](py::handle k, py::handle a, py::handle b, py::handle s, py::handle d) {
       return f(to_array(k), to_array(a), to_array(b), opt_shape(s), to_dtype(d));
-    }, "key"_a, py::arg(p1), py::arg(p2), "shape"_a = py::none(), "dtype"_a = "float32");
+    }, "key"_a, py::arg(p1), py::arg(p2), "shape"_a = py::none(), "dtype"_a = "float_");
   };
   two_params("random_beta", "a", "b", &random::beta);
   two_params("random_binomial", "n", "p", &random::binomial);
   two_params("random_multinomial", "n", "p", &random::multinomial);
   m.def("random_poisson", [](py::handle k, py::handle lam, py::handle s, py::handle d) {
     return random::poisson(to_array(k), to_array(lam), opt_shape(s), to_dtype(d));
-  }, "key"_a, "lam"_a, "shape"_a = py::none(), "dtype"_a = "int32");
+  }, "key"_a, "lam"_a, "shape"_a = py::none(), "dtype"_a = "int_");
   m.def("random_geometric", [](py::handle k, py::handle p, py::handle s, py::handle d) {
     return random::geometric(to_array(k), to_array(p), opt_shape(s), to_dtype(d));
-  }, "key"_a, "p"_a, "shape"_a = py::none(), "dtype"_a = "int32");
+  }, "key"_a, "p"_a, "shape"_a = py::none(), "dtype"_a = "int_");
   m.def("random_triangular", [](py::handle k, py::handle l, py::handle mo, py::handle r, py::handle s, py::handle d) {
     return random::triangular(to_array(k), to_array(l), to_array(mo), to_array(r), opt_shape(s), to_dtype(d));
-  }, "key"_a, "left"_a, "mode"_a, "right"_a, "shape"_a = py::none(), "dtype"_a = "float32");
+  }, "key"_a, "left"_a, "mode"_a, "right"_a, "shape"_a = py::none(), "dtype"_a = "float_");
   one_param("random_lognormal", "sigma", &random::lognormal);
   two_params("random_f", "dfnum", "dfden", &random::f);
   m.def("random_generalized_normal", [](py::handle k, double p, py::handle s, py::handle d) {
     return random::generalized_normal(to_array(k), p, to_shape(s), to_dtype(d));
-  }, "key"_a, "p"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  }, "key"_a, "p"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
   m.def("random_ball", [](py::handle k, int64_t dim, double p, py::handle s, py::handle d) {
     return random::ball(to_array(k), dim, p, to_shape(s), to_dtype(d));
-  }, "key"_a, "d"_a, "p"_a = 2.0, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  }, "key"_a, "d"_a, "p"_a = 2.0, "shape"_a = py::tuple(), "dtype"_a = "float_");
   m.def("lax_random_gamma_grad", [](py::handle a, py::handle x) {
     return lax::random_gamma_grad(to_array(a), to_array(x));
   }, "a"_a, "x"_a);
   m.def("random_orthogonal", [](py::handle k, int64_t n, py::handle s, py::handle d) {
     return random::orthogonal(to_array(k), n, to_shape(s), to_dtype(d));
-  }, "key"_a, "n"_a, "shape"_a = py::tuple(), "dtype"_a = "float32");
+  }, "key"_a, "n"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
 }
 
 }  // namespace graft::python

@@ -76,7 +76,8 @@ class PyJit {
   }
 
   /// The key the general path uses for positional arrays, so that both paths share entries.
-  static std::string fast_prefix(size_t n) { return "A" + std::to_string(n) + "|"; }
+  /// The 64-bit mode is part of it: a function traced with x64 made other constants and types.
+  static std::string fast_prefix(size_t n) { return (x64_enabled() ? "A" : "a") + std::to_string(n) + "|"; }
 
  private:
   enum class Shape { single, tuple, other };
@@ -166,7 +167,7 @@ void bind_transformations(py::module_& m) {
   // eval_shape: (shape, dtype name, weak) per input -> the same per output, nothing computed
   m.def("eval_shape", [](py::function f, const std::vector<std::tuple<std::vector<int64_t>, std::string, bool>>& specs) {
     std::vector<Aval> avals;
-    for (auto& [shape, dt, weak] : specs) avals.emplace_back(Shape(shape.begin(), shape.end()), parse_dtype(dt), weak);
+    for (auto& [shape, dt, weak] : specs) avals.emplace_back(Shape(shape.begin(), shape.end()), canonical_dtype(parse_dtype(dt)), weak);
     std::vector<std::tuple<std::vector<int64_t>, std::string, bool>> out;
     for (auto& a : eval_shape_flat(flat_fn(f), avals))
       out.emplace_back(std::vector<int64_t>(a.shape.begin(), a.shape.end()), std::string(long_name(a.dtype)), a.weak_type);
@@ -188,7 +189,7 @@ void bind_transformations(py::module_& m) {
       return to_arrays(r);
     };
     std::vector<Aval> avals;
-    for (auto& [shape, dt] : results) avals.emplace_back(Shape(shape.begin(), shape.end()), parse_dtype(dt));
+    for (auto& [shape, dt] : results) avals.emplace_back(Shape(shape.begin(), shape.end()), canonical_dtype(parse_dtype(dt)));
     std::vector<Array> a = to_arrays(args);
     if (kind == "pure") return pure_callback(fn, avals, a);
     if (kind == "io") return io_callback(fn, avals, a);
@@ -239,7 +240,7 @@ void bind_paradigms(py::module_& m) {
   py::class_<Graph>(m, "_Graph")
       .def(py::init<std::string>(), "name"_a = "graph")
       .def("placeholder", [](Graph& g, py::handle shape, py::handle d) { return g.placeholder(to_shape(shape), to_dtype(d)); },
-           "shape"_a = py::tuple(), "dtype"_a = "float32")
+           "shape"_a = py::tuple(), "dtype"_a = "float_")
       .def("function", [](Graph& g, const std::vector<Array>& in, const std::vector<Array>& out) {
         return g.function(in, out);
       });

@@ -9,7 +9,7 @@ def test_numpy_reads_what_graft_writes(tmp_path):
     x = gnp.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
     gf.io.save_npy(tmp_path / "x.npy", x)
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), np.asarray(x))
-    gf.io.save_npz(tmp_path / "m.npz", w=x, b=gnp.arange(3), flag=gnp.asarray([True, False]))
+    gf.io.save_npz(tmp_path / "m.npz", w=x, b=gnp.arange(3, dtype=gnp.int32), flag=gnp.asarray([True, False]))
     with np.load(tmp_path / "m.npz") as z:
         assert sorted(z.files) == ["b", "flag", "w"]
         np.testing.assert_array_equal(z["w"], np.asarray(x))

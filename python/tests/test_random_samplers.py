@@ -41,7 +41,7 @@ def test_continuous_samplers_follow_scipy(name, draw, cdf):
 
 
 def test_discrete_and_multivariate():
-    x = np.asarray(gr.randint(gr.key(1), (N,), 2, 9))
+    x = np.asarray(gr.randint(gr.key(1), (N,), 2, 9, dtype=gnp.int32))
     assert x.dtype == np.int32 and x.min() == 2 and x.max() == 8
     np.testing.assert_allclose(np.bincount(x - 2) / N, np.full(7, 1 / 7), atol=0.012)
     c = np.asarray(gr.choice(gr.key(2), 4, (N,), p=gnp.asarray([0.1, 0.2, 0.3, 0.4])))

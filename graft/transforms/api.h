@@ -504,6 +504,45 @@ VmapFn<F> vmap(F f, VmapOptions o = {}) {
 }
 
 // ---- jit ----------------------------------------------------------------------------------------------
+/// A typed Compiled (graft/transforms/jit.h): called with the arguments it was lowered for, it returns
+/// what the function returns.
+template <class Out>
+class CompiledFn {
+ public:
+  explicit CompiledFn(Compiled c) : c_(std::move(c)) {}
+  template <class... Args>
+  Out operator()(const Args&... args) const {
+    std::tuple<const Args&...> targs(args...);
+    auto fa = detail::flatten_args(targs, {});
+    if (fa.key != c_.key().substr(0, fa.key.size()))
+      fail<TypeError>("compiled function: called with arguments of another structure or other static values ",
+                      "than it was lowered for");
+    return tree_unflatten<Out>(c_.out_def(), c_(fa.leaves));
+  }
+  std::string as_text() const { return c_.as_text(); }
+  compiler::CostAnalysis cost_analysis() const { return c_.cost_analysis(); }
+  MemoryAnalysis memory_analysis() const { return c_.memory_analysis(); }
+  const Compiled& flat() const { return c_; }
+
+ private:
+  Compiled c_;
+};
+
+/// A typed Lowered: `jit(f).lower(args...)` (JAX's ahead-of-time stage), then `.compile()`.
+template <class Out>
+class LoweredFn {
+ public:
+  explicit LoweredFn(Lowered l) : l_(std::move(l)) {}
+  std::string as_text() const { return l_.as_text(); }
+  const ClosedJaxpr& jaxpr() const { return l_.jaxpr(); }
+  compiler::CostAnalysis cost_analysis() const { return l_.cost_analysis(); }
+  CompiledFn<Out> compile() const { return CompiledFn<Out>(l_.compile()); }
+  const Lowered& flat() const { return l_; }
+
+ private:
+  Lowered l_;
+};
+
 template <class F>
 class Jitted {
  public:
@@ -512,6 +551,14 @@ class Jitted {
     requires std::is_invocable_v<const F&, const Args&...>
   auto operator()(const Args&... args) const {
     return detail::flat_call(f_, [&](FlatCall& c) { return jit_(c); }, args...);
+  }
+  /// Traces and compiles f for these arguments' types without running it (JAX's
+  /// `jit(f).lower(*args)`): `.as_text()`, `.cost_analysis()`, `.compile()` -> a callable for them.
+  template <class... Args>
+    requires std::is_invocable_v<const F&, const Args&...>
+  auto lower(const Args&... args) const {
+    using Out = detail::result_t<F, Args...>;
+    return LoweredFn<Out>(detail::with_flat_call(f_, {}, [&](FlatCall& c) { return jit_.lower(c); }, args...));
   }
   /// Number of times the function was traced (cache misses) for an exact signature.
   size_t num_traces() const { return jit_.num_traces(); }

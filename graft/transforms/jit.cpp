@@ -373,6 +373,87 @@ std::vector<Array> JitFunction::operator()(FlatCall& c) const {
 
 std::shared_ptr<const detail::JitEntry> JitFunction::cached(const std::string& key) const { return st_->find(key); }
 
+namespace {
+// A program whose leading inputs stand for `consts` (jit's hoisted form) as a closed jaxpr with them as
+// constvars again: what a reader expects to see.
+ClosedJaxpr with_consts(const ClosedJaxpr& hoisted, const std::vector<Array>& consts) {
+  auto j = std::make_shared<Jaxpr>(*hoisted.jaxpr);
+  size_t n = std::min(consts.size(), j->invars.size());
+  j->constvars.insert(j->constvars.end(), j->invars.begin(), j->invars.begin() + static_cast<std::ptrdiff_t>(n));
+  j->invars.erase(j->invars.begin(), j->invars.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<Array> cs = hoisted.consts;
+  cs.insert(cs.end(), consts.begin(), consts.end());
+  return ClosedJaxpr{std::move(j), std::move(cs)};
+}
+
+std::string text(const ClosedJaxpr& j) {
+  std::ostringstream os;
+  os << j;
+  return os.str();
+}
+}  // namespace
+
+Lowered JitFunction::lower(FlatCall& c) const {
+  std::string key = c.key;
+  detail::append_aval_key(key, c.leaves);
+  auto entry = st_->get(key, c.leaves, [&](TreeDef& out_def) {
+    std::vector<Aval> avals;
+    for (auto& x : c.leaves) avals.push_back(x.aval());
+    ClosedJaxpr j = make_jaxpr_flat(c.fn, avals, "jit");
+    if (c.out_def) out_def = *c.out_def;
+    return j;
+  });
+  if (!entry->exe)
+    fail<TypeError>("jit(", st_->opts.name, ").lower: the function closes over a value of an enclosing transformation ",
+                    "(a tracer): lower it outside that transformation, or pass the value as an argument");
+  if (c.out_def) *c.out_def = entry->out_def;
+  Lowered l;
+  l.entry_ = entry;
+  l.st_ = st_;
+  for (auto& x : c.leaves) l.in_avals_.push_back(x.aval());
+  l.key_ = std::move(key);
+  l.jaxpr_ = with_consts(*entry->call, entry->consts);
+  return l;
+}
+
+std::string Lowered::as_text() const { return text(jaxpr_); }
+compiler::CostAnalysis Lowered::cost_analysis() const { return compiler::cost_analysis(jaxpr_); }
+
+Compiled Lowered::compile() const {
+  Compiled c;
+  c.entry_ = entry_;
+  c.st_ = st_;
+  c.in_avals_ = in_avals_;
+  c.key_ = key_;
+  c.program_ = with_consts(entry_->exe->program(), entry_->consts);
+  return c;
+}
+
+std::vector<Array> Compiled::operator()(const std::vector<Array>& leaves) const {
+  if (leaves.size() != in_avals_.size())
+    fail<TypeError>("compiled jit(", st_->opts.name, "): called with ", leaves.size(), " arrays, it was compiled for ",
+                    in_avals_.size(), " (", detail::avals_list(in_avals_), ")");
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const Aval& a = leaves[i].aval();
+    if (a.shape != in_avals_[i].shape || a.dtype != in_avals_[i].dtype)
+      fail<TypeError>("compiled jit(", st_->opts.name, "): argument ", i, " is ", a.str(), ", it was compiled for ",
+                      in_avals_[i].str(), " (a compiled function is not traced again: lower it for these types)");
+  }
+  return st_->run(*entry_, leaves);
+}
+
+std::string Compiled::as_text() const { return text(program_); }
+compiler::CostAnalysis Compiled::cost_analysis() const { return compiler::cost_analysis(program_); }
+std::vector<Aval> Compiled::out_avals() const { return program_.jaxpr->out_avals(); }
+
+MemoryAnalysis Compiled::memory_analysis() const {
+  MemoryAnalysis m;
+  for (auto& a : in_avals_) m.argument_bytes += a.size() * static_cast<int64_t>(itemsize(a.dtype));
+  for (auto& a : out_avals()) m.output_bytes += a.size() * static_cast<int64_t>(itemsize(a.dtype));
+  m.peak_bytes = entry_->exe->peak_bytes();
+  return m;
+}
+
 std::vector<Array> JitFunction::run(const detail::JitEntry& e, const std::vector<Array>& leaves) const {
   return st_->run(e, leaves);
 }

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graft/compiler/cost_analysis.h"
 #include "graft/compiler/executable.h"
 #include "graft/core/primitive.h"
 #include "graft/ir/jaxpr.h"
@@ -91,6 +92,68 @@ bool log_compiles();
 
 }  // namespace detail
 
+/// What jit's ahead-of-time stages report about a compiled program's memory (JAX's memory_analysis()).
+struct MemoryAnalysis {
+  int64_t argument_bytes = 0;  ///< the arguments (donated ones included)
+  int64_t output_bytes = 0;    ///< the results
+  int64_t peak_bytes = 0;      ///< the most bytes of intermediates, results and donated arguments alive at once
+};
+
+/// A jitted function compiled ahead of time for one signature (`jit(f).lower(args...).compile()`, JAX's
+/// Compiled): callable on arguments of exactly those types, with the optimized program and its costs.
+class Compiled {
+ public:
+  /// Runs the program on flat arguments of the lowered types; TypeError naming the first that differs
+  /// (a compiled program is not retraced, as in JAX).
+  std::vector<Array> operator()(const std::vector<Array>& leaves) const;
+  /// The optimized program (after inlining, simplification, CSE, DCE and fusion), as a jaxpr.
+  std::string as_text() const;
+  const ClosedJaxpr& program() const { return program_; }
+  /// Flops, transcendentals and bytes accessed of the optimized program (fused loops count only the
+  /// traffic of their operands and results).
+  compiler::CostAnalysis cost_analysis() const;
+  MemoryAnalysis memory_analysis() const;
+  const std::vector<Aval>& in_avals() const { return in_avals_; }
+  std::vector<Aval> out_avals() const;
+  /// The output's structure (to rebuild a typed result).
+  const TreeDef& out_def() const { return entry_->out_def; }
+  /// The argument structure and static values it was lowered for.
+  const std::string& key() const { return key_; }
+
+ private:
+  friend class Lowered;
+  std::shared_ptr<const detail::JitEntry> entry_;
+  std::shared_ptr<detail::JitState> st_;
+  std::vector<Aval> in_avals_;
+  std::string key_;
+  ClosedJaxpr program_;
+};
+
+/// A jitted function traced for one signature (`jit(f).lower(args...)`, JAX's Lowered): its program
+/// before optimization, its costs, and compile(). Lowering fills the jitted function's cache, so a
+/// later call with the same signature does not trace again.
+class Lowered {
+ public:
+  /// The traced program (its closed-over constants as constvars).
+  const ClosedJaxpr& jaxpr() const { return jaxpr_; }
+  std::string as_text() const;
+  /// Flops, transcendentals and bytes accessed of the traced program (before fusion).
+  compiler::CostAnalysis cost_analysis() const;
+  Compiled compile() const;
+  const std::vector<Aval>& in_avals() const { return in_avals_; }
+  std::vector<Aval> out_avals() const { return jaxpr_.jaxpr->out_avals(); }
+  const TreeDef& out_def() const { return entry_->out_def; }
+  const std::string& key() const { return key_; }
+
+ private:
+  friend class JitFunction;
+  std::shared_ptr<const detail::JitEntry> entry_;
+  std::shared_ptr<detail::JitState> st_;
+  std::vector<Aval> in_avals_;
+  std::string key_;
+  ClosedJaxpr jaxpr_;
+};
+
 /// jit's front end over a flattened call, shared by the typed C++ wrapper (jit in graft/transforms/api.h)
 /// and the Python binding: everything a jitted call does between flattening its arguments and
 /// rebuilding its results. The arguments' leaves marked by donate_argnums are donated; with
@@ -105,6 +168,10 @@ class JitFunction {
   /// The leaves donated by donate_argnums (empty: none); ValueError for an argument number out of range,
   /// TypeError for a static argument.
   std::vector<bool> donated_leaves(const FlatCall& c) const;
+  /// Traces (and compiles) the call's exact signature without running it: JAX's `jit(f).lower(*args)`.
+  /// The arguments' values are not used, only their types (and the static arguments' values). TypeError
+  /// when the function closes over a value of an enclosing transformation (it is not compilable alone).
+  Lowered lower(FlatCall& c) const;
   /// The cached exact-signature entry for `key` (a structure key with the leaves' types appended, see
   /// detail::append_aval_key), or null: for a caller's own fast path (Python's positional arrays).
   std::shared_ptr<const detail::JitEntry> cached(const std::string& key) const;

@@ -287,6 +287,17 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), p
             res = state.call_cached(*args)
             if res is not None:
                 return res
+        flat, key, leaves, offset, traced, fast, _ = prepare(args, kwargs)
+        outs = state.call(flat, key, leaves, offset, traced)
+        out_tree = out_trees[key]
+        if fast:
+            flat_tuple = out_tree.kind == "tuple" and all(c.kind == "leaf" for c in out_tree.children_)
+            state.remember(args, out_tree, "leaf" if out_tree.kind == "leaf" else "tuple" if flat_tuple else "other")
+        return tree_unflatten(out_tree, outs)
+
+    def prepare(args, kwargs):
+        """The flat call of f(*args, **kwargs): (flat function, cache key, leaves, offsets, traced flags,
+        whether it may take the fast path, the dynamic arguments' structure)."""
         statics = tuple((i, args[i]) for i in static_argnums if i < len(args))
         static_kw = tuple(sorted((k, v) for k, v in kwargs.items() if k in static_argnames))
         dyn_pos = [i for i in range(len(args)) if i not in static_argnums]
@@ -323,16 +334,114 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), p
             dyn = i not in static_argnums
             traced.append(dyn)
             offset.append(offset[-1] + (tree_structure(a).num_leaves if dyn else 0))
-        outs = state.call(flat, key, leaves, offset, traced)
-        out_tree = out_trees[key]
-        if fast:
-            flat_tuple = out_tree.kind == "tuple" and all(c.kind == "leaf" for c in out_tree.children_)
-            state.remember(args, out_tree, "leaf" if out_tree.kind == "leaf" else "tuple" if flat_tuple else "other")
-        return tree_unflatten(out_tree, outs)
+        return flat, key, leaves, offset, traced, fast, in_tree
 
+    def lower(*args, **kwargs):
+        """JAX's ahead-of-time stage: fun traced and compiled for these arguments' types (and static
+        values) without running it. `.as_text()`, `.cost_analysis()`, `.compile()` -> a callable taking
+        the dynamic arguments (static ones are baked in, as in JAX)."""
+        flat, key, leaves, offset, traced, _, in_tree = prepare(args, kwargs)
+        low = state.lower(flat, key, leaves, offset, traced)
+        return Lowered(low, in_tree, out_trees[key], getattr(fun, "__name__", "<lambda>"))
+
+    def trace(*args, **kwargs):
+        """JAX's `jit(f).trace(*args)`: `.jaxpr` (the traced program) and `.lower()`."""
+        return Traced(make_jaxpr(fun, static_argnums=static_argnums)(*args, **kwargs),
+                      lambda: lower(*args, **kwargs))
+
+    wrapped.lower = lower
+    wrapped.trace = trace
     wrapped._num_traces = lambda: state.num_traces
     wrapped._num_compiles = lambda: state.num_compiles
     return wrapped
+
+
+class Traced:
+    """`jit(f).trace(*args)`: the traced program (`.jaxpr`) and `.lower()`."""
+
+    def __init__(self, jaxpr, lower):
+        self.jaxpr = jaxpr
+        self._lower = lower
+
+    def lower(self):
+        return self._lower()
+
+
+class Lowered:
+    """`jit(f).lower(*args)` (JAX's Lowered): the program traced for these argument types, not yet run.
+
+    as_text(): the traced program as a jaxpr; cost_analysis(): {"flops", "transcendentals",
+    "bytes accessed"} of that program; compile(): a Compiled. Lowering fills the jitted function's cache
+    (a later call with these types does not trace again)."""
+
+    def __init__(self, flat, in_tree, out_tree, name):
+        self._flat, self.in_tree, self.out_tree, self._name = flat, in_tree, out_tree, name
+
+    def as_text(self):
+        return self._flat.as_text()
+
+    def cost_analysis(self):
+        return self._flat.cost_analysis()
+
+    def compile(self):
+        return Compiled(self._flat.compile(), self.in_tree, self.out_tree, self._name)
+
+    @property
+    def out_info(self):
+        return tree_unflatten(self.out_tree, [ShapeDtypeStruct(s, d, w) for s, d, w in self._flat.out_avals])
+
+    def __repr__(self):
+        return f"Lowered(jit({self._name}))"
+
+
+class CompiledMemoryStats:
+    """What a compiled program holds in memory (JAX's names): argument_size_in_bytes,
+    output_size_in_bytes, temp_size_in_bytes (intermediates at the peak, beyond the outputs) and
+    peak_size_in_bytes (intermediates, results and donated arguments alive at once)."""
+
+    def __init__(self, argument, output, peak):
+        self.argument_size_in_bytes = argument
+        self.output_size_in_bytes = output
+        self.peak_size_in_bytes = peak
+        self.temp_size_in_bytes = max(peak - output, 0)
+        self.alias_size_in_bytes = 0
+
+    def __repr__(self):
+        return (f"CompiledMemoryStats(argument_size_in_bytes={self.argument_size_in_bytes}, output_size_in_bytes="
+                f"{self.output_size_in_bytes}, temp_size_in_bytes={self.temp_size_in_bytes})")
+
+
+class Compiled:
+    """`jit(f).lower(*args).compile()` (JAX's Compiled): called with the dynamic arguments (static ones
+    were fixed when lowering) of exactly the lowered types (TypeError otherwise: it is not traced again).
+    as_text(): the optimized program (fusion groups included); cost_analysis() of it (fused loops count
+    only their operands' and results' traffic); memory_analysis()."""
+
+    def __init__(self, flat, in_tree, out_tree, name):
+        self._flat, self.in_tree, self.out_tree, self._name = flat, in_tree, out_tree, name
+
+    def __call__(self, *args, **kwargs):
+        leaves, tree = _flat_arrays((list(args), kwargs), "compiled")
+        if tree != self.in_tree:
+            raise TypeError(f"compiled jit({self._name}): called with arguments of structure {tree}, it was "
+                            f"compiled for {self.in_tree}")
+        return tree_unflatten(self.out_tree, self._flat(leaves))
+
+    def as_text(self):
+        return self._flat.as_text()
+
+    def cost_analysis(self):
+        return self._flat.cost_analysis()
+
+    def memory_analysis(self):
+        return CompiledMemoryStats(*self._flat.memory_analysis())
+
+    @property
+    def out_info(self):
+        return tree_unflatten(self.out_tree, [ShapeDtypeStruct(s, d, w) for s, d, w in self._flat.out_avals])
+
+    def __repr__(self):
+        return f"Compiled(jit({self._name}))"
 
 
 def _sharded_jit(fun, in_shardings, out_shardings):

@@ -40,6 +40,17 @@ class PyJit {
   }
   size_t num_compiles() const { return jit_.num_compiles(); }
   size_t num_traces() const { return jit_.num_traces(); }
+  /// jit(f).lower(...): the call traced and compiled for these types, not run.
+  Lowered lower(py::function f, std::string key, std::vector<Array> leaves, const std::vector<size_t>& offset,
+                const std::vector<bool>& traced) {
+    FlatCall c;
+    c.fn = flat_fn(std::move(f));
+    c.leaves = std::move(leaves);
+    c.offset.assign(offset.begin(), offset.end());
+    c.traced.assign(traced.begin(), traced.end());
+    c.key = std::move(key);
+    return jit_.lower(c);
+  }
 
   /// The fast path: the cached result for positional arrays `args`, or None when this call needs the
   /// general path (other arguments, or not traced yet).
@@ -279,8 +290,45 @@ void bind_paradigms(py::module_& m) {
   m.def("checkpoint_name", [](py::handle x, const std::string& n) { return checkpoint_name(to_array(x), n); });
 }
 
+py::dict cost_dict(const compiler::CostAnalysis& c) {
+  py::dict d;  // JAX's (XLA's) key names
+  d["flops"] = c.flops;
+  d["transcendentals"] = c.transcendentals;
+  d["bytes accessed"] = c.bytes_accessed;
+  return d;
+}
+
+py::list aval_list(const std::vector<Aval>& avals) {
+  py::list l;
+  for (auto& a : avals) l.append(py::make_tuple(shape_tuple(a.shape), numpy_dtype(a.dtype), a.weak_type));
+  return l;
+}
+
 void bind_jit(py::module_& m) {
+  // jit's ahead-of-time stages over flat lists (graft/_api.py adds the pytrees)
+  py::class_<Compiled>(m, "_Compiled")
+      .def("__call__", [](const Compiled& c, const std::vector<Array>& leaves) {
+        bool eager = std::all_of(leaves.begin(), leaves.end(), [](const Array& x) { return x.is_concrete(); });
+        std::optional<py::gil_scoped_release> release;
+        if (eager) release.emplace();
+        return c(leaves);
+      })
+      .def("as_text", &Compiled::as_text)
+      .def("cost_analysis", [](const Compiled& c) { return cost_dict(c.cost_analysis()); })
+      .def("memory_analysis", [](const Compiled& c) {
+        MemoryAnalysis a = c.memory_analysis();
+        return py::make_tuple(a.argument_bytes, a.output_bytes, a.peak_bytes);
+      })
+      .def_property_readonly("in_avals", [](const Compiled& c) { return aval_list(c.in_avals()); })
+      .def_property_readonly("out_avals", [](const Compiled& c) { return aval_list(c.out_avals()); });
+  py::class_<Lowered>(m, "_Lowered")
+      .def("as_text", &Lowered::as_text)
+      .def("cost_analysis", [](const Lowered& l) { return cost_dict(l.cost_analysis()); })
+      .def("compile", &Lowered::compile)
+      .def_property_readonly("in_avals", [](const Lowered& l) { return aval_list(l.in_avals()); })
+      .def_property_readonly("out_avals", [](const Lowered& l) { return aval_list(l.out_avals()); });
   py::class_<PyJit>(m, "Jit")
+      .def("lower", &PyJit::lower)
       .def(py::init<std::string, std::vector<int>, py::object, std::vector<std::string>, std::vector<int64_t>>(),
            "name"_a, "donate_argnums"_a, "unflatten"_a, "polymorphic"_a = std::vector<std::string>{},
            "buckets"_a = std::vector<int64_t>{})

@@ -1,5 +1,7 @@
 #include "graft/core/trace.h"
 
+#include <algorithm>
+
 #include <pthread.h>
 
 #include <cmath>
@@ -317,6 +319,29 @@ Trace* current_trace() { return tl_current ? tl_current : eval_trace(); }
 
 TraceScope::TraceScope(Trace* t) : saved_(tl_current) { tl_current = t; }
 TraceScope::~TraceScope() { tl_current = saved_; }
+
+namespace {
+// Concrete operands: evaluate now; any tracer: hand the application to the enclosing trace.
+class CompileTimeEvalTrace final : public Trace {
+ public:
+  explicit CompileTimeEvalTrace(Trace* parent) : Trace(Ref<Trace>(parent), "ensure_compile_time_eval") {}
+  Arrays process(const Primitive& p, std::span<const Array> in, const Params& params) override {
+    bool concrete = std::all_of(in.begin(), in.end(), [](const Array& x) { return !x.is_tracer(); });
+    TraceScope scope(concrete ? eval_trace() : parent());
+    return bind(p, in, params);
+  }
+  std::string describe() const override { return parent()->describe(); }
+};
+}  // namespace
+
+CompileTimeEvalScope::CompileTimeEvalScope()
+    : trace_(Ref<Trace>(new CompileTimeEvalTrace(current_trace()))), saved_(tl_current) {
+  tl_current = trace_.get();
+}
+CompileTimeEvalScope::~CompileTimeEvalScope() {
+  tl_current = saved_;
+  trace_->end();
+}
 
 Arrays BindFn::operator()(const Primitive& p, std::span<const Array> in, const Params& params) const {
   return current_trace()->process(p, in, params);

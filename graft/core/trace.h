@@ -70,6 +70,22 @@ class TraceScope {
   Trace* saved_;
 };
 
+/// JAX's ensure_compile_time_eval: while it lives (on this thread), a primitive whose operands are all
+/// concrete runs now, eagerly, even inside jit or another transformation, so that values computed from
+/// constants stay concrete (Python control flow and shapes may depend on them); one with a traced
+/// operand goes to the enclosing transformation as usual.
+class CompileTimeEvalScope {
+ public:
+  CompileTimeEvalScope();
+  ~CompileTimeEvalScope();
+  CompileTimeEvalScope(const CompileTimeEvalScope&) = delete;
+  CompileTimeEvalScope& operator=(const CompileTimeEvalScope&) = delete;
+
+ private:
+  Ref<Trace> trace_;
+  Trace* saved_;
+};
+
 /// Applies a primitive under the current trace: `bind(prims::sin_p, {x})`. It is a function object
 /// (not a function) so that argument-dependent lookup never picks std::bind instead.
 struct BindFn {

@@ -632,6 +632,64 @@ def closure_convert(fun, *example_args):
     return fun, []
 
 
+def ensure_compile_time_eval():
+    """A context in which operations whose operands are all concrete run now, even while jit (or another
+    transformation) traces, so that values derived from constants stay concrete for Python control flow
+    and shapes (JAX's jax.ensure_compile_time_eval). Operations on traced values are traced as usual."""
+    return _graft.CompileTimeEval()
+
+
+class ShapedArray:
+    """An array's abstract value (what jax.typeof returns): shape, dtype and weak type; prints as JAX's
+    short form, e.g. float32[3]."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape, dtype, weak_type=False):
+        self.shape, self.dtype, self.weak_type = tuple(shape), _dtype_obj(dtype), bool(weak_type)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def str_short(self):
+        return f"{str(self.dtype)}[{','.join(str(d) for d in self.shape)}]"
+
+    def __str__(self):
+        return self.str_short()
+
+    def __repr__(self):
+        return f"ShapedArray({self.str_short()}{', weak_type=True' if self.weak_type else ''})"
+
+    def __eq__(self, other):
+        return isinstance(other, ShapedArray) and (self.shape, str(self.dtype), self.weak_type) == \
+            (other.shape, str(other.dtype), other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, str(self.dtype), self.weak_type))
+
+
+def typeof(x):
+    """x's abstract value (jax.typeof): a ShapedArray, also for traced values."""
+    a = x if isinstance(x, Array) else _graft.asarray(x)
+    return ShapedArray(a.shape, a.dtype, a.weak_type)
+
+
+class checkpoint_policies:
+    """JAX's checkpoint policies, for checkpoint(fun, policy=...): which intermediate values the forward
+    pass saves for reverse mode (the rest are recomputed)."""
+    everything_saveable = "everything_saveable"
+    nothing_saveable = "nothing_saveable"
+    dots_saveable = "dots_saveable"
+    checkpoint_dots = "dots_saveable"
+    # graft saves every product's result here (a superset of JAX's choice: as much recomputation saved)
+    dots_with_no_batch_dims_saveable = "dots_saveable"
+
+    @staticmethod
+    def save_only_these_names(*names):
+        return ("save_only_these_names", tuple(names))
+
+
 def checkpoint(fun, policy=None, names=()):
     """fun whose intermediate values reverse mode recomputes instead of storing (JAX's jax.checkpoint /
     remat). policy: None (save nothing), "dots_saveable", "everything_saveable", or
@@ -646,7 +704,10 @@ def checkpoint(fun, policy=None, names=()):
             o, box["out"] = tree_flatten(fun(*tree_unflatten(tree, xs)))
             return o
 
-        outs = _graft.checkpoint(flat, leaves, policy or "nothing_saveable", list(names))
+        pol, nm = policy, names
+        if isinstance(pol, tuple):  # checkpoint_policies.save_only_these_names(...)
+            pol, nm = pol[0], tuple(nm) + tuple(pol[1])
+        outs = _graft.checkpoint(flat, leaves, pol or "nothing_saveable", list(nm))
         return tree_unflatten(box["out"], outs)
 
     return wrapped

@@ -99,6 +99,24 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     return (out, sign) if return_sign else out
 
 
+def log1mexp(x):
+    """log(1 - exp(-x)) for x >= 0, accurate near 0 and for large x (the expm1 form below log 2)."""
+    x = _a(x)
+    return _np.where(x < _math.log(2.0), _np.log(-_np.expm1(-x)), _np.log1p(-_np.exp(-x)))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """log(mean(exp(x))) over axis, stably (entries where `where` is False left out)."""
+    x = _a(x)
+    if where is None:
+        n = x.size if axis is None else _math.prod(x.shape[a] for a in ((axis,) if isinstance(axis, int) else axis))
+        return logsumexp(x, axis=axis, keepdims=keepdims) - _math.log(n)
+    w = _np.broadcast_to(_a(where), x.shape)
+    masked = _np.where(w, x, -_np.inf)
+    n = _np.sum(w.astype(x.dtype), axis=axis, keepdims=keepdims)
+    return logsumexp(masked, axis=axis, keepdims=keepdims) - _np.log(n)
+
+
 def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
     """(x - mean) / sqrt(variance + epsilon), the statistics over axis unless given."""
     x = _a(x)

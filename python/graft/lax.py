@@ -407,3 +407,6 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None, r
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
     return conv_general_dilated(lhs, rhs, window_strides, padding)
+
+
+from ._lax_more import *  # noqa: E402,F401,F403  (gather/scatter, collectives, reduce, shape helpers, ...)

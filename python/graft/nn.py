@@ -9,7 +9,7 @@ from ._graft import (accuracy, avg_pool2d, cross_entropy, dropout, gelu, log_sig
 
 # ---- activations, attention and initializers beyond the C++ ones -------------------------------------------
 from ._nn_extra import (celu, dot_product_attention, elu, glu, hard_sigmoid, hard_silu, hard_swish,  # noqa: E402,F401
-                        hard_tanh, identity, leaky_relu, logsumexp, mish, one_hot, selu, soft_sign, sparse_plus,
+                        hard_tanh, identity, leaky_relu, log1mexp, logmeanexp, logsumexp, mish, one_hot, selu, soft_sign, sparse_plus,
                         sparse_sigmoid, squareplus, standardize, swish)
 from . import _nn_extra as initializers  # noqa: E402  (graft.nn.initializers, as jax.nn.initializers)
 from ._nn_extra import (glorot_normal, glorot_uniform, he_normal, he_uniform, lecun_normal,  # noqa: E402,F401

@@ -117,3 +117,5 @@ def split(x, indices_or_sections, axis=0):
 
 from ._numpy_extra import *  # noqa: E402,F401,F403  (more of NumPy's functions as composites)
 from ._numpy_extra import divmod, round_  # noqa: E402,F401,A001
+from ._numpy_more import *  # noqa: E402,F401,F403  (aliases, Array API helpers, index tricks, polynomials)
+from ._numpy_more import bool, pow  # noqa: E402,F401,A001

@@ -210,6 +210,48 @@ void bind_lax(py::module_& m) {
     return lax::conv_general_dilated(xs[0], xs[1], to_shape(strides), padding, to_shape(lhs_dil), to_shape(rhs_dil), d,
                                      fgc, bgc);
   });
+  // gather / scatter with XLA's dimension numbers (as five int tuples each); mode "clip" or "fill"
+  auto mode_of = [](const std::string& m) {
+    if (m == "clip" || m == "promise_in_bounds") return lax::GatherMode::clip;
+    if (m == "fill" || m == "drop") return lax::GatherMode::fill;
+    throw py::value_error("gather / scatter: mode must be 'clip', 'fill', 'drop' or 'promise_in_bounds', got '" + m + "'");
+  };
+  m.def("lax_gather", [mode_of](py::handle operand, py::handle indices, py::handle dn, py::handle slice_sizes,
+                                const std::string& mode, double fill) {
+    lax::GatherDims d(to_ints(dn[py::int_(0)]), to_ints(dn[py::int_(1)]), to_ints(dn[py::int_(2)]),
+                      to_ints(dn[py::int_(3)]), to_ints(dn[py::int_(4)]));
+    return lax::gather(to_array(operand), to_array(indices), d, to_shape(slice_sizes), mode_of(mode), fill);
+  });
+  using ScatterFn = Array (*)(const Array&, const Array&, const Array&, const lax::ScatterDims&, lax::GatherMode);
+  auto scatter = [&m, mode_of](const char* name, ScatterFn fn) {
+    m.def(name, [fn, mode_of](py::handle operand, py::handle indices, py::handle updates, py::handle dn,
+                              const std::string& mode) {
+      lax::ScatterDims d(to_ints(dn[py::int_(0)]), to_ints(dn[py::int_(1)]), to_ints(dn[py::int_(2)]),
+                         to_ints(dn[py::int_(3)]), to_ints(dn[py::int_(4)]));
+      auto xs = lax_operands({operand, updates});
+      return fn(xs[0], to_array(indices), xs[1], d, mode_of(mode));
+    });
+  };
+  scatter("lax_scatter", &lax::scatter);
+  scatter("lax_scatter_add", &lax::scatter_add);
+  scatter("lax_scatter_mul", &lax::scatter_mul);
+  scatter("lax_scatter_min", &lax::scatter_min);
+  scatter("lax_scatter_max", &lax::scatter_max);
+  // collectives beyond psum / pmax (named axes of vmap, shard_map, pmap)
+  m.def("lax_all_gather", [](py::handle x, const std::string& axis, int64_t a, bool tiled) {
+    return all_gather(to_array(x), axis, a, tiled);
+  });
+  m.def("lax_psum_scatter", [](py::handle x, const std::string& axis, int64_t d, bool tiled) {
+    return psum_scatter(to_array(x), axis, d, tiled);
+  });
+  m.def("lax_ppermute", [](py::handle x, const std::string& axis, const std::vector<std::pair<int64_t, int64_t>>& perm) {
+    return ppermute(to_array(x), axis, perm);
+  });
+  m.def("lax_all_to_all", [](py::handle x, const std::string& axis, int64_t split, int64_t concat, bool tiled) {
+    return all_to_all(to_array(x), axis, split, concat, tiled);
+  });
+  m.def("lax_axis_size", [](const std::string& axis) { return axis_size(axis); });
+  m.def("lax_pvary", [](py::handle x, const std::vector<std::string>& axes) { return lax::pvary(to_array(x), axes); });
 }
 
 }  // namespace graft::python

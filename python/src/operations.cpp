@@ -32,6 +32,14 @@ void bind_devices(py::module_& m) {
       .def("__enter__", [](DefaultDeviceScope& s) { s.on = std::make_unique<DefaultDevice>(s.d); })
       .def("__exit__", [](DefaultDeviceScope& s, py::args) { s.on.reset(); });
   m.def("canonical_dtype", [](py::handle d) { return std::string(long_name(to_dtype(d))); });
+  // graft.ensure_compile_time_eval(): operations on concrete values run now, even under jit
+  struct CompileTimeEval {
+    std::unique_ptr<CompileTimeEvalScope> on;
+  };
+  py::class_<CompileTimeEval>(m, "CompileTimeEval")
+      .def(py::init([] { return CompileTimeEval{}; }))
+      .def("__enter__", [](CompileTimeEval& s) { s.on = std::make_unique<CompileTimeEvalScope>(); })
+      .def("__exit__", [](CompileTimeEval& s, py::args) { s.on.reset(); });
 }
 
 void bind_elementwise(py::module_& m) {

@@ -420,3 +420,42 @@ TEST(Custom, CustomVjpResidualsFromForward) {
 
 }  // namespace
 }  // namespace graft
+
+namespace graft {
+namespace {
+using namespace graft::testing;
+
+TEST(Jit, CompileTimeEvalKeepsConstantsConcrete) {
+  bool concrete_inside = false, traced_inside = true;
+  auto f = jit([&](const Array& x) {
+    Array c, y;
+    {
+      CompileTimeEvalScope eval;
+      c = sum(array({1.0f, 2.0f, 3.0f}));  // constants only: computed now
+      y = x * c;                            // a traced operand: staged into the program as usual
+    }
+    concrete_inside = c.is_concrete();
+    traced_inside = y.is_tracer();
+    // a value known while tracing can drive C++ control flow
+    return c.item<float>() > 5.0f ? y + 1.0f : y - 1.0f;
+  });
+  EXPECT_TRUE(close(f(array({1.0f, 2.0f})), array({7.0f, 13.0f})));
+  EXPECT_TRUE(concrete_inside);
+  EXPECT_TRUE(traced_inside);
+  // without the scope the same sum is traced, and asking for its value is an error
+  auto g = jit([](const Array& x) {
+    Array c = sum(array({1.0f, 2.0f, 3.0f}));
+    return c.item<float>() > 5.0f ? x : -x;
+  });
+  EXPECT_THROW(g(array({1.0f})), ConcretizationError);
+  // the scope nests inside grad and vmap as well
+  auto h = grad([](const Array& x) {
+    CompileTimeEvalScope eval;
+    Array k = exp(Array(0.0f));
+    return sum(x * x * k);
+  });
+  EXPECT_TRUE(close(h(array({1.0f, 3.0f})), array({2.0f, 6.0f})));
+}
+
+}  // namespace
+}  // namespace graft

@@ -444,3 +444,68 @@ def broadcast_prefix(prefix, tree, what, is_leaf=None):
 
     go(prefix, tree)
     return out
+
+
+# ---- one level at a time, associative reductions, the registry --------------------------------------------
+def is_tree_node(x, is_leaf=None):
+    """Whether x is an internal node (a container or a registered type) rather than a leaf."""
+    if is_leaf is not None and is_leaf(x):
+        return False
+    return x is None or type(x) in _registry or isinstance(x, (list, tuple, dict))
+
+
+def flatten_one_level(tree):
+    """(children, aux): x's immediate children and its node's static part; ValueError for a leaf."""
+    if not is_tree_node(tree) or tree is None:
+        if tree is None:
+            return [], None
+        raise ValueError(f"flatten_one_level: {type(tree).__name__} is a leaf, not a pytree node")
+    d = _flatten(tree, [], lambda y: y is not tree)
+    children = _children_of(d, tree)
+    return children, d.meta
+
+
+def flatten_one_level_with_keys(tree):
+    """([(key, child), ...], aux) for x's immediate children."""
+    children, aux = flatten_one_level(tree)
+    d = _flatten(tree, [], lambda y: y is not tree)
+    return _keyed_children(tree, d), aux
+
+
+def tree_reduce_associative(operation, tree, *, is_leaf=None):
+    """The leaves combined with an associative operation as a balanced tree (log depth)."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        raise ValueError("tree_reduce_associative: the tree has no leaves and there is no initializer")
+    while len(leaves) > 1:
+        pairs = [operation(leaves[i], leaves[i + 1]) for i in range(0, len(leaves) - 1, 2)]
+        leaves = pairs + ([leaves[-1]] if len(leaves) % 2 else [])
+    return leaves[0]
+
+
+def register_pytree_with_keys_class(cls):
+    """Class decorator: tree_flatten_with_keys() -> ([(key, child), ...], aux) and the classmethod
+    tree_unflatten(aux, children); tree_flatten() is derived unless the class defines it."""
+    flat = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
+    return register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten, flat)
+
+
+class _Registry:
+    """The default pytree registry (jax.tree_util.default_registry): the node types graft knows."""
+
+    def __contains__(self, t):
+        return t in _registry or t in (list, tuple, dict, type(None))
+
+    def flatten(self, tree, is_leaf=None):
+        return tree_flatten(tree, is_leaf)
+
+    def flatten_one_level(self, tree):
+        return flatten_one_level(tree)
+
+    def register_node(self, nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
+        return register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+
+
+default_registry = _Registry()
+KeyEntry = object  # SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey or a registered type's own keys
+KeyPath = tuple  # a tuple of KeyEntry

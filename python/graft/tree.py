@@ -13,6 +13,15 @@ from ._tree import tree_reduce as reduce
 from ._tree import tree_structure as structure
 from ._tree import tree_transpose as transpose
 from ._tree import tree_unflatten as unflatten
+from ._tree import tree_reduce_associative as reduce_associative
+
+
+def static(**kwargs):
+    """A dataclass field marked static (metadata {"static": True}) for register_dataclass: part of the
+    tree's structure, not a leaf. Takes dataclasses.field's arguments."""
+    import dataclasses
+    metadata = {"static": True, **(kwargs.pop("metadata", None) or {})}
+    return dataclasses.field(metadata=metadata, **kwargs)
 
 __all__ = ["all", "broadcast", "flatten", "flatten_with_path", "keystr", "leaves", "leaves_with_path", "map",
-           "map_with_path", "reduce", "structure", "transpose", "unflatten"]
+           "map_with_path", "reduce", "reduce_associative", "static", "structure", "transpose", "unflatten"]

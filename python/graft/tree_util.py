@@ -7,11 +7,13 @@ from ._tree import (DictKey, FlattenedIndexKey, GetAttrKey, Partial, PyTreeDef, 
                     register_pytree_with_keys, register_static, tree_all, tree_broadcast, tree_flatten,
                     tree_flatten_with_path, tree_leaves, tree_leaves_with_path, tree_map, tree_map_with_path,
                     tree_reduce, tree_structure, tree_transpose, tree_unflatten, treedef_children, treedef_is_leaf,
-                    treedef_tuple)
+                    treedef_tuple, is_tree_node, flatten_one_level, flatten_one_level_with_keys,
+                    tree_reduce_associative, register_pytree_with_keys_class, default_registry, KeyEntry, KeyPath)
 
 __all__ = ["DictKey", "FlattenedIndexKey", "GetAttrKey", "Partial", "PyTreeDef", "SequenceKey", "all_leaves",
            "keystr", "register_dataclass", "register_pytree_node", "register_pytree_node_class",
            "register_pytree_with_keys", "register_static", "tree_all", "tree_broadcast", "tree_flatten",
            "tree_flatten_with_path", "tree_leaves", "tree_leaves_with_path", "tree_map", "tree_map_with_path",
            "tree_reduce", "tree_structure", "tree_transpose", "tree_unflatten", "treedef_children", "treedef_is_leaf",
-           "treedef_tuple"]
+           "treedef_tuple", "is_tree_node", "flatten_one_level", "flatten_one_level_with_keys",
+           "tree_reduce_associative", "register_pytree_with_keys_class", "default_registry", "KeyEntry", "KeyPath"]

@@ -180,3 +180,56 @@ def test_registered_types_through_transformations():
     # named tuples and static nodes as arguments
     pt = gf.grad(lambda p, c: p.x * p.y * c.k)(Point(f64(2.0), f64(3.0)), Config(2))
     assert isinstance(pt, Point) and (float(pt.x), float(pt.y)) == (6.0, 4.0)
+
+
+def test_one_level_associative_reduce_and_registry():
+    import dataclasses
+    import graft.tree as gtree
+    from graft import tree_util as tu
+
+    tree = {"a": [1, 2], "b": (3, {"c": 4})}
+    children, aux = tu.flatten_one_level(tree)
+    assert children == [[1, 2], (3, {"c": 4})] and aux == ("a", "b")
+    keyed, _ = tu.flatten_one_level_with_keys(tree)
+    assert [str(k) for k, _ in keyed] == ["['a']", "['b']"]
+    with pytest.raises(ValueError, match="leaf"):
+        tu.flatten_one_level(3)
+    assert tu.is_tree_node([1]) and tu.is_tree_node(None) and not tu.is_tree_node(1.0)
+    assert not tu.is_tree_node([1], is_leaf=lambda x: isinstance(x, list))
+    order = []
+
+    def cat(a, b):
+        order.append((a, b))
+        return a + b
+
+    assert tu.tree_reduce_associative(cat, [["a", "b"], ["c"], "d", "e"]) == "abcde"
+    assert len(order) == 4
+    assert gtree.reduce_associative(lambda a, b: a * b, (2, [3, 4])) == 24
+    with pytest.raises(ValueError):
+        tu.tree_reduce_associative(cat, [])
+    assert list in tu.default_registry and dict in tu.default_registry and int not in tu.default_registry
+
+    @tu.register_pytree_with_keys_class
+    class Pair:
+        def __init__(self, x, y):
+            self.x, self.y = x, y
+
+        def tree_flatten_with_keys(self):
+            return [(tu.GetAttrKey("x"), self.x), (tu.GetAttrKey("y"), self.y)], None
+
+        @classmethod
+        def tree_unflatten(cls, aux, children):
+            return cls(*children)
+
+    paths = [tu.keystr(p) for p, _ in tu.tree_flatten_with_path(Pair(1, [2]))[0]]
+    assert paths == [".x", ".y[0]"]
+    assert tu.tree_leaves(tu.tree_map(lambda v: v * 10, Pair(1, 2))) == [10, 20]
+
+    @tu.register_dataclass
+    @dataclasses.dataclass
+    class Op:
+        x: object
+        op: str = gtree.static(default="add")
+
+    leaves, d = gtree.flatten(Op(x=5))
+    assert leaves == [5] and gtree.unflatten(d, [6]) == Op(x=6, op="add")

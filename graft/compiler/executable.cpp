@@ -77,7 +77,7 @@ class StepProfile {
 // "dot_general f32[128,784] f32[784,512] -> f32[128,512]": the operands tell apart steps that make
 // arrays of one type (the forward and backward products of a layer)
 std::string step_label(const Eqn& e) {
-  std::string s = e.prim->name;
+  std::string s = e.name_stack ? *e.name_stack + "/" + e.prim->name : std::string(e.prim->name);
   for (auto& a : e.inputs) s += " " + a.aval().str();
   s += " ->";
   for (auto& v : e.outputs) s += " " + v->aval.str();

@@ -24,7 +24,7 @@ namespace graft::compiler {
 namespace {
 
 constexpr const char* kExt = "gkp";
-constexpr std::string_view kMagic = "graft-program-1\n";
+constexpr std::string_view kMagic = "graft-program-2\n";  // 2: with name stacks
 // Constants are hashed into the key on every compile and stored in the entry: an exported program's
 // weights (a few MiB: optimizing it costs 100 ms or more, hashing them well under that) are worth it,
 // larger models are compiled each time.
@@ -118,6 +118,7 @@ class Fingerprint {
         out_ += '=';
         value(v);
       }
+      if (e.name_stack) out_ += "@" + *e.name_stack + "|";  // names are part of what a program prints and profiles
       out_ += ']';
       for (auto& a : e.inputs) atom(a);
       out_ += '>';
@@ -229,6 +230,12 @@ std::string program_entry_bytes(const ClosedJaxpr& program, const MemoryPlan& pl
   }
   put<int64_t>(out, plan.peak_bytes);
   put<int64_t>(out, plan.argument_bytes);
+  // the top-level equations' name stacks (the text does not carry them)
+  put<uint64_t>(out, program.jaxpr->eqns.size());
+  for (auto& e : program.jaxpr->eqns) {
+    put<uint32_t>(out, e.name_stack ? static_cast<uint32_t>(e.name_stack->size()) + 1 : 0);
+    if (e.name_stack) out += *e.name_stack;
+  }
   return out;
 }
 
@@ -278,6 +285,18 @@ std::optional<CachedProgram> read_program_entry(const std::string& bytes) {
   }
   c.peak_bytes = r.get<int64_t>();
   c.argument_bytes = r.get<int64_t>();
+  if (r.get<uint64_t>() != neqns || !r.ok) return std::nullopt;
+  // the program was parsed just now and is not shared yet: its equations take their names back
+  auto& eqns = const_cast<Jaxpr&>(*c.program.jaxpr).eqns;
+  for (auto& e : eqns) {
+    uint32_t len = r.get<uint32_t>();
+    if (!r.ok) return std::nullopt;
+    if (len > 0) {
+      std::string_view name = r.bytes(len - 1);
+      if (!r.ok) return std::nullopt;
+      e.name_stack = std::make_shared<const std::string>(name);
+    }
+  }
   if (!r.ok || r.at != bytes.size()) return std::nullopt;
   return c;
 }

@@ -321,6 +321,16 @@ TraceScope::TraceScope(Trace* t) : saved_(tl_current) { tl_current = t; }
 TraceScope::~TraceScope() { tl_current = saved_; }
 
 namespace {
+thread_local std::shared_ptr<const std::string> tl_name_stack;
+}  // namespace
+
+NameScope::NameScope(const std::string& name) : saved_(tl_name_stack) {
+  tl_name_stack = std::make_shared<const std::string>(saved_ ? *saved_ + "/" + name : name);
+}
+NameScope::~NameScope() { tl_name_stack = std::move(saved_); }
+const std::shared_ptr<const std::string>& current_name_stack() { return tl_name_stack; }
+
+namespace {
 // Concrete operands: evaluate now; any tracer: hand the application to the enclosing trace.
 class CompileTimeEvalTrace final : public Trace {
  public:

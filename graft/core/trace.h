@@ -9,6 +9,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -69,6 +70,23 @@ class TraceScope {
  private:
   Trace* saved_;
 };
+
+/// JAX's named_scope: while it lives (on this thread), equations traced by jit, make_jaxpr and the other
+/// staging transformations carry `name` on their name stack (outer/inner), which jaxprs print with
+/// PrintOptions::name_stack and GRAFT_PROFILE puts in front of its rows.
+///   { graft::NameScope scope("encoder"); y = layer(x); }
+class NameScope {
+ public:
+  explicit NameScope(const std::string& name);
+  ~NameScope();
+  NameScope(const NameScope&) = delete;
+  NameScope& operator=(const NameScope&) = delete;
+
+ private:
+  std::shared_ptr<const std::string> saved_;
+};
+/// The current name stack ("outer/inner"), or null outside any NameScope.
+const std::shared_ptr<const std::string>& current_name_stack();
 
 /// JAX's ensure_compile_time_eval: while it lives (on this thread), a primitive whose operands are all
 /// concrete runs now, eagerly, even inside jit or another transformation, so that values computed from

@@ -34,6 +34,7 @@ Arrays StagingTrace::stage(const Primitive& p, std::span<const Array> in, const 
   Eqn e;
   e.prim = &p;
   e.params = params;
+  e.name_stack = current_name_stack();
   for (const Array& x : in) e.inputs.push_back(atom_of(x));
   Arrays result;
   for (const Aval& a : outs) {

@@ -1,6 +1,7 @@
 #include "graft/ir/jaxpr.h"
 
 #include "graft/core/axis_names.h"
+#include "graft/core/trace.h"
 
 #include <sstream>
 #include <unordered_map>
@@ -201,7 +202,7 @@ std::vector<VarRef> JaxprBuilder::add_eqn(const Primitive& prim, std::vector<Ato
   std::vector<Aval> in;
   for (auto& a : inputs) in.push_back(a.aval());
   Avals outs = infer_avals(prim, in, params);
-  Eqn e{&prim, std::move(inputs), {}, std::move(params)};
+  Eqn e{&prim, std::move(inputs), {}, std::move(params), current_name_stack()};
   for (auto& a : outs) e.outputs.push_back(make_ref<Var>(a));
   std::vector<VarRef> result = e.outputs;
   j_->eqns.push_back(std::move(e));

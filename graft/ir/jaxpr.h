@@ -56,6 +56,9 @@ struct Eqn {
   std::vector<Atom> inputs;
   std::vector<VarRef> outputs;
   Params params;
+  /// The named scopes (graft::NameScope, JAX's named_scope) the equation was traced in, joined by '/';
+  /// null outside any. Printed with PrintOptions::name_stack and in GRAFT_PROFILE's rows.
+  std::shared_ptr<const std::string> name_stack;
 };
 
 struct Jaxpr {
@@ -100,6 +103,12 @@ struct ClosedJaxpr {
 std::ostream& operator<<(std::ostream& os, const Jaxpr& j);
 std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& j);
 std::string to_string(const Jaxpr& j);
+struct PrintOptions {
+  /// Each equation's name stack as a trailing annotation (`# [layer1/attention]`), as JAX's
+  /// jaxpr.pretty_print(name_stack=True).
+  bool name_stack = false;
+};
+std::string to_string(const ClosedJaxpr& j, const PrintOptions& options);
 
 /// Type-checks a jaxpr (SSA scoping, every equation's shape rule, output types); throws graft::Error
 /// naming the offending equation. Sub-jaxprs in parameters are checked too.

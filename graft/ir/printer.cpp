@@ -37,6 +37,7 @@ std::string literal_str(const Array& v) {
 
 class Printer {
  public:
+  explicit Printer(PrintOptions o = {}) : opts_(o) {}
   std::string jaxpr(const Jaxpr& j, int indent) {
     // names are assigned in printing order: binders first
     std::vector<std::string> consts, ins;
@@ -105,6 +106,7 @@ class Printer {
     for (auto& a : e.inputs) args.push_back(atom(a));
     std::string left = join(lhs, " ") + " = " + e.prim->name;
     std::string right = args.empty() ? "" : " " + join(args, " ");
+    if (opts_.name_stack && e.name_stack) right += "  # [" + *e.name_stack + "]";
     if (e.params.empty()) return left + right;
     // try the params on one line, then one per line
     std::vector<std::string> flat;
@@ -126,6 +128,7 @@ class Printer {
     return s;
   }
 
+  PrintOptions opts_;
   std::unordered_map<const Var*, std::string> names_;
   int counter_ = 0;
 };
@@ -137,6 +140,11 @@ std::ostream& operator<<(std::ostream& os, const Jaxpr& j) {
 }
 
 std::ostream& operator<<(std::ostream& os, const ClosedJaxpr& j) { return os << *j.jaxpr; }
+
+std::string to_string(const ClosedJaxpr& j, const PrintOptions& options) {
+  Printer p(options);
+  return p.jaxpr(*j.jaxpr, 0);
+}
 
 std::string to_string(const Jaxpr& j) {
   std::ostringstream os;

@@ -577,6 +577,16 @@ Jitted<F> jit(F f, JitOptions o = {}) {
   return Jitted<F>(std::move(f), std::move(o));
 }
 
+/// named_call(f, name): f whose equations carry `name` on their name stack when traced (JAX's
+/// jax.named_call; see NameScope in graft/core/trace.h).
+template <class F>
+auto named_call(F f, std::string name) {
+  return [f = std::move(f), name = std::move(name)](const auto&... args) {
+    NameScope scope(name);
+    return f(args...);
+  };
+}
+
 // ---- make_jaxpr ---------------------------------------------------------------------------------------
 /// make_jaxpr(f)(args...): the jaxpr of f at these argument types (print it with <<).
 template <class F>

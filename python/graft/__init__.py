@@ -9,7 +9,7 @@ from ._graft import __version__  # the C++ library's version (graft::version())
 from ._graft import Array, ConcretizationError, Error, ShapeError, UnexpectedTracerError, from_dlpack
 from ._tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 from ._api import (ClosedJaxpr, ShapeDtypeStruct, block_until_ready, checkpoint, checkpoint_name, closure_convert,
-                   custom_gradient, custom_jvp, custom_vjp, disable_jit, ensure_compile_time_eval, eval_shape,
+                   custom_gradient, custom_jvp, custom_vjp, disable_jit, ensure_compile_time_eval, eval_shape, named_call, named_scope,
                    checkpoint_policies, ShapedArray, typeof, io_callback, pure_callback, grad, hessian, jacfwd, jacrev, jit, jvp, linear_transpose, linearize,
                    make_jaxpr, pmap, remat, shard_map, value_and_grad, vjp, vmap)
 from . import _array  # noqa: F401  (NumPy-style methods and .at[] on Array)
@@ -22,7 +22,7 @@ __all__ = ["__version__", "Array", "ConcretizationError", "Error", "ShapeError",
            "hessian", "jacfwd", "jacrev", "jit", "jvp", "make_jaxpr", "value_and_grad", "vjp", "vmap", "lax",
            "numpy", "random", "scipy", "nn", "optim", "data", "io", "tree", "tree_util", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
            "device_get", "device_put", "default_device", "from_dlpack", "custom_jvp", "custom_vjp", "checkpoint", "checkpoint_name", "remat",
-           "shard_map", "pmap", "ShapeDtypeStruct", "eval_shape", "custom_gradient", "closure_convert", "disable_jit", "pure_callback", "io_callback", "debug", "linearize", "linear_transpose", "block_until_ready", "ensure_compile_time_eval", "checkpoint_policies", "typeof", "ShapedArray",
+           "shard_map", "pmap", "ShapeDtypeStruct", "eval_shape", "custom_gradient", "closure_convert", "disable_jit", "pure_callback", "io_callback", "debug", "linearize", "linear_transpose", "block_until_ready", "ensure_compile_time_eval", "named_scope", "named_call", "checkpoint_policies", "typeof", "ShapedArray",
            "config", "experimental", "sharding", "devices", "local_devices", "process_count", "process_index", "GradientTape", "Graph", "graph_grad"]
 
 

@@ -498,10 +498,15 @@ def _sharded_jit(fun, in_shardings, out_shardings):
 
 
 class ClosedJaxpr:
-    """A traced program, printed in JAX's text format."""
+    """A traced program, printed in JAX's text format; pretty_print(name_stack=True) annotates each
+    equation with the named scopes it was traced in."""
 
-    def __init__(self, text):
+    def __init__(self, text, text_with_names=None):
         self.text = text
+        self._named = text_with_names if text_with_names is not None else text
+
+    def pretty_print(self, *, name_stack=False, **_):
+        return self._named if name_stack else self.text
 
     def __str__(self):
         return self.text
@@ -525,7 +530,7 @@ def make_jaxpr(fun, static_argnums=()):
                 full[i] = v
             return tree_flatten(fun(*full, **kwargs))[0]
 
-        return ClosedJaxpr(_graft.make_jaxpr(flat, leaves))
+        return ClosedJaxpr(*_graft.make_jaxpr(flat, leaves))
 
     return wrapped
 
@@ -630,6 +635,26 @@ def closure_convert(fun, *example_args):
     """(fun, []): graft's custom_vjp and custom_jvp already take functions that close over traced arrays,
     so no conversion is needed; returned in JAX's shape for code that calls it."""
     return fun, []
+
+
+def named_scope(name):
+    """A context whose traced equations carry `name` on their name stack (JAX's jax.named_scope):
+    printed by make_jaxpr(...).pretty_print(name_stack=True) and in GRAFT_PROFILE's rows."""
+    if not isinstance(name, str):
+        raise TypeError(f"named_scope: the name must be a string, got {type(name).__name__}")
+    return _graft.NameScope(name)
+
+
+def named_call(fun, *, name=None):
+    """fun whose equations are traced under named_scope(name or fun's name) (JAX's jax.named_call)."""
+    scope = name if name is not None else getattr(fun, "__name__", "named_call")
+
+    @functools.wraps(fun)
+    def wrapped(*args, **kwargs):
+        with named_scope(scope):
+            return fun(*args, **kwargs)
+
+    return wrapped
 
 
 def ensure_compile_time_eval():

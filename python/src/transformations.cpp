@@ -207,13 +207,23 @@ void bind_transformations(py::module_& m) {
     debug_callback([fn](const std::vector<Array>& xs) { (void)fn(xs); }, a);
     return std::vector<Array>{};
   }, "f"_a, "results"_a, "args"_a, "kind"_a);
+  // make_jaxpr: (the text, the text with each equation's name stack)
   m.def("make_jaxpr", [](py::function f, py::handle args) {
     std::vector<Aval> avals;
     for (auto& x : to_arrays(args)) avals.push_back(x.aval());
+    ClosedJaxpr j = make_jaxpr_flat(flat_fn(f), avals);
     std::ostringstream s;
-    s << make_jaxpr_flat(flat_fn(f), avals);
-    return s.str();
+    s << j;
+    return py::make_tuple(s.str(), to_string(j, PrintOptions{.name_stack = true}));
   });
+  struct PyNameScope {
+    std::string name;
+    std::unique_ptr<NameScope> on;
+  };
+  py::class_<PyNameScope>(m, "NameScope")
+      .def(py::init([](std::string n) { return PyNameScope{std::move(n), nullptr}; }), "name"_a)
+      .def("__enter__", [](PyNameScope& s) { s.on = std::make_unique<NameScope>(s.name); })
+      .def("__exit__", [](PyNameScope& s, py::args) { s.on.reset(); });
 }
 
 void bind_paradigms(py::module_& m) {

@@ -69,3 +69,26 @@ def test_log1mexp_and_logmeanexp():
     np.testing.assert_allclose(got, want, rtol=1e-12)
     g = gf.grad(lambda v: gf.nn.logmeanexp(v))(gnp.asarray(a[0]))
     np.testing.assert_allclose(np.asarray(g), np.exp(a[0]) / np.exp(a[0]).sum(), rtol=1e-12)
+
+
+def test_named_scope_and_named_call():
+    def layer(w, x):
+        return gnp.tanh(x @ w)
+
+    def f(w, x):
+        with gf.named_scope("model"):
+            h = gf.named_call(layer, name="dense")(w, x)
+            with gf.named_scope("head"):
+                h = h * 2.0
+        return gnp.sum(h)
+
+    j = gf.make_jaxpr(f)(gnp.ones((3, 3)), gnp.ones((2, 3)))
+    assert "#" not in str(j)
+    text = j.pretty_print(name_stack=True)
+    assert "# [model/dense]" in text and "# [model/head]" in text
+    assert [l for l in text.splitlines() if "reduce_sum" in l and "#" in l] == []
+    assert "# [helper]" in gf.make_jaxpr(gf.named_call(lambda v: v + 1.0, name="helper"))(1.0).pretty_print(
+        name_stack=True)
+    with pytest.raises(TypeError):
+        gf.named_scope(3)
+    np.testing.assert_allclose(float(gf.jit(f)(gnp.ones((3, 3)), gnp.ones((2, 3)))), 12 * np.tanh(3.0), rtol=1e-12)

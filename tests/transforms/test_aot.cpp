@@ -108,3 +108,43 @@ TEST(Aot, LoweringInsideATransformationNeedsItsValuesAsArguments) {
 
 }  // namespace
 }  // namespace graft
+
+namespace graft {
+namespace {
+using namespace graft::testing;
+
+TEST(NameScope, EquationsCarryTheirScopesThroughTracingAndCompiling) {
+  auto layer = [](const Array& w, const Array& x) { return tanh(matmul(x, w) + 1.0f); };
+  auto f = jit([&](const Array& w, const Array& x) {
+    Array h;
+    {
+      NameScope outer("model");
+      h = named_call(layer, "layer1")(w, x);
+      {
+        NameScope inner("head");
+        h = h * 2.0f;
+      }
+    }
+    return sum(h);
+  });
+  Array w = random::normal(random::key(1), {4, 4}), x = random::normal(random::key(2), {3, 4});
+  auto lowered = f.lower(w, x);
+  std::string plain = lowered.as_text();
+  EXPECT_EQ(plain.find("#"), std::string::npos) << plain;  // JAX's default printing shows no scopes
+  std::string named = to_string(lowered.jaxpr(), PrintOptions{.name_stack = true});
+  EXPECT_NE(named.find("dot_general"), std::string::npos);
+  EXPECT_NE(named.find("# [model/layer1]"), std::string::npos) << named;
+  EXPECT_NE(named.find("# [model/head]"), std::string::npos) << named;
+  // the reduction ran outside every scope
+  size_t sum_at = named.find("reduce_sum");
+  ASSERT_NE(sum_at, std::string::npos);
+  EXPECT_EQ(named.substr(sum_at, named.find('\n', sum_at) - sum_at).find("#"), std::string::npos) << named;
+  // the optimized program keeps them (the fused loop takes its first member's)
+  std::string optimized = to_string(lowered.compile().flat().program(), PrintOptions{.name_stack = true});
+  EXPECT_NE(optimized.find("# [model/layer1]"), std::string::npos) << optimized;
+  EXPECT_TRUE(close(f(w, x), sum(tanh(matmul(x, w) + 1.0f) * 2.0f)));
+  EXPECT_EQ(current_name_stack(), nullptr);
+}
+
+}  // namespace
+}  // namespace graft

@@ -121,7 +121,7 @@ ClosedJaxpr accumulate_dots(const ClosedJaxpr& j) {
       Params params = dot.params;
       params.set("alpha", alpha);
       params.set("beta", beta);
-      replaced[i] = Eqn{&dot_general_add_p, {dot.inputs[0], dot.inputs[1], w}, e.outputs, std::move(params)};
+      replaced[i] = Eqn{&dot_general_add_p, {dot.inputs[0], dot.inputs[1], w}, e.outputs, std::move(params), dot.name_stack};
       m.taken[i] = m.taken[p->dot] = true;
       for (size_t b : p->between) m.taken[b] = true;
       changed = true;

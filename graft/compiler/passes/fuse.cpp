@@ -300,7 +300,8 @@ std::unordered_map<int, Eqn> Fuser::fused_equations() {
     std::sort(members.begin(), members.end());
     auto body = std::make_shared<Jaxpr>();
     std::unordered_map<const Var*, VarRef> inner;  // outer variable -> body variable
-    Eqn call{&fusion_p, {}, {}, {}};
+    // the loop carries its first member's name stack (GRAFT_PROFILE's row, printed jaxprs)
+    Eqn call{&fusion_p, {}, {}, {}, j_.eqns[members.front()].name_stack};
     auto body_atom = [&](const Atom& a) -> Atom {
       if (a.is_literal()) return a;
       auto it = inner.find(a.var.get());
@@ -313,7 +314,7 @@ std::unordered_map<int, Eqn> Fuser::fused_equations() {
     };
     for (size_t m : members) {
       const Eqn& e = j_.eqns[m];
-      Eqn c{e.prim, {}, {}, e.params};
+      Eqn c{e.prim, {}, {}, e.params, e.name_stack};
       for (auto& a : e.inputs) c.inputs.push_back(body_atom(a));
       for (auto& v : e.outputs) {
         VarRef nv = make_ref<Var>(v->aval);

@@ -75,7 +75,8 @@ class Rewriter {
           bc.inputs[0].aval().ndim() != 1 || !(bc.outputs[0]->aval == e.outputs[0]->aval))
         continue;
       const Eqn& dot = j_.eqns[*p];
-      Eqn fused{&dot_bias_p, {dot.inputs[0], dot.inputs[1], bc.inputs[0]}, e.outputs, dot.params.with("relu", false)};
+      Eqn fused{&dot_bias_p, {dot.inputs[0], dot.inputs[1], bc.inputs[0]}, e.outputs, dot.params.with("relu", false),
+                dot.name_stack};
       size_t at = i;
       if (std::optional<std::pair<size_t, std::vector<size_t>>> r = relu_of(e.outputs[0].get(), i)) {
         fused.outputs = j_.eqns[r->first].outputs;
@@ -132,7 +133,7 @@ class Rewriter {
       auto x = producer(d.inputs[0]);
       if (x && *x >= at) continue;  // x must be ready where the pair goes
       std::vector<VarRef> outs = {d.outputs[0], r.outputs[0]};
-      replaced_[at] = Eqn{&dot_bias_grad_p, {d.inputs[0], d.inputs[1]}, outs, d.params};
+      replaced_[at] = Eqn{&dot_bias_grad_p, {d.inputs[0], d.inputs[1]}, outs, d.params, d.name_stack};
       dropped_[std::max(i, k)] = true;
       changed_ = true;
       return;

@@ -25,7 +25,7 @@ std::vector<Atom> splice(const ClosedJaxpr& body, std::span<const Atom> args, Ja
   for (size_t i = 0; i < b.invars.size(); ++i) env[b.invars[i].get()] = args[i];
   auto read = [&](const Atom& a) { return a.is_literal() ? a : env.at(a.var.get()); };
   for (const Eqn& e : b.eqns) {
-    Eqn c{e.prim, {}, {}, e.params};
+    Eqn c{e.prim, {}, {}, e.params, e.name_stack};
     for (auto& a : e.inputs) c.inputs.push_back(read(a));
     for (auto& v : e.outputs) {
       c.outputs.push_back(make_ref<Var>(v->aval));

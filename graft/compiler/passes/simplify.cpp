@@ -47,7 +47,7 @@ bool is_identity_perm(const IntList& p) {
 }
 
 Eqn with_input(const Eqn& e, const Atom& x, Params params) {
-  Eqn r{e.prim, {x}, e.outputs, std::move(params)};
+  Eqn r{e.prim, {x}, e.outputs, std::move(params), e.name_stack};
   return r;
 }
 

@@ -65,11 +65,11 @@ ClosedJaxpr widen_half_products(const ClosedJaxpr& j) {
     }
     const Aval& r = e.outputs[0]->aval;
     if (r.dtype == DType::f32) {
-      out->eqns.push_back(Eqn{e.prim, wide, e.outputs, e.params.with("preferred_element_type", ParamValue())});
+      out->eqns.push_back(Eqn{e.prim, wide, e.outputs, e.params.with("preferred_element_type", ParamValue()), e.name_stack});
       continue;
     }
     VarRef c = make_ref<Var>(Aval(r.shape, DType::f32));
-    out->eqns.push_back(Eqn{e.prim, wide, {c}, e.params.with("preferred_element_type", ParamValue())});
+    out->eqns.push_back(Eqn{e.prim, wide, {c}, e.params.with("preferred_element_type", ParamValue()), e.name_stack});
     out->eqns.push_back(convert(c, r.dtype, e.outputs[0]));
   }
   return ClosedJaxpr(out, j.consts);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "graft/core/array.h"
+#include "graft/ops/ops.h"  // AxisArg
 #include "graft/transforms/pytree.h"
 
 namespace graft::nn {
@@ -188,6 +189,40 @@ struct TransformerLM {
   Tree init(const Array& key, DType d = DType::f32) const;
   Array operator()(const Tree& params, const Array& ids, const std::optional<Array>& dropout_key = std::nullopt) const;
 };
+
+// ---- activations beyond graft/ops/ops.h's (jax.nn's, with its definitions) ---------------------------------
+Array identity(const Array& x);
+/// x * sigmoid(x) (silu).
+Array swish(const Array& x);
+/// max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+Array celu(const Array& x, double alpha = 1.0);
+/// scale * elu(x, alpha) with JAX's constants (1.0507..., 1.6732...).
+Array selu(const Array& x);
+/// x * tanh(softplus(x)).
+Array mish(const Array& x);
+/// relu6(x + 3) / 6.
+Array hard_sigmoid(const Array& x);
+/// x * hard_sigmoid(x) (hard_swish).
+Array hard_silu(const Array& x);
+Array hard_swish(const Array& x);
+/// clip(x, -1, 1).
+Array hard_tanh(const Array& x);
+/// x / (|x| + 1).
+Array soft_sign(const Array& x);
+/// (x + sqrt(x^2 + b)) / 2.
+Array squareplus(const Array& x, double b = 4.0);
+/// 0 below -1, (x + 1)^2 / 4 on [-1, 1], x above.
+Array sparse_plus(const Array& x);
+/// 0 below -1, (x + 1) / 2 on [-1, 1], 1 above.
+Array sparse_sigmoid(const Array& x);
+/// The first half of x along axis times sigmoid of the second (the axis must be even).
+Array glu(const Array& x, int64_t axis = -1);
+/// log(1 - exp(-x)) for x >= 0, accurate near 0 and for large x.
+Array log1mexp(const Array& x);
+/// log(mean(exp(x))) over axis, stably.
+Array logmeanexp(const Array& x, AxisArg axis = {}, bool keepdims = false);
+/// (x - mean) / sqrt(variance + epsilon) over axis.
+Array standardize(const Array& x, AxisArg axis = -1, double epsilon = 1e-5);
 
 // ---- losses and metrics ------------------------------------------------------------------------------
 /// Mean cross entropy of logits [..., classes] against integer labels [...].

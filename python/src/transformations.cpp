@@ -30,12 +30,7 @@ class PyJit {
   /// start (len(args) + 1 entries), `traced[a]` whether it is traced (static arguments are not).
   std::vector<Array> call(py::function f, std::string key, std::vector<Array> leaves, const std::vector<size_t>& offset,
                           const std::vector<bool>& traced) {
-    FlatCall c;
-    c.fn = flat_fn(std::move(f));
-    c.leaves = std::move(leaves);
-    c.offset.assign(offset.begin(), offset.end());
-    c.traced.assign(traced.begin(), traced.end());
-    c.key = std::move(key);
+    FlatCall c = flat_call(std::move(f), std::move(key), std::move(leaves), offset, traced);
     return jit_(c);
   }
   size_t num_compiles() const { return jit_.num_compiles(); }
@@ -43,12 +38,7 @@ class PyJit {
   /// jit(f).lower(...): the call traced and compiled for these types, not run.
   Lowered lower(py::function f, std::string key, std::vector<Array> leaves, const std::vector<size_t>& offset,
                 const std::vector<bool>& traced) {
-    FlatCall c;
-    c.fn = flat_fn(std::move(f));
-    c.leaves = std::move(leaves);
-    c.offset.assign(offset.begin(), offset.end());
-    c.traced.assign(traced.begin(), traced.end());
-    c.key = std::move(key);
+    FlatCall c = flat_call(std::move(f), std::move(key), std::move(leaves), offset, traced);
     return jit_.lower(c);
   }
 
@@ -91,6 +81,16 @@ class PyJit {
   static std::string fast_prefix(size_t n) { return (x64_enabled() ? "A" : "a") + std::to_string(n) + "|"; }
 
  private:
+  static FlatCall flat_call(py::function f, std::string key, std::vector<Array> leaves,
+                            const std::vector<size_t>& offset, const std::vector<bool>& traced) {
+    FlatCall c;
+    c.fn = flat_fn(std::move(f));
+    c.leaves = std::move(leaves);
+    c.offset.assign(offset.begin(), offset.end());
+    c.traced.assign(traced.begin(), traced.end());
+    c.key = std::move(key);
+    return c;
+  }
   enum class Shape { single, tuple, other };
   struct Fast {
     std::shared_ptr<const detail::JitEntry> entry;

@@ -93,7 +93,7 @@ def size(x):
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-8):
-    return bool(_np.allclose(_np.asarray(a), _np.asarray(b), rtol=rtol, atol=atol))
+    return _builtins.bool(_np.allclose(_np.asarray(a), _np.asarray(b), rtol=rtol, atol=atol))
 
 
 def split(x, indices_or_sections, axis=0):

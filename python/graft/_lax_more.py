@@ -47,36 +47,27 @@ def _scatter(fn, operand, scatter_indices, updates, dimension_numbers, mode):
     return fn(operand, scatter_indices, updates, dn, _mode(mode, "fill"))
 
 
-def scatter(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
-            unique_indices=False, mode=None):
-    """XLA's scatter: updates written at the indices (out-of-bounds ones dropped by default)."""
-    return _scatter(_graft.lax_scatter, operand, scatter_indices, updates, dimension_numbers, mode)
+def _scatter_op(name, fn, doc, transform_updates=None):
+    """lax.<name>(operand, scatter_indices, updates, dimension_numbers, *, mode=...) over fn."""
+    def op(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False, unique_indices=False,
+           mode=None):
+        if transform_updates is not None:
+            updates = transform_updates(_graft.asarray(updates))
+        return _scatter(fn, operand, scatter_indices, updates, dimension_numbers, mode)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = doc
+    return op
 
 
-def scatter_add(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False, mode=None):
-    return _scatter(_graft.lax_scatter_add, operand, scatter_indices, updates, dimension_numbers, mode)
-
-
-def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False, mode=None):
-    return _scatter(_graft.lax_scatter_add, operand, scatter_indices, _lax.neg(_graft.asarray(updates)),
-                    dimension_numbers, mode)
-
-
-def scatter_mul(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False, mode=None):
-    return _scatter(_graft.lax_scatter_mul, operand, scatter_indices, updates, dimension_numbers, mode)
-
-
-def scatter_min(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False, mode=None):
-    return _scatter(_graft.lax_scatter_min, operand, scatter_indices, updates, dimension_numbers, mode)
-
-
-def scatter_max(operand, scatter_indices, updates, dimension_numbers, *, indices_are_sorted=False,
-                unique_indices=False, mode=None):
-    return _scatter(_graft.lax_scatter_max, operand, scatter_indices, updates, dimension_numbers, mode)
+scatter = _scatter_op("scatter", _graft.lax_scatter,
+                      "XLA's scatter: updates written at the indices (out-of-bounds ones dropped by default).")
+scatter_add = _scatter_op("scatter_add", _graft.lax_scatter_add, "Updates added in (duplicates included).")
+scatter_sub = _scatter_op("scatter_sub", _graft.lax_scatter_add, "Updates subtracted (duplicates included).",
+                          lambda u: _lax.neg(u))
+scatter_mul = _scatter_op("scatter_mul", _graft.lax_scatter_mul, "Updates multiplied in (duplicates included).")
+scatter_min = _scatter_op("scatter_min", _graft.lax_scatter_min, "The minimum of the operand and its updates.")
+scatter_max = _scatter_op("scatter_max", _graft.lax_scatter_max, "The maximum of the operand and its updates.")
 
 
 def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_shape=(), indices_are_sorted=False,

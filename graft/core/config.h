@@ -19,6 +19,14 @@ void set_debug_nans(bool on);
 bool debug_infs();
 void set_debug_infs(bool on);
 
+/// GRAFT_ENABLE_X64=1 (or JAX_ENABLE_X64=1): JAX's jax_enable_x64. The default dtypes become 64-bit:
+/// an integer operand promoted to floating point (`sin(i32)`, `i32 / i32`, `mean(i32)`) is f64, an
+/// integer range or fill without a dtype is i64, and a weak result with no weak operand of its kind
+/// takes the 64-bit default (see default_float_dtype()). Values that carry their types keep them: the
+/// switch never narrows or widens an f32 array. Jit keys its caches on it. Off by default, as in JAX.
+bool enable_x64();
+void set_enable_x64(bool on);
+
 /// Whether either check is on.
 inline bool debug_numerics() { return debug_nans() || debug_infs(); }
 

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "graft/core/config.h"
 #include "graft/core/error.h"
 
 namespace graft {
@@ -85,6 +86,9 @@ DType parse_dtype(std::string_view s) {
   fail<ValueError>("unknown dtype '", s, "'");
 }
 
+DType default_int_dtype() { return config::enable_x64() ? DType::i64 : default_int; }
+DType default_float_dtype() { return config::enable_x64() ? DType::f64 : default_float; }
+
 DType promote_types(DType a, bool weak_a, DType b, bool weak_b, bool* weak_out) {
   if (weak_a && weak_b) {
     // All weak: join the strong types and keep the result weak (JAX's _lattice_result_type).
@@ -97,9 +101,10 @@ DType promote_types(DType a, bool weak_a, DType b, bool weak_b, bool* weak_out) 
   };
   int j = kLattice.join(node(a, weak_a), node(b, weak_b));
   if (weak_out) *weak_out = (j == kIW || j == kFW);
-  if (j == kIW) return default_int;
-  if (j == kFW) return default_float;
-  return static_cast<DType>(j);
+  if (j != kIW && j != kFW) return static_cast<DType>(j);
+  // A weak result is JAX's default dtype of its kind in the running mode (a C++ double is a weak f64,
+  // yet i32 * 1.5 is f32 without x64, as in JAX)
+  return j == kIW ? default_int_dtype() : default_float_dtype();
 }
 
 }  // namespace graft

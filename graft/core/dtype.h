@@ -47,11 +47,16 @@ constexpr bool is_bool(DType d) { return d == DType::bool_; }
 
 /// Result dtype of combining two operands, following JAX's lattice. A weak operand (a C++ scalar
 /// such as the 2.0 in `x * 2.0`) only contributes its kind (int/float), so `f16 * 2.0` stays f16.
-/// `*weak_out` is set when the result is itself weak (both operands weak).
+/// `*weak_out` is set when the result is itself weak (both operands weak, or a weak operand whose
+/// kind wins: `i32 * 2.0` is a weak float of the mode's default dtype, f32, or f64 with x64).
 DType promote_types(DType a, bool weak_a, DType b, bool weak_b, bool* weak_out = nullptr);
 /// Default dtypes for weak scalars (JAX with x64 disabled): int -> i32, float -> f32.
 constexpr DType default_int = DType::i32;
 constexpr DType default_float = DType::f32;
+/// The default dtypes of the running mode (config::enable_x64()): i32 / f32, or i64 / f64 with x64.
+/// Integer operands of an operation that needs floating point are promoted to default_float_dtype().
+DType default_int_dtype();
+DType default_float_dtype();
 
 // ---- C++ type <-> DType -------------------------------------------------------------------------
 template <class T>

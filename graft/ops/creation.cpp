@@ -34,7 +34,7 @@ Array arange(double start, double stop, double step, std::optional<DType> d) {
   if (!std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
     fail<ValueError>("arange: start, stop and step must be finite, got (", start, ", ", stop, ", ", step, ")");
   bool ints = start == std::floor(start) && stop == std::floor(stop) && step == std::floor(step);
-  DType dt = d.value_or(ints ? default_int : default_float);
+  DType dt = d.value_or(ints ? default_int_dtype() : default_float_dtype());
   double count = std::ceil((stop - start) / step);  // may be huge: checked before the cast
   if (!(count <= static_cast<double>(kMaxElements)))
     fail<ValueError>("arange: (", start, ", ", stop, ", ", step, ") has ", count, " elements, more than 2^48");

@@ -69,7 +69,7 @@ std::pair<Array, Array> promote_broadcast(const Array& a0, const Array& b0, cons
   return {broadcast_to(x, s, op), broadcast_to(y, s, op)};
 }
 
-DType float_dtype(const Array& x) { return is_floating(x.dtype()) ? x.dtype() : default_float; }
+DType float_dtype(const Array& x) { return is_floating(x.dtype()) ? x.dtype() : default_float_dtype(); }
 
 }  // namespace ops_detail
 
@@ -79,7 +79,7 @@ namespace {
 // float ops on integer inputs promote to the default float (as jnp.sin(int) does)
 Array to_float(const Array& x, const char* op) {
   const Array& c = checked(x, op);
-  return is_floating(c.dtype()) ? c : convert(c, default_float, c.weak_type());
+  return is_floating(c.dtype()) ? c : convert(c, default_float_dtype(), c.weak_type());
 }
 Array c_like(double v, const Array& x) { return Array::scalar(v, x.dtype(), false); }
 Array as_bool(const Array& x) { return x.dtype() == DType::bool_ ? x : lax::ne(x, Array::scalar(0, x.dtype())); }
@@ -243,8 +243,8 @@ Array right_shift(const Array& a, const Array& b) {
 Array divide(const Array& a, const Array& b) {
   auto [x, y] = promote_broadcast(a, b, "divide");
   if (!is_floating(x.dtype())) {
-    x = convert(x, default_float, x.weak_type());
-    y = convert(y, default_float, y.weak_type());
+    x = convert(x, default_float_dtype(), x.weak_type());
+    y = convert(y, default_float_dtype(), y.weak_type());
   }
   return lax::div(x, y);
 }
@@ -252,10 +252,14 @@ Array divide(const Array& a, const Array& b) {
 Array floor_divide(const Array& a, const Array& b) {
   auto [x, y] = promote_broadcast(a, b, "floor_divide");
   if (is_floating(x.dtype())) {
-    // NumPy's divmod: divide the exact multiple (x - fmod(x, y)), fix the sign, then round
+    // NumPy's divmod: divide the exact multiple (x - fmod(x, y)), fix the sign, then round; a zero
+    // divisor divides x itself (fmod is NaN there), so that 1 // 0 is inf as in NumPy and JAX 0.11
     Array mod = lax::rem(x, y);
-    Array div = lax::div(lax::sub(x, mod), y);
     Array zero = Array::scalar(0, x.dtype());
+    Array xm = lax::sub(x, mod);
+    Array xb = x.shape() == xm.shape() ? x : broadcast_to(x, xm.shape(), "floor_divide");
+    Array yb = y.shape() == xm.shape() ? y : broadcast_to(y, xm.shape(), "floor_divide");
+    Array div = lax::div(lax::select(lax::eq(yb, zero), xb, xm), y);
     Array fix = lax::bitwise_and(lax::ne(mod, zero), lax::ne(lax::lt(y, zero), lax::lt(mod, zero)));
     div = lax::select(fix, lax::sub(div, Array::scalar(1, x.dtype())), div);
     return lax::round(div, 1);
@@ -309,8 +313,8 @@ Array power(const Array& a, const Array& b) {
 Array arctan2(const Array& a, const Array& b) {
   auto [x, y] = promote_broadcast(a, b, "arctan2");
   if (!is_floating(x.dtype())) {
-    x = convert(x, default_float);
-    y = convert(y, default_float);
+    x = convert(x, default_float_dtype());
+    y = convert(y, default_float_dtype());
   }
   return lax::atan2(x, y);
 }
@@ -318,8 +322,8 @@ Array arctan2(const Array& a, const Array& b) {
 Array logaddexp(const Array& a, const Array& b) {
   auto [x, y] = promote_broadcast(a, b, "logaddexp");
   if (!is_floating(x.dtype())) {
-    x = convert(x, default_float);
-    y = convert(y, default_float);
+    x = convert(x, default_float_dtype());
+    y = convert(y, default_float_dtype());
   }
   Array m = lax::max(x, y);
   Array delta = lax::sub(x, y);

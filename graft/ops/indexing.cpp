@@ -202,6 +202,8 @@ Array take_along_axis(const Array& x, const Array& indices, int64_t axis) {
     if (k != a && indices.shape()[k] != x.shape()[k])
       fail<ShapeError>("take_along_axis: indices ", indices.aval().str(), " must match ", x.aval().str(),
                        " except along axis ", a);
+  // nothing to take (a zero-size dimension): the gather's unit slices would not fit an empty operand
+  if (indices.size() == 0) return zeros(indices.shape(), x.dtype());
   return lax::take_along_axis(x, normalize_index(indices, x.shape()[a], a), a);
 }
 

@@ -22,7 +22,7 @@ Array matrices(const Array& a, const char* op, bool square) {
   if (a.ndim() < 2) fail<ShapeError>("linalg.", op, ": needs an array of at least two dimensions, got ", a.aval().str());
   if (square && a.shape()[a.ndim() - 1] != a.shape()[a.ndim() - 2])
     fail<ShapeError>("linalg.", op, ": needs square matrices in the last two dimensions, got ", a.aval().str());
-  return is_floating(a.dtype()) ? a : convert(a, default_float);
+  return is_floating(a.dtype()) ? a : convert(a, default_float_dtype());
 }
 
 int64_t nrows(const Array& x) { return x.shape()[x.ndim() - 2]; }
@@ -69,7 +69,7 @@ std::pair<Array, Array> promote_float(const Array& a0, const Array& b0, const ch
   checked(b0, op);
   bool weak;
   DType d = result_type({&a0, &b0}, &weak);
-  if (!is_floating(d)) d = default_float;
+  if (!is_floating(d)) d = default_float_dtype();
   return {convert(a0, d), convert(b0, d)};
 }
 
@@ -412,7 +412,7 @@ Array matrix_norm(const Array& x, const NormOrd& ord, int64_t r, int64_t c, bool
 
 Array norm(const Array& x0, const NormOrd& ord, AxisArg axis, bool keepdims) {
   checked(x0, "norm");
-  Array x = is_floating(x0.dtype()) ? x0 : convert(x0, default_float);
+  Array x = is_floating(x0.dtype()) ? x0 : convert(x0, default_float_dtype());
   if (!axis.axes) {
     if (ord.none()) {
       Axes all(static_cast<size_t>(x.ndim()));

@@ -33,9 +33,12 @@ Array keep(const Array& r, const Shape& in_shape, const Axes& axes, bool keepdim
 
 // sum/prod of bool and small ints accumulate in the default int, as NumPy/JAX do
 Array for_sum(const Array& x) {
-  if (is_bool(x.dtype())) return convert(x, default_int);
-  if ((x.dtype() == DType::i8 || x.dtype() == DType::i16)) return convert(x, default_int);
-  if ((x.dtype() == DType::u8 || x.dtype() == DType::u16)) return convert(x, DType::u32);
+  if (is_bool(x.dtype())) return convert(x, default_int_dtype());
+  // narrower than the default int (i32 too with x64): to the default int; unsigned to its unsigned twin
+  if (is_signed_int(x.dtype()) && itemsize(x.dtype()) < itemsize(default_int_dtype()))
+    return convert(x, default_int_dtype());
+  if (is_unsigned(x.dtype()) && itemsize(x.dtype()) < itemsize(default_int_dtype()))
+    return convert(x, default_int_dtype() == DType::i64 ? DType::u64 : DType::u32);
   return x;
 }
 Array as_bool(const Array& x) { return is_bool(x.dtype()) ? x : lax::ne(x, Array::scalar(0, x.dtype())); }
@@ -74,7 +77,7 @@ Array mean(const Array& x, AxisArg axis, bool keepdims) {
   Axes ax = axis.resolve(checked(x, "mean").ndim(), "mean");
   int64_t n = 1;
   for (auto a : ax) n *= x.shape()[a];
-  Array xf = is_floating(x.dtype()) ? x : convert(x, default_float);
+  Array xf = is_floating(x.dtype()) ? x : convert(x, default_float_dtype());
   Array s = keep(lax::reduce_sum(xf, ax), x.shape(), ax, keepdims);
   return lax::div(s, Array::scalar(static_cast<double>(n), s.dtype()));
 }
@@ -83,7 +86,7 @@ Array var(const Array& x, AxisArg axis, bool keepdims, int64_t ddof) {
   Axes ax = axis.resolve(checked(x, "var").ndim(), "var");
   int64_t n = 1;
   for (auto a : ax) n *= x.shape()[a];
-  Array xf = is_floating(x.dtype()) ? x : convert(x, default_float);
+  Array xf = is_floating(x.dtype()) ? x : convert(x, default_float_dtype());
   Array m = mean(xf, Axes(ax), true);
   Array d = lax::sub(xf, ops_detail::broadcast_to(m, xf.shape(), "var"));
   Array s = keep(lax::reduce_sum(lax::mul(d, d), ax), x.shape(), ax, keepdims);
@@ -97,13 +100,13 @@ Array arg_reduce(const Array& x, std::optional<int64_t> axis, bool keepdims, boo
   if (!axis) {
     Array flat = lax::reshape(x, {x.size()});
     if (flat.size() == 0) fail<ValueError>(op, ": attempt to get the arg-extremum of an empty sequence");
-    Array r = is_max ? lax::argmax(flat, 0) : lax::argmin(flat, 0);
+    Array r = is_max ? lax::argmax(flat, 0, default_int_dtype()) : lax::argmin(flat, 0, default_int_dtype());
     if (keepdims) r = lax::reshape(r, Shape(static_cast<size_t>(x.ndim()), 1));
     return r;
   }
   int64_t a = normalize_axis(*axis, x.ndim(), op);
   if (x.shape()[a] == 0) fail<ValueError>(op, ": attempt to get the arg-extremum of an empty axis");
-  Array r = is_max ? lax::argmax(x, a) : lax::argmin(x, a);
+  Array r = is_max ? lax::argmax(x, a, default_int_dtype()) : lax::argmin(x, a, default_int_dtype());
   return keep(r, x.shape(), {a}, keepdims);
 }
 }  // namespace
@@ -116,7 +119,7 @@ Array argmin(const Array& x, std::optional<int64_t> axis, bool keepdims) {
 }
 
 Array logsumexp(const Array& x0, AxisArg axis, bool keepdims) {
-  Array x = is_floating(checked(x0, "logsumexp").dtype()) ? x0 : convert(x0, default_float);
+  Array x = is_floating(checked(x0, "logsumexp").dtype()) ? x0 : convert(x0, default_float_dtype());
   Axes ax = axis.resolve(x.ndim(), "logsumexp");
   Array m = lax::stop_gradient(lax::reduce_max(x, ax));
   // an all -inf slice would give inf - inf: shift by 0 there instead
@@ -128,7 +131,7 @@ Array logsumexp(const Array& x0, AxisArg axis, bool keepdims) {
 }
 
 Array softmax(const Array& x0, int64_t axis) {
-  Array x = is_floating(checked(x0, "softmax").dtype()) ? x0 : convert(x0, default_float);
+  Array x = is_floating(checked(x0, "softmax").dtype()) ? x0 : convert(x0, default_float_dtype());
   int64_t a = normalize_axis(axis, x.ndim(), "softmax");
   Array m = keep(lax::stop_gradient(lax::reduce_max(x, {a})), x.shape(), {a}, true);
   Array e = lax::exp(lax::sub(x, ops_detail::broadcast_to(m, x.shape(), "softmax")));
@@ -137,7 +140,7 @@ Array softmax(const Array& x0, int64_t axis) {
 }
 
 Array log_softmax(const Array& x0, int64_t axis) {
-  Array x = is_floating(checked(x0, "log_softmax").dtype()) ? x0 : convert(x0, default_float);
+  Array x = is_floating(checked(x0, "log_softmax").dtype()) ? x0 : convert(x0, default_float_dtype());
   int64_t a = normalize_axis(axis, x.ndim(), "log_softmax");
   Array m = keep(lax::stop_gradient(lax::reduce_max(x, {a})), x.shape(), {a}, true);
   Array shifted = lax::sub(x, ops_detail::broadcast_to(m, x.shape(), "log_softmax"));
@@ -191,9 +194,9 @@ Array sort(const Array& x, int64_t axis) {
 
 Array argsort(const Array& x, int64_t axis) {
   checked(x, "argsort");
-  if (x.ndim() == 0) return Array::scalar(0, default_int);
+  if (x.ndim() == 0) return Array::scalar(0, default_int_dtype());
   int64_t a = normalize_axis(axis, x.ndim(), "argsort");
-  Array ops[] = {x, lax::iota(default_int, x.shape(), a)};
+  Array ops[] = {x, lax::iota(default_int_dtype(), x.shape(), a)};
   return lax::sort(ops, a, true, 1)[1];
 }
 

@@ -431,7 +431,9 @@ def hypot(x1, x2):
     big, small = _np.maximum(x1, x2), _np.minimum(x1, x2)
     safe = _np.where(big == 0, 1, big)
     r = small / safe
-    return _np.where(big == 0, 0 * big, big * _np.sqrt(1 + r * r))
+    out = _np.where(big == 0, 0 * big, big * _np.sqrt(1 + r * r))
+    # IEEE's hypot: an infinite leg makes the hypotenuse infinite, even beside a NaN
+    return _np.where(_np.isinf(x1) | _np.isinf(x2), _np.inf, out)
 
 
 def signbit(x):
@@ -456,21 +458,31 @@ def fmin(x1, x2):
 
 
 def fmod(x1, x2):
-    """C's fmod: the remainder with the dividend's sign."""
+    """C's fmod: the remainder with the dividend's sign (lax.rem); an integer divisor of 0 is taken as 1,
+    as JAX does (integer division by zero has no value)."""
     x1, x2 = _arr(x1), _arr(x2)
-    r = _np.remainder(x1, x2)
-    return _np.where((r != 0) & ((r < 0) != (x1 < 0)), r - x2, r)
+    dt = result_type(x1, x2)
+    x1, x2 = x1.astype(dt), x2.astype(dt)
+    if not _is_float(x1):
+        x2 = _np.where(x2 == 0, _np.ones_like(x2), x2)
+    x1, x2 = _np.broadcast_arrays(x1, x2)
+    return _graft.lax_rem(x1, x2)
 
 
 def heaviside(x1, x2):
-    x1 = _arr(x1)
-    return _np.where(x1 < 0, 0 * x1, _np.where(x1 > 0, 0 * x1 + 1, x2 + 0 * x1))
+    x1, x2 = _arr(x1), _arr(x2)
+    dt = result_type(x1, x2, 0.0)
+    x1, x2 = x1.astype(dt), x2.astype(dt)
+    zero, one = _np.zeros_like(x1), _np.ones_like(x1)
+    return _np.where(x1 < 0, zero, _np.where(x1 > 0, one, _np.where(_np.isnan(x1), x1, x2)))
 
 
 def sinc(x):
     x = _arr(x)
-    px = _math.pi * _np.where(x == 0, 1, x)
-    return _np.where(x == 0, 1 + 0 * x, _np.sin(px) / px)
+    # JAX 0.11's: 1 at 0 and 0 at +-inf (NumPy says NaN there), by the limits
+    inf = _np.isinf(x)
+    px = _math.pi * _np.where((x == 0) | inf, 1, x)
+    return _np.where(x == 0, _np.ones_like(px), _np.where(inf, _np.zeros_like(px), _np.sin(px) / px))
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
@@ -663,14 +675,14 @@ def quantile(a, q, axis=None, method="linear", keepdims=False):
     a = _arr(a)
     ndim_in = a.ndim
     if not _is_float(a):
-        a = a.astype("float32")
-    if axis is None:
-        a, ax = _np.ravel(a), 0
-    else:
-        ax = _axis(axis, a.ndim)
-    s = _np.moveaxis(_np.sort(a, axis=ax), ax, -1)
+        a = a.astype(str(result_type(a, 0.0)))
+    x, axes, kept = _collapse_axes(a, axis, "quantile")
+    s = _np.sort(x, axis=-1)
     n = s.shape[-1]
     qa = _onp.asarray(q, dtype=_onp.float64)
+    if n == 0:  # NumPy: NaN for each empty slice
+        r = _np.full(qa.shape + tuple(s.shape[:-1]), _onp.nan, dtype=str(s.dtype))
+        return _np.reshape(r, qa.shape + kept) if keepdims else r
     pos = qa * (n - 1)
     lo = _onp.floor(pos).astype(_onp.int32)
     hi = _onp.minimum(lo + 1, n - 1)
@@ -696,12 +708,24 @@ def quantile(a, q, axis=None, method="linear", keepdims=False):
     if qa.ndim:  # NumPy puts q's dimensions first
         rest = s.ndim - 1
         r = _np.transpose(r, list(range(rest, rest + qa.ndim)) + list(range(rest)))
-    if keepdims:
-        if axis is None:
-            r = _np.reshape(r, qa.shape + (1,) * ndim_in)
-        else:
-            r = _np.expand_dims(r, qa.ndim + ax)
-    return r
+    return _np.reshape(r, qa.shape + kept) if keepdims else r
+
+
+def _collapse_axes(a, axis, op):
+    """a with the reduced axes (all of them for None, one, or a tuple) moved last and flattened into one,
+    the normalized axes, and the keepdims shape (1 where an axis was reduced)."""
+    nd = a.ndim
+    if axis is None:
+        axes = tuple(range(nd))
+    else:
+        axes = tuple(_axis(ax, nd) for ax in ((axis,) if isinstance(axis, int) else axis))
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"{op}: repeated axis in {axis}")
+    rest = [d for d in range(nd) if d not in axes]
+    x = _np.transpose(a, rest + list(axes)) if nd else a
+    x = _np.reshape(x, tuple(a.shape[d] for d in rest) + (_math.prod(a.shape[d] for d in axes),))
+    kept = tuple(1 if d in axes else a.shape[d] for d in range(nd))
+    return x, axes, kept
 
 
 def percentile(a, q, axis=None, method="linear", keepdims=False):
@@ -957,6 +981,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     fill_value (default: the smallest unique value) as JAX's."""
     if axis is not None:
         raise NotImplementedError("unique: axis is not supported")
+    if size is not None:
+        return _unique_sized(_arr(ar), size, fill_value, return_index, return_inverse, return_counts)
     x = _concrete(_arr(ar), "unique")
     res = _onp.unique(x, return_index=True, return_inverse=True, return_counts=True)
     vals, index, inverse, counts = res
@@ -972,6 +998,40 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         out.append(_graft.asarray(inverse.astype(_onp.int32).reshape(x.shape), None))
     if return_counts:
         out.append(_graft.asarray(counts.astype(_onp.int32), None))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_sized(x, size, fill_value, return_index, return_inverse, return_counts):
+    """unique with a static size, from traceable pieces (so that it runs under jit, as JAX's): a stable
+    sort, the first element of each run of equal values, and the runs' lengths."""
+    flat = _np.ravel(x)
+    n = flat.shape[0]
+    if n == 0:
+        fv = 0 if fill_value is None else fill_value
+        vals = _np.full((size,), fv, dtype=str(flat.dtype))
+        out = [vals]
+        zeros = _np.zeros((size,), dtype="int32")
+        out += [zeros] * return_index + [_np.zeros(x.shape, dtype="int32")] * return_inverse + [zeros] * return_counts
+        return out[0] if len(out) == 1 else tuple(out)
+    perm = _np.argsort(flat)
+    s = _np.take(flat, perm)
+    first = _np.concatenate([_np.ones((1,), dtype=bool), s[1:] != s[:-1]])
+    # one start more than asked for: the end of the last run kept (when size cuts the runs short)
+    bounds = _np.nonzero(first, size=size + 1, fill_value=n)[0]
+    starts = bounds[:size]
+    valid = starts < n
+    safe = _np.minimum(starts, n - 1)
+    vals = _np.take(s, safe)
+    fv = vals[0] if fill_value is None else fill_value  # JAX: the smallest unique value
+    out = [_np.where(valid, vals, fv)]
+    if return_index:
+        out.append(_np.where(valid, _np.take(perm, safe), 0).astype("int32"))
+    if return_inverse:
+        group = _np.cumsum(first.astype("int32")) - 1
+        out.append(_np.reshape(_np.take(group, _np.argsort(perm)), x.shape).astype("int32"))
+    if return_counts:
+        ends = bounds[1:]
+        out.append(_np.where(valid, ends - starts, 0).astype("int32"))
     return out[0] if len(out) == 1 else tuple(out)
 
 

@@ -11,6 +11,7 @@ import math as _math
 import numpy as _onp
 
 from . import numpy as _np
+from ._numpy_extra import _collapse_axes
 
 # ---- aliases (NumPy 2 / the Array API) -----------------------------------------------------------------
 acos, acosh, asin, asinh = _np.arccos, _np.arccosh, _np.arcsin, _np.arcsinh
@@ -254,11 +255,10 @@ def nanquantile(a, q, axis=None, method="linear", keepdims=False):
         raise TypeError("nanquantile: q must hold numbers")
     if method not in ("linear", "lower", "higher", "nearest", "midpoint"):
         raise ValueError(f"nanquantile: unknown method {method!r}")
-    nd = a.ndim
-    axes = tuple(range(nd)) if axis is None else tuple(ax % nd for ax in ((axis,) if isinstance(axis, int) else axis))
-    rest = [d for d in range(nd) if d not in axes]
-    x = _np.transpose(a, rest + list(axes))
-    x = _np.reshape(x, tuple(a.shape[d] for d in rest) + (-1,))
+    x, axes, kept = _collapse_axes(a, axis, "nanquantile")
+    if x.shape[-1] == 0:  # every slice is empty: NaN, as NumPy
+        r = _np.full(_onp.shape(_onp.asarray(qa)) + tuple(x.shape[:-1]), _onp.nan, dtype=str(x.dtype))
+        return _np.reshape(r, _onp.shape(_onp.asarray(qa)) + kept) if keepdims else r
     nan = _np.isnan(x)
     s = _np.sort(_np.where(nan, _np.inf, x), axis=-1)
     n = _np.sum(~nan, axis=-1, keepdims=True)
@@ -281,10 +281,7 @@ def nanquantile(a, q, axis=None, method="linear", keepdims=False):
             v = take(_np.round(pos))
         v = _np.where(n == 0, _np.nan, v)[..., 0]
         if keepdims:
-            shape = list(a.shape)
-            for d in axes:
-                shape[d] = 1
-            v = _np.reshape(v, tuple(shape))
+            v = _np.reshape(v, kept)
         outs.append(v)
     return outs[0] if qa.ndim == 0 else _np.stack(outs)
 

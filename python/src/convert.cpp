@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common.h"
+#include "graft/core/config.h"
 #include "graft/core/env.h"
 
 namespace graft::python {
@@ -41,18 +42,13 @@ std::optional<DType> dtype_of_numpy(const py::dtype& d) {
 // Off by default, as in JAX: the Python front end makes no 64-bit values. Python floats and ints are
 // weakly typed f32 / i32, NumPy's float64 / int64 / uint64 arrays arrive as f32 / i32 / u32, and a
 // requested 64-bit dtype is its 32-bit sibling. The C++ API is unaffected: its values carry their types.
-namespace {
-bool& x64_flag() {
-  static bool on = env::flag("GRAFT_ENABLE_X64", env::flag("JAX_ENABLE_X64", false));
-  return on;
-}
-}  // namespace
-
-bool x64_enabled() { return x64_flag(); }
-void set_x64(bool on) { x64_flag() = on; }
+// The flag itself is the core's (graft::config::enable_x64), which also sets the default dtypes of the
+// C++ operations (an int promoted to floating point is f64 with x64).
+bool x64_enabled() { return config::enable_x64(); }
+void set_x64(bool on) { config::set_enable_x64(on); }
 
 DType canonical_dtype(DType d) {
-  if (x64_flag()) return d;
+  if (config::enable_x64()) return d;
   switch (d) {
     case DType::f64: return DType::f32;
     case DType::i64: return DType::i32;
@@ -106,9 +102,9 @@ Array to_array(py::handle h, std::optional<DType> want) {
     // still means what it says
     auto v = h.cast<int64_t>();
     bool fits = v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
-    r = x64_flag() || !fits ? Array(v) : Array::scalar(static_cast<double>(v), DType::i32, /*weak=*/true);
+    r = config::enable_x64() || !fits ? Array(v) : Array::scalar(static_cast<double>(v), DType::i32, /*weak=*/true);
   } else if (py::isinstance<py::float_>(h)) {
-    r = x64_flag() ? Array(h.cast<double>()) : Array(static_cast<float>(h.cast<double>()));
+    r = config::enable_x64() ? Array(h.cast<double>()) : Array(static_cast<float>(h.cast<double>()));
   } else if (py::hasattr(h, "_graft_key_data")) {
     // a typed PRNG key array (graft.random.key): its raw uint32 words, what the samplers take
     r = h.attr("_graft_key_data").cast<Array>();

@@ -51,7 +51,18 @@ void bind_elementwise(py::module_& m) {
   unary("sign", &sign);
   unary("floor", &floor);
   unary("ceil", &ceil);
-  unary("round", &graft::round);
+  // NumPy's round(a, decimals): half to even at 10^-decimals (integers are already whole for decimals >= 0)
+  m.def("round", [](py::handle a, int64_t decimals) {
+    Array x = to_array(a);
+    if (decimals == 0) return graft::round(x);
+    if (!is_floating(x.dtype())) {
+      if (decimals > 0) return x;
+      Array f = Array::scalar(std::pow(10.0, static_cast<double>(-decimals)), default_float_dtype());
+      return astype(multiply(graft::round(divide(x, f)), f), x.dtype());
+    }
+    Array f = Array::scalar(std::pow(10.0, static_cast<double>(decimals)), x.dtype());
+    return divide(graft::round(multiply(x, f)), f);
+  }, "a"_a, "decimals"_a = 0);
   unary("exp", &exp);
   unary("exp2", &exp2);
   unary("log", &log);
@@ -163,18 +174,49 @@ void bind_operations(py::module_& m) {
   m.def("transpose", [](py::handle x, py::handle axes) {
     return transpose(to_array(x), axes.is_none() ? Axes{} : to_shape(axes));
   }, "x"_a, "axes"_a = py::none());
-  m.def("swapaxes", [](py::handle x, int64_t a, int64_t b) { return swapaxes(to_array(x), a, b); });
-  m.def("moveaxis", [](py::handle x, int64_t s, int64_t d) { return moveaxis(to_array(x), s, d); });
-  m.def("expand_dims", [](py::handle x, py::handle axis) { return expand_dims(to_array(x), to_axis(axis)); });
+  m.def("swapaxes", [](py::handle x, int64_t a, int64_t b) { return swapaxes(to_array(x), a, b); }, "a"_a, "axis1"_a,
+        "axis2"_a);
+  // moveaxis with sequences of axes too (NumPy's): the other axes keep their order
+  m.def("moveaxis", [](py::handle x, py::handle s, py::handle d) {
+    Array a = to_array(x);
+    if (py::isinstance<py::int_>(s) && py::isinstance<py::int_>(d)) return moveaxis(a, s.cast<int64_t>(), d.cast<int64_t>());
+    Shape src = to_shape(s), dst = to_shape(d);
+    int64_t n = a.ndim();
+    if (src.size() != dst.size())
+      fail<ValueError>("moveaxis: source ", shape_str(src), " and destination ", shape_str(dst),
+                       " must have the same number of elements");
+    auto norm = [&](int64_t v) {
+      if (v < -n || v >= n) fail<ValueError>("moveaxis: axis ", v, " is out of bounds for an array of rank ", n);
+      return v < 0 ? v + n : v;
+    };
+    Shape perm(static_cast<size_t>(n), -1);
+    std::vector<bool> used(static_cast<size_t>(n), false);
+    for (size_t i = 0; i < src.size(); ++i) {
+      int64_t si = norm(src[i]), di = norm(dst[i]);
+      if (perm[di] != -1 || used[si]) fail<ValueError>("moveaxis: repeated axis");
+      perm[di] = si;
+      used[si] = true;
+    }
+    int64_t next = 0;
+    for (auto& p : perm) {
+      if (p != -1) continue;
+      while (used[next]) ++next;
+      p = next++;
+    }
+    return transpose(a, perm);
+  }, "a"_a, "source"_a, "destination"_a);
+  m.def("expand_dims", [](py::handle x, py::handle axis) { return expand_dims(to_array(x), to_axis(axis)); }, "a"_a,
+        "axis"_a);
   m.def("squeeze", [](py::handle x, py::handle axis) { return squeeze(to_array(x), to_axis(axis)); }, "x"_a,
         "axis"_a = py::none());
-  m.def("broadcast_to", [](py::handle x, py::handle s) { return broadcast_to(to_array(x), to_shape(s)); });
+  m.def("broadcast_to", [](py::handle x, py::handle s) { return broadcast_to(to_array(x), to_shape(s)); }, "array"_a,
+        "shape"_a);
   m.def("concatenate", [](py::handle xs, int64_t axis) { return concatenate(to_arrays(xs), axis); }, "arrays"_a,
         "axis"_a = 0);
   m.def("stack", [](py::handle xs, int64_t axis) { return stack(to_arrays(xs), axis); }, "arrays"_a, "axis"_a = 0);
   m.def("flip", [](py::handle x, py::handle axis) { return flip(to_array(x), to_axis(axis)); }, "x"_a,
         "axis"_a = py::none());
-  m.def("tile", [](py::handle x, py::handle reps) { return tile(to_array(x), to_shape(reps)); });
+  m.def("tile", [](py::handle x, py::handle reps) { return tile(to_array(x), to_shape(reps)); }, "A"_a, "reps"_a);
   m.def("repeat", [](py::handle x, int64_t r, std::optional<int64_t> axis) { return repeat(to_array(x), r, axis); },
         "x"_a, "repeats"_a, "axis"_a = py::none());
   m.def("take", [](py::handle x, py::handle i, std::optional<int64_t> axis) {

@@ -114,6 +114,23 @@ def test_explicit_32_bit_stays_32_bit_with_x64(x64):
     assert str((jnp.ones(2, jnp.int32) + 2).dtype) == "int32"
 
 
+def _promotions():
+    i = jnp.array([1, 2], jnp.int32)
+    return {"sin(i32)": jnp.sin(i), "i32 / i32": i / i, "mean(i32)": jnp.mean(i), "i32 * 1.5": i * 1.5,
+            "sum(i32)": jnp.sum(i), "argmax": jnp.argmax(i), "sqrt(i32)": jnp.sqrt(i), "log1p(i32)": jnp.log1p(i)}
+
+
+@pytest.mark.parametrize("mode,fl,it", [("x32", "float32", "int32"), ("x64", "float64", "int64")])
+def test_integers_promote_to_the_modes_default_dtypes(mode, fl, it, request):
+    # JAX's result_type: an int meeting a weak float, or an op that needs floating point, takes the default
+    # float of the mode; integer sums and argmax the default int
+    request.getfixturevalue(mode)
+    d = {k: str(v.dtype) for k, v in _promotions().items()}
+    assert d == {k: it if k in ("sum(i32)", "argmax") else fl for k in d}
+    # and jit traces them the same way, in either mode
+    assert str(graft.jit(lambda v: jnp.sin(v))(jnp.array([1, 2], jnp.int32)).dtype) == fl
+
+
 def test_switching_retraces_jitted_functions():
     # the same argument types, two modes: the constant made inside differs, so the trace must too
     f = graft.jit(lambda x: x + jnp.zeros(2))

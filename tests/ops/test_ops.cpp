@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "graft/core/config.h"
 #include "testing.h"
 
 namespace graft::testing {
@@ -68,6 +69,27 @@ TEST(OpsPromotion, StrongOperandsFollowTheLattice) {
   EXPECT_TRUE(is(arr({200, 1}, {2}, u8) + arr({-1, -2}, {2}, i32), i32, {2}, {199, -1}));
   EXPECT_TRUE(is(array({1.0f, 2.0f}) * array(0.5), f64, {2}, {0.5, 1}));  // a rank-0 array is strong
   EXPECT_TRUE(is(array(std::vector<bool>{true, false}) + array({3, 4}), i32, {2}, {4, 4}));
+}
+
+// JAX's jax_enable_x64: the default dtypes become 64-bit; typed values keep their types.
+TEST(OpsPromotion, X64ModeWidensTheDefaultDtypes) {
+  struct Restore {
+    bool was = config::enable_x64();
+    ~Restore() { config::set_enable_x64(was); }
+  } restore;
+  config::set_enable_x64(true);
+  EXPECT_TRUE(is(array({1, 2, 3}) + 1.5, f64, {3}, {2.5, 3.5, 4.5}));
+  EXPECT_TRUE(is(sin(array({0, 0})), f64, {2}, {0, 0}));
+  EXPECT_TRUE(is(divide(array({1, 3}), array({2, 2})), f64, {2}, {0.5, 1.5}));
+  EXPECT_TRUE(is(sum(array({1, 2, 3})), i64, {}, {6}));  // i32 accumulates in the default int
+  EXPECT_EQ(arange(4).dtype(), i64);
+  EXPECT_EQ(argmax(array({1, 5, 2})).dtype(), i64);
+  EXPECT_EQ((arr({1, 2}, {2}, f32) * 2.0).dtype(), f32);  // a typed array keeps its type
+  EXPECT_EQ((arr({1, 2}, {2}, i32) + 1).dtype(), i32);
+  config::set_enable_x64(false);
+  EXPECT_TRUE(is(array({1, 2, 3}) + 1.5, f32, {3}, {2.5, 3.5, 4.5}));
+  EXPECT_EQ(sum(array({1, 2, 3})).dtype(), i32);
+  EXPECT_EQ(arange(4).dtype(), i32);
 }
 
 TEST(OpsPromotion, LogicalAndBitwiseOpsOnBools) {

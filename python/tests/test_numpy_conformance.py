@@ -1,0 +1,586 @@
+"""graft.numpy against NumPy in the style of JAX's lax_numpy_test: one table row per function, every row run
+over several shapes (empty, scalar, broadcasting) and dtypes (bool, int32, float16, bfloat16, float32,
+float64), with NaN / inf inputs for the floating dtypes; then, per row, its derivatives against central
+differences in float64, `vmap` against a Python loop and `jit` against eager.
+
+NumPy is the oracle for values. Dtypes are compared by kind (bool / integer / floating), since JAX's
+promotion differs from NumPy's on purpose (int32 / int32 is float32 in JAX without x64); JAX's exact result
+dtypes are checked in test_x64.py and test_numpy_extra.py. bfloat16 inputs are made by rounding float32
+values to bfloat16 in graft, and NumPy computes on the same rounded values in float32.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import graft as gf
+import graft.numpy as gnp
+
+F16, BF16, F32, F64 = "float16", "bfloat16", "float32", "float64"
+FLOATS = [F16, BF16, F32, F64]
+INTS = ["int32"]
+BOOL = ["bool"]
+NUMERIC = INTS + FLOATS
+ALL = BOOL + NUMERIC
+
+# relative / absolute tolerance of a value check per dtype (f16 and bf16 compute in f32 and round).
+TOL = {F16: 4e-3, BF16: 2e-2, F32: 3e-6, F64: 1e-13, "int32": 0, "bool": 0}
+
+SPECIALS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -2.5]
+
+DOMAINS = {
+    "real": (-3.0, 3.0),
+    "pos": (0.1, 3.0),
+    "unit": (-0.95, 0.95),
+    "ge1": (1.05, 3.0),
+    "small": (-1.5, 1.5),
+    "nonzero": (0.3, 3.0),  # sign chosen at random below
+}
+
+
+def draw(shape, dtype, domain, rng):
+    """A NumPy array of `shape` (float32 standing in for bfloat16) with values in `domain`."""
+    if dtype == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dtype == "int32":
+        lo, hi = (1, 6) if domain in ("pos", "ge1", "nonzero") else (-5, 6)
+        v = rng.integers(lo, hi, shape).astype(np.int32)
+        if domain == "nonzero":
+            v = v * rng.choice(np.array([-1, 1], np.int32), shape)
+        return v
+    lo, hi = DOMAINS[domain]
+    v = rng.uniform(lo, hi, shape)
+    if domain == "nonzero":
+        v = v * rng.choice([-1.0, 1.0], shape)
+    if dtype == BF16:
+        return np.asarray(gnp.asarray(v.astype(np.float32), dtype=gnp.bfloat16).astype(gnp.float32))
+    return v.astype(dtype)
+
+
+def to_graft(x, dtype):
+    return gnp.asarray(x, dtype=gnp.bfloat16) if dtype == BF16 else gnp.asarray(x)
+
+
+def kind(dt):
+    dt = np.dtype(dt) if str(dt) != "bfloat16" else np.dtype(np.float32)
+    return "b" if dt.kind == "b" else "i" if dt.kind in "iu" else dt.kind
+
+
+def check_close(got, want, dtype, what, rtol=None, atol=None):
+    got_np = np.asarray(got)
+    want = np.asarray(want)
+    assert got_np.shape == want.shape, f"{what}: shape {got_np.shape}, NumPy {want.shape}"
+    assert kind(getattr(got, "dtype", got_np.dtype)) == kind(want.dtype), (
+        f"{what}: dtype {getattr(got, 'dtype', got_np.dtype)}, NumPy {want.dtype}")
+    out_dt = str(getattr(got, "dtype", got_np.dtype))
+    t = max(TOL[dtype], TOL.get(out_dt, 0)) if rtol is None else rtol
+    if want.dtype.kind in "biu" and got_np.dtype.kind in "biu":
+        np.testing.assert_array_equal(got_np, want, err_msg=what)
+    else:
+        np.testing.assert_allclose(got_np.astype(np.float64), want.astype(np.float64), rtol=t,
+                                   atol=t if atol is None else atol, equal_nan=True, err_msg=what)
+
+
+class Row:
+    """One function: its NumPy oracle, arity, dtypes, input domain and which checks apply."""
+
+    def __init__(self, name, arity=1, dtypes=NUMERIC, domain="real", grad=True, np_fn=None, g_fn=None,
+                 specials=True, tol=None, grad_tol=1e-6, jit_exact=False):
+        self.name, self.arity, self.dtypes, self.domain = name, arity, dtypes, domain
+        self.grad, self.specials, self.tol, self.grad_tol = grad, specials, tol, grad_tol
+        self.np_fn = np_fn or getattr(np, name)
+        self.g_fn = g_fn or getattr(gnp, name)
+        self.jit_exact = jit_exact
+
+    def __repr__(self):
+        return self.name
+
+
+U = lambda *a, **k: Row(*a, arity=1, **k)  # noqa: E731
+B = lambda *a, **k: Row(*a, arity=2, **k)  # noqa: E731
+
+UNARY = [
+    U("abs", dtypes=ALL[1:]), U("negative"), U("positive"), U("sign", grad=True),
+    U("floor", dtypes=FLOATS), U("ceil", dtypes=FLOATS), U("trunc", dtypes=FLOATS), U("rint", dtypes=FLOATS),
+    U("fix", dtypes=FLOATS), U("round", dtypes=FLOATS, grad=False),
+    U("exp", dtypes=FLOATS), U("exp2", dtypes=FLOATS), U("expm1", dtypes=FLOATS),
+    U("log", domain="pos"), U("log2", domain="pos"), U("log10", domain="pos"), U("log1p", domain="pos"),
+    U("sqrt", domain="pos"), U("cbrt", domain="pos"), U("square"), U("reciprocal", dtypes=FLOATS, domain="nonzero"),
+    U("sin"), U("cos"), U("tan", domain="small"), U("arcsin", domain="unit"), U("arccos", domain="unit"),
+    U("arctan"), U("sinh"), U("cosh"), U("tanh"), U("arcsinh"), U("arccosh", domain="ge1"),
+    U("arctanh", domain="unit"), U("deg2rad"), U("rad2deg"), U("degrees"), U("radians"),
+    # JAX 0.11 defines sinc(+-inf) = 0, the limit, where NumPy says NaN
+    U("sinc", dtypes=FLOATS, domain="nonzero", np_fn=lambda x: np.where(np.isinf(x), 0.0, np.sinc(x)).astype(x.dtype)),
+    U("isnan", dtypes=FLOATS, grad=False), U("isinf", dtypes=FLOATS, grad=False),
+    U("isfinite", dtypes=FLOATS, grad=False), U("signbit", dtypes=FLOATS, grad=False),
+    U("logical_not", dtypes=ALL, grad=False), U("invert", dtypes=BOOL + INTS, grad=False),
+    U("nan_to_num", dtypes=FLOATS), U("i0", dtypes=[F32, F64], tol=1e-5, specials=False),
+    U("spacing", dtypes=[F32, F64], grad=False, specials=False),
+]
+
+BINARY = [
+    B("add", dtypes=ALL), B("subtract"), B("multiply", dtypes=ALL), B("divide", domain="nonzero"),
+    B("true_divide", domain="nonzero"), B("floor_divide", domain="nonzero", grad=False),
+    B("remainder", domain="nonzero", grad=False), B("mod", domain="nonzero", grad=False),
+    B("fmod", domain="nonzero", grad=False), B("power", dtypes=FLOATS, domain="pos"),
+    B("float_power", dtypes=[F32, F64], domain="pos"),
+    B("maximum", dtypes=ALL), B("minimum", dtypes=ALL), B("fmax"), B("fmin"),
+    B("arctan2", dtypes=FLOATS), B("hypot", dtypes=FLOATS), B("copysign", dtypes=FLOATS, grad=False),
+    B("nextafter", dtypes=[F32, F64], grad=False), B("logaddexp", dtypes=FLOATS),
+    B("logaddexp2", dtypes=FLOATS), B("heaviside", dtypes=FLOATS, grad=False),
+    B("equal", dtypes=ALL, grad=False), B("not_equal", dtypes=ALL, grad=False), B("less", grad=False),
+    B("less_equal", grad=False), B("greater", grad=False), B("greater_equal", grad=False),
+    B("logical_and", dtypes=ALL, grad=False), B("logical_or", dtypes=ALL, grad=False),
+    B("logical_xor", dtypes=ALL, grad=False),
+    B("bitwise_and", dtypes=BOOL + INTS, grad=False), B("bitwise_or", dtypes=BOOL + INTS, grad=False),
+    B("bitwise_xor", dtypes=BOOL + INTS, grad=False),
+    B("gcd", dtypes=INTS, grad=False), B("lcm", dtypes=INTS, grad=False),
+]
+
+UNARY_SHAPES = [(), (0,), (5,), (2, 3), (2, 0, 3)]
+BINARY_SHAPES = [((), ()), ((), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((0, 3), (3,)), ((2, 3), (2, 3)),
+                 ((4, 1, 3), (2, 1))]
+
+
+def np_eval(row, args, dtype):
+    """NumPy's answer. float16 rows are computed in float32 and rounded, as graft (and JAX on a CPU)
+    computes them: NumPy's own float16 loops lose more (sinc(0) is NaN in NumPy's float16)."""
+    if dtype == F16:
+        args = [a.astype(np.float32) if a.dtype == np.float16 else a for a in args]
+    with np.errstate(all="ignore"):
+        out = row.np_fn(*args)
+    if dtype == F16 and np.asarray(out).dtype == np.float32:
+        out = np.asarray(out, np.float16)
+    return out
+
+
+def round_like(want, dtype):
+    """NumPy computes bfloat16 rows in float32: round its answer as graft's bfloat16 result is rounded."""
+    want = np.asarray(want)
+    if dtype == BF16 and want.dtype.kind == "f":
+        return np.asarray(gnp.asarray(want.astype(np.float32), dtype=gnp.bfloat16).astype(gnp.float32))
+    return want
+
+
+def rows_by_dtype(rows, only=None):
+    return [pytest.param(r, d, id=f"{r.name}-{d}") for r in rows for d in r.dtypes if only is None or d in only]
+
+
+def run_values(row, dtype, shapes):
+    rng = np.random.default_rng(abs(hash((row.name, dtype))) % 2**32)
+    for shape in shapes:
+        shape = shape if row.arity > 1 else (shape,)
+        args = [draw(s, dtype, row.domain, rng) for s in shape]
+        got = row.g_fn(*[to_graft(a, dtype) for a in args])
+        want = round_like(np_eval(row, args, dtype), dtype)
+        check_close(got, want, dtype, f"{row.name}{tuple(shape)} {dtype}", rtol=row.tol)
+
+
+@pytest.mark.parametrize("row,dtype", rows_by_dtype(UNARY))
+def test_unary_values(row, dtype):
+    run_values(row, dtype, UNARY_SHAPES)
+
+
+@pytest.mark.parametrize("row,dtype", rows_by_dtype(BINARY))
+def test_binary_values(row, dtype):
+    run_values(row, dtype, BINARY_SHAPES)
+
+
+def special_inputs(dtype):
+    x = np.array(SPECIALS, np.float64)
+    if dtype == BF16:
+        return x.astype(np.float32)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("row,dtype", [p for p in rows_by_dtype([r for r in UNARY if r.specials], FLOATS)
+                                       if p.id not in ("nan_to_num-bfloat16", "nan_to_num-float16")])  # see below
+def test_unary_nan_inf(row, dtype):
+    x = special_inputs(dtype)
+    got = row.g_fn(to_graft(x, dtype))
+    want = round_like(np_eval(row, [x], dtype), dtype)
+    check_close(got, want, dtype, f"{row.name}(specials) {dtype}", rtol=row.tol)
+
+
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_nan_to_num_half_uses_its_own_range(dtype):
+    # NumPy (computing half-precision rows in float32) would clamp to float32's max, which rounds to inf
+    x = to_graft(np.array([np.nan, np.inf, -np.inf, 1.5], np.float32), dtype).astype(dtype)
+    r = np.asarray(gnp.nan_to_num(x).astype(gnp.float32))
+    big = float(gnp.finfo(dtype).max)
+    assert r.tolist() == [0.0, big, -big, 1.5] and np.isfinite(big) and big < 1e39
+
+
+@pytest.mark.parametrize("row,dtype", rows_by_dtype([r for r in BINARY if r.specials], FLOATS))
+def test_binary_nan_inf(row, dtype):
+    x = special_inputs(dtype)
+    a, b = x[:, None], x[None, :]
+    got = row.g_fn(to_graft(a, dtype), to_graft(b, dtype))
+    want = round_like(np_eval(row, [a, b], dtype), dtype)
+    check_close(got, want, dtype, f"{row.name}(specials) {dtype}", rtol=row.tol)
+
+
+def numeric_grad(f, args, i, eps=1e-6):
+    """Central differences of sum(f(*args)) with respect to args[i], elementwise."""
+    x = args[i]
+    g = np.zeros_like(x)
+    flat = g.reshape(-1)
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = eps
+        e = e.reshape(x.shape)
+        hi = [a if j != i else a + e for j, a in enumerate(args)]
+        lo = [a if j != i else a - e for j, a in enumerate(args)]
+        flat[k] = (np.sum(np.asarray(f(*hi))) - np.sum(np.asarray(f(*lo)))) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("row", [r for r in UNARY + BINARY if r.grad and F64 in r.dtypes], ids=repr)
+def test_grad_against_finite_differences(row):
+    rng = np.random.default_rng(1)
+    shapes = [(3,)] * row.arity if row.arity == 1 else [(2, 3), (3,)]
+    args = [draw(s, F64, row.domain, rng) for s in shapes]
+    for i in range(row.arity):
+        g = gf.grad(lambda *a: gnp.sum(row.g_fn(*a)), argnums=i)(*[gnp.asarray(a) for a in args])
+        want = numeric_grad(row.g_fn, args, i)
+        np.testing.assert_allclose(np.asarray(g), want, rtol=row.grad_tol, atol=row.grad_tol,
+                                   err_msg=f"d{row.name}/darg{i}")
+
+
+@pytest.mark.parametrize("row,dtype", rows_by_dtype(UNARY + BINARY, (F32, "int32", "bool")))  # one per kind
+def test_vmap_against_loop(row, dtype):
+    rng = np.random.default_rng(2)
+    args = [draw((4, 3), dtype, row.domain, rng) for _ in range(row.arity)]
+    g = [to_graft(a, dtype) for a in args]
+    got = gf.vmap(row.g_fn)(*g)
+    want = np.stack([np.asarray(row.g_fn(*[to_graft(a[i], dtype) for a in args])) for i in range(4)])
+    check_close(got, want, dtype, f"vmap {row.name}")
+    if row.arity == 2:  # one batched operand, one broadcast
+        got = gf.vmap(row.g_fn, in_axes=(0, None))(g[0], g[1][0])
+        want = np.stack([np.asarray(row.g_fn(to_graft(args[0][i], dtype), g[1][0])) for i in range(4)])
+        check_close(got, want, dtype, f"vmap(in_axes=(0, None)) {row.name}")
+
+
+@pytest.mark.parametrize("row,dtype", rows_by_dtype(UNARY + BINARY))
+def test_jit_against_eager(row, dtype):
+    rng = np.random.default_rng(3)
+    # the shapes of the special-value grid below, so that one compiled program serves both
+    shapes = [(10,)] if row.arity == 1 else [(10, 10)] * 2
+    args = [to_graft(draw(s, dtype, row.domain, rng), dtype) for s in shapes]
+    eager = row.g_fn(*args)
+    jitted = gf.jit(row.g_fn)(*args)
+    assert str(jitted.dtype) == str(eager.dtype), f"jit {row.name}: {jitted.dtype} vs {eager.dtype}"
+    check_close(jitted, np.asarray(eager), dtype, f"jit {row.name}", rtol=TOL[dtype] if dtype != F64 else 1e-14)
+    if dtype in FLOATS and row.specials:
+        x = to_graft(special_inputs(dtype), dtype)
+        xs = [x] if row.arity == 1 else [gnp.broadcast_to(x[:, None], (10, 10)), gnp.broadcast_to(x[None, :], (10, 10))]
+        check_close(gf.jit(row.g_fn)(*xs), np.asarray(row.g_fn(*xs)), dtype, f"jit {row.name}(specials)")
+
+
+# ---- reductions ---------------------------------------------------------------------------------------------
+class Red:
+    """A reduction: NumPy's oracle, the dtypes, whether it takes keepdims / a tuple of axes, whether an
+    empty reduction has a value (else both libraries raise), and whether it is differentiable."""
+
+    def __init__(self, name, dtypes=NUMERIC, keepdims=True, multi_axis=True, empty_ok=True, grad=True,
+                 nan_in=False, tol=None):
+        self.name, self.dtypes, self.keepdims, self.multi_axis = name, dtypes, keepdims, multi_axis
+        self.empty_ok, self.grad, self.nan_in, self.tol = empty_ok, grad, nan_in, tol
+        self.np_fn, self.g_fn = getattr(np, name), getattr(gnp, name)
+
+    def __repr__(self):
+        return self.name
+
+
+REDUCTIONS = [
+    Red("sum", dtypes=ALL), Red("prod"), Red("mean"), Red("var"), Red("std"),
+    Red("max", empty_ok=False), Red("min", empty_ok=False), Red("amax", empty_ok=False),
+    Red("amin", empty_ok=False), Red("ptp", empty_ok=False, grad=False),
+    Red("argmax", keepdims=True, multi_axis=False, empty_ok=False, grad=False),
+    Red("argmin", keepdims=True, multi_axis=False, empty_ok=False, grad=False),
+    Red("all", dtypes=ALL, grad=False), Red("any", dtypes=ALL, grad=False),
+    Red("count_nonzero", dtypes=ALL, grad=False),
+    Red("nansum", dtypes=FLOATS, nan_in=True), Red("nanprod", dtypes=FLOATS, nan_in=True),
+    Red("nanmean", dtypes=FLOATS, nan_in=True), Red("nanvar", dtypes=FLOATS, nan_in=True),
+    Red("nanstd", dtypes=FLOATS, nan_in=True), Red("nanmax", dtypes=FLOATS, nan_in=True, empty_ok=False),
+    Red("nanmin", dtypes=FLOATS, nan_in=True, empty_ok=False),
+    Red("median", dtypes=[F32, F64], grad=False), Red("nanmedian", dtypes=[F32, F64], nan_in=True, grad=False),
+    Red("cumsum", keepdims=False, multi_axis=False), Red("cumprod", keepdims=False, multi_axis=False),
+    Red("nancumsum", dtypes=FLOATS, keepdims=False, multi_axis=False, nan_in=True),
+    Red("nancumprod", dtypes=FLOATS, keepdims=False, multi_axis=False, nan_in=True),
+]
+
+RED_CASES = [((5,), None), ((5,), 0), ((5,), -1), ((2, 3, 4), None), ((2, 3, 4), 1), ((2, 3, 4), -1),
+             ((2, 3, 4), (0, 2)), ((2, 3, 4), (-1, 0)), ((), None), ((0,), None), ((2, 0), 1), ((2, 0), 0)]
+
+
+def red_kwargs(red, axis, keepdims):
+    kw = {"axis": axis}
+    if keepdims and red.keepdims:
+        kw["keepdims"] = True
+    return kw
+
+
+def red_cases(red):
+    for shape, axis in RED_CASES:
+        if isinstance(axis, tuple) and not red.multi_axis:
+            continue
+        if axis is not None and len(shape) == 0:
+            continue
+        for keepdims in ([False, True] if red.keepdims else [False]):
+            yield shape, axis, keepdims
+
+
+def red_input(red, shape, dtype, rng):
+    x = draw(shape, dtype, "pos" if red.name in ("prod", "cumprod", "nanprod", "nancumprod") else "real", rng)
+    if red.nan_in and x.size > 2:
+        x = x.copy()
+        x.reshape(-1)[:: 3] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("red,dtype", [pytest.param(r, d, id=f"{r.name}-{d}") for r in REDUCTIONS for d in r.dtypes])
+def test_reduction_values(red, dtype):
+    rng = np.random.default_rng(4)
+    for shape, axis, keepdims in red_cases(red):
+        x = red_input(red, shape, dtype, rng)
+        kw = red_kwargs(red, axis, keepdims)
+        what = f"{red.name}{shape} {kw} {dtype}"
+        empty = x.size == 0 if axis is None else any(shape[a] == 0 for a in np.atleast_1d(axis))
+        if empty and not red.empty_ok:
+            with pytest.raises(Exception):
+                np.asarray(red.g_fn(to_graft(x, dtype), **kw))
+            continue
+        with np.errstate(all="ignore"), __import__("warnings").catch_warnings():
+            __import__("warnings").simplefilter("ignore")
+            xn = x.astype(np.float32) if dtype == F16 else x
+            want = red.np_fn(xn, **kw)
+        want = np.asarray(want)
+        if dtype == F16 and want.dtype == np.float32:
+            with np.errstate(over="ignore"):  # a product that overflows float16 is inf in both
+                want = want.astype(np.float16)
+        # sums in a low precision accumulate in float32 in graft (as in JAX): compare at the input's precision
+        tol = red.tol or max(TOL[dtype], 1e-6 if dtype == F32 else 0)
+        check_close(red.g_fn(to_graft(x, dtype), **kw), round_like(want, dtype), dtype, what,
+                    rtol=tol * (8 if dtype in (F16, BF16) else 1))
+
+
+@pytest.mark.parametrize("red", [r for r in REDUCTIONS if r.grad], ids=repr)
+def test_reduction_grad_against_finite_differences(red):
+    rng = np.random.default_rng(5)
+    for shape, axis, keepdims in [((2, 3, 4), None, False), ((2, 3, 4), 1, True), ((2, 3, 4), -1, False),
+                                  ((5,), 0, False)]:
+        x = red_input(red, shape, F64, rng)
+        kw = red_kwargs(red, axis, keepdims)
+        f = lambda v: red.g_fn(v, **kw)  # noqa: E731
+        w = draw(np.shape(np.asarray(f(x))), F64, "real", rng)  # a random cotangent
+        g = gf.grad(lambda v: gnp.sum(f(v) * w))(gnp.asarray(x))
+        want = numeric_grad(lambda v: np.asarray(f(v)) * w, [x], 0)
+        np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6, atol=1e-6, err_msg=f"d{red.name} {shape} {kw}")
+
+
+@pytest.mark.parametrize("red", REDUCTIONS, ids=repr)
+def test_reduction_vmap_and_jit(red):
+    rng = np.random.default_rng(6)
+    dtype = F32 if F32 in red.dtypes else red.dtypes[0]
+    x = red_input(red, (3, 4, 5), dtype, rng)
+    for axis, keepdims in [(None, False), (0, False), (-1, True), ((0, 1), False)]:
+        if isinstance(axis, tuple) and not red.multi_axis:
+            continue
+        kw = red_kwargs(red, axis, keepdims)
+        f = lambda v: red.g_fn(v, **kw)  # noqa: E731
+        looped = np.stack([np.asarray(f(to_graft(x[i], dtype))) for i in range(3)])
+        check_close(gf.vmap(f)(to_graft(x, dtype)), looped, dtype, f"vmap {red.name} {kw}", rtol=1e-5)
+        eager = f(to_graft(x, dtype))
+        jitted = gf.jit(f)(to_graft(x, dtype))
+        assert str(jitted.dtype) == str(eager.dtype), f"jit {red.name} {kw}"
+        check_close(jitted, np.asarray(eager), dtype, f"jit {red.name} {kw}", rtol=1e-5)
+
+
+# ---- shapes, indexing, linear algebra products, sorting and sets --------------------------------------------
+class Call:
+    """`name(*arrays, **kwargs)` with arrays of the given shapes, the same call in NumPy and graft."""
+
+    def __init__(self, name, shapes, dtypes=NUMERIC, grad=True, np_fn=None, vmap=True, int_args=(), jit=True,
+                 **kwargs):
+        # jit=False: the result's shape depends on the values, so jit must refuse with a clear error (as JAX)
+        self.name, self.shapes, self.dtypes, self.grad, self.vmap, self.jit = name, shapes, dtypes, grad, vmap, jit
+        self.kwargs, self.int_args = kwargs, int_args
+        self.np_fn = np_fn or getattr(np, name)
+        self.g_fn = getattr(gnp, name)
+        self.id = name + "(" + ",".join("x".join(map(str, s)) or "s" for s in shapes) + \
+            "".join(f",{k}={v}" for k, v in kwargs.items()) + ")"
+
+    def args(self, dtype, rng):
+        # int_args: positions holding indices into the first argument's leading axis
+        out = []
+        for i, s in enumerate(self.shapes):
+            if i in self.int_args:
+                out.append(rng.integers(0, self.shapes[0][self.kwargs.get("axis", 0) or 0], s).astype(np.int32))
+            else:
+                out.append(draw(s, dtype, "real", rng))
+        return out
+
+
+def _cast(dtype, args, call):
+    return [a if i in call.int_args else to_graft(a, dtype) for i, a in enumerate(args)]
+
+
+CALLS = [
+    Call("transpose", [(2, 3, 4)], dtypes=ALL, axes=(2, 0, 1)), Call("transpose", [(2, 3)], dtypes=ALL),
+    Call("moveaxis", [(2, 3, 4)], source=0, destination=-1), Call("swapaxes", [(2, 3, 4)], axis1=0, axis2=2),
+    Call("squeeze", [(1, 3, 1)], axis=(0, 2)), Call("expand_dims", [(2, 3)], axis=(0, -1)),
+    Call("flip", [(2, 3, 4)], dtypes=ALL, axis=(0, -1)), Call("flip", [(0, 3)]), Call("fliplr", [(2, 3)]),
+    Call("flipud", [(2, 3)]), Call("rot90", [(2, 3)], k=3),
+    Call("roll", [(2, 3, 4)], dtypes=ALL, shift=5, axis=-1), Call("roll", [(2, 3)], shift=-2),
+    Call("roll", [(2, 3, 4)], shift=(1, -2), axis=(0, 2)),
+    Call("tile", [(2, 3)], reps=(2, 1, 2)), Call("repeat", [(2, 3)], repeats=3, axis=1),
+    Call("repeat", [(2, 3)], repeats=2), Call("clip", [(3, 4)], min=-1.0, max=0.5, np_fn=lambda a, min, max: np.clip(a, min, max)),
+    Call("sort", [(3, 5)], axis=-1, grad=False), Call("sort", [(3, 5)], axis=0, grad=False),
+    Call("diff", [(3, 6)]), Call("diff", [(3, 6)], n=2, axis=0), Call("triu", [(4, 5)], k=1),
+    Call("tril", [(4, 5)], k=-1), Call("diag", [(4, 4)]), Call("diag", [(4,)], k=1),
+    Call("diagonal", [(3, 4, 5)], offset=1, axis1=0, axis2=2), Call("trace", [(4, 5)], offset=-1),
+    Call("outer", [(3,), (4,)]), Call("inner", [(2, 4), (3, 4)]), Call("dot", [(2, 3), (3, 4)]),
+    Call("dot", [(3,), (3,)]), Call("matmul", [(2, 3, 4), (4, 5)]), Call("matmul", [(4,), (2, 4, 5)]),
+    Call("vdot", [(6,), (6,)]), Call("tensordot", [(2, 3, 4), (4, 3, 5)], axes=([1, 2], [1, 0])),
+    Call("kron", [(2, 3), (2, 2)]), Call("cross", [(4, 3), (4, 3)]),
+    Call("take", [(5, 3), (4,)], int_args=(1,), axis=0), Call("cumsum", [(3, 4)], axis=1),
+    Call("ravel", [(2, 3, 4)], dtypes=ALL), Call("atleast_2d", [(3,)]), Call("broadcast_to", [(3, 1)], shape=(2, 3, 4)),
+    Call("pad", [(2, 3)], pad_width=((1, 2), (0, 1))), Call("pad", [(2, 3)], pad_width=1, mode="reflect"),
+    Call("pad", [(2, 3)], pad_width=((1, 1), (2, 0)), mode="edge"),
+    Call("pad", [(3,)], pad_width=2, mode="constant", constant_values=7),
+    Call("append", [(2, 3), (1, 3)], axis=0), Call("delete", [(4, 3)], obj=1, axis=0),
+    Call("insert", [(4, 3)], obj=2, values=5, axis=0), Call("resize", [(2, 3)], new_shape=(4, 4)),
+    Call("trim_zeros", [(6,)], grad=False, vmap=False, jit=False), Call("round", [(3, 4)], decimals=2, grad=False),
+    Call("cumprod", [(2, 4)], axis=0), Call("reshape", [(2, 3, 4)], dtypes=ALL, shape=(4, -1), np_fn=lambda a, shape: np.reshape(a, shape)),
+]
+
+
+@pytest.mark.parametrize("call,dtype", [pytest.param(c, d, id=f"{c.id}-{d}") for c in CALLS for d in c.dtypes])
+def test_call_values(call, dtype):
+    rng = np.random.default_rng(7)
+    args = call.args(dtype, rng)
+    with np.errstate(all="ignore"):
+        want = call.np_fn(*[a.astype(np.float32) if dtype == F16 and a.dtype == np.float16 else a for a in args],
+                          **call.kwargs)
+    want = np.asarray(want)
+    if dtype == F16 and want.dtype == np.float32:
+        want = want.astype(np.float16)
+    got = call.g_fn(*_cast(dtype, args, call), **call.kwargs)
+    check_close(got, round_like(want, dtype), dtype, f"{call.id} {dtype}", rtol=max(TOL[dtype], 1e-6 if dtype == F32 else 0) * (4 if dtype in (F16, BF16) else 1))
+
+
+@pytest.mark.parametrize("call", [c for c in CALLS if c.grad], ids=lambda c: c.id)
+def test_call_grad_against_finite_differences(call):
+    rng = np.random.default_rng(8)
+    args = call.args(F64, rng)
+    f = lambda *a: call.g_fn(*a, **call.kwargs)  # noqa: E731
+    w = draw(np.shape(np.asarray(f(*_cast(F64, args, call)))), F64, "real", rng)
+    for i in range(len(args)):
+        if i in call.int_args:
+            continue
+        g = gf.grad(lambda *a: gnp.sum(f(*a) * w), argnums=i)(*_cast(F64, args, call))
+        want = numeric_grad(lambda *a: np.asarray(f(*_cast(F64, a, call))) * w, args, i)
+        np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6, atol=1e-6, err_msg=f"d{call.id}/darg{i}")
+
+
+@pytest.mark.parametrize("call", CALLS, ids=lambda c: c.id)
+def test_call_vmap_and_jit(call):
+    rng = np.random.default_rng(9)
+    dtype = F32 if F32 in call.dtypes else call.dtypes[0]
+    args = call.args(dtype, rng)
+    f = lambda *a: call.g_fn(*a, **call.kwargs)  # noqa: E731
+    ga = _cast(dtype, args, call)
+    eager = f(*ga)
+    if not call.jit:
+        with pytest.raises(gf.ConcretizationError):
+            gf.jit(f)(*ga)
+        return
+    jitted = gf.jit(f)(*ga)
+    assert str(jitted.dtype) == str(eager.dtype), f"jit {call.id}"
+    check_close(jitted, np.asarray(eager), dtype, f"jit {call.id}", rtol=1e-6)
+    if call.vmap:  # a batch of 3 in front of the first operand
+        xs = np.stack([call.args(dtype, rng)[0] for _ in range(3)])
+        g = lambda v: f(v, *ga[1:])  # noqa: E731
+        looped = np.stack([np.asarray(g(to_graft(xs[i], dtype))) for i in range(3)])
+        check_close(gf.vmap(g)(to_graft(xs, dtype)), looped, dtype, f"vmap {call.id}", rtol=1e-6)
+
+
+# ---- functions of lists, and the static-size forms that work under jit --------------------------------------
+@pytest.mark.parametrize("name", ["concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"])
+@pytest.mark.parametrize("dtype", ["bool", "int32", F32, F64])
+def test_functions_of_lists(name, dtype):
+    rng = np.random.default_rng(10)
+    xs = [draw((2, 3), dtype, "real", rng) for _ in range(3)]
+    for kw in ([{}, {"axis": 1}, {"axis": -1}] if name in ("concatenate", "stack") else [{}]):
+        want = getattr(np, name)(xs, **kw)
+        check_close(getattr(gnp, name)([gnp.asarray(x) for x in xs], **kw), want, dtype, f"{name} {kw}")
+        check_close(gf.jit(lambda *a: getattr(gnp, name)(list(a), **kw))(*[gnp.asarray(x) for x in xs]), want,
+                    dtype, f"jit {name} {kw}")
+
+
+@pytest.mark.parametrize("dtype", ["int32", F32])
+def test_argsort_is_stable_and_searchsorted_matches(dtype):
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 4, (3, 9)).astype(dtype)  # many ties
+    for axis in (0, -1):
+        np.testing.assert_array_equal(np.asarray(gnp.argsort(gnp.asarray(x), axis=axis)),
+                                      np.argsort(x, axis=axis, kind="stable"))
+    a = np.sort(rng.integers(0, 10, 12)).astype(dtype)
+    v = rng.integers(-1, 11, 7).astype(dtype)
+    for side in ("left", "right"):
+        np.testing.assert_array_equal(np.asarray(gnp.searchsorted(gnp.asarray(a), gnp.asarray(v), side=side)),
+                                      np.searchsorted(a, v, side=side))
+
+
+def test_static_size_forms_under_jit():
+    x = np.array([[0, 3, 0], [1, 0, 2]], np.int32)
+    u = np.array([3, 1, 3, 2, 1, 1], np.int32)
+    # nonzero / argwhere / flatnonzero / unique with size= and fill_value= are jittable, as in JAX
+    f = gf.jit(lambda v: gnp.nonzero(v, size=5, fill_value=-1))
+    for got, want in zip(f(gnp.asarray(x)), np.nonzero(x)):
+        np.testing.assert_array_equal(np.asarray(got), np.concatenate([want, [-1, -1]]))
+    np.testing.assert_array_equal(np.asarray(gf.jit(lambda v: gnp.argwhere(v, size=4))(gnp.asarray(x))),
+                                  np.concatenate([np.argwhere(x), np.zeros((1, 2), int)]))
+    np.testing.assert_array_equal(np.asarray(gf.jit(lambda v: gnp.flatnonzero(v, size=2))(gnp.asarray(x))),
+                                  np.flatnonzero(x)[:2])
+    np.testing.assert_array_equal(np.asarray(gf.jit(lambda v: gnp.unique(v, size=4, fill_value=0))(gnp.asarray(u))),
+                                  [1, 2, 3, 0])
+    # eagerly, without size=, the shapes follow the values
+    np.testing.assert_array_equal(np.asarray(gnp.unique(gnp.asarray(u))), np.unique(u))
+    # and under jit without size=, a clear error
+    with pytest.raises(gf.ConcretizationError):
+        gf.jit(lambda v: gnp.nonzero(v))(gnp.asarray(x))
+
+
+def test_where_select_interp_against_numpy():
+    rng = np.random.default_rng(12)
+    c = rng.integers(0, 2, (3, 4)).astype(bool)
+    a, b = rng.normal(size=(3, 4)), rng.normal(size=(4,))
+    check_close(gnp.where(c, a, b), np.where(c, a, b), F64, "where")
+    check_close(gnp.where(c, 1.0, 0), np.where(c, 1.0, 0), F64, "where(scalars)")
+    conds = [a > 0.5, a < -0.5]
+    check_close(gnp.select(conds, [a, -a], default=7.0), np.select(conds, [a, -a], default=7.0), F64, "select")
+    xp = np.sort(rng.uniform(0, 10, 8))
+    fp = rng.normal(size=8)
+    xq = rng.uniform(-1, 11, 20)
+    check_close(gnp.interp(xq, xp, fp), np.interp(xq, xp, fp), F64, "interp")
+    check_close(gnp.interp(xq, xp, fp, left=-5.0, right=5.0), np.interp(xq, xp, fp, left=-5.0, right=5.0), F64,
+                "interp(left, right)")
+
+
+@pytest.mark.parametrize("size", [1, 3, 8])
+def test_unique_with_size_matches_numpy_eagerly_and_under_jit(size):
+    rng = np.random.default_rng(13)
+    for shape in [(7,), (3, 4), (0,)]:
+        x = rng.integers(0, 5, shape).astype(np.int32)
+        vals, index, inverse, counts = np.unique(x, return_index=True, return_inverse=True, return_counts=True)
+        k = min(size, vals.size)
+        fv = vals[0] if vals.size else 0
+        f = lambda v: gnp.unique(v, size=size, return_index=True, return_inverse=True, return_counts=True)  # noqa
+        for got in (f(gnp.asarray(x)), gf.jit(f)(gnp.asarray(x))):
+            g = [np.asarray(a) for a in got]
+            np.testing.assert_array_equal(g[0], np.concatenate([vals[:k], np.full(size - k, fv)]))
+            np.testing.assert_array_equal(g[1], np.concatenate([index[:k], np.zeros(size - k, int)]))
+            np.testing.assert_array_equal(g[3], np.concatenate([counts[:k], np.zeros(size - k, int)]))
+            np.testing.assert_array_equal(g[2], inverse.reshape(x.shape))

@@ -632,9 +632,33 @@ def custom_gradient(fun):
 
 
 def closure_convert(fun, *example_args):
-    """(fun, []): graft's custom_vjp and custom_jvp already take functions that close over traced arrays,
-    so no conversion is needed; returned in JAX's shape for code that calls it."""
-    return fun, []
+    """(converted, consts) as JAX's jax.closure_convert: fun traced on example_args, with the traced values
+    it closes over (an enclosing grad's or jit's tracers) hoisted out as `consts`; `converted(*args,
+    *consts)` computes fun(*args). custom_vjp / custom_jvp rules must not close over traced values, so a
+    function that does is converted and its consts passed as explicit arguments (custom_linear_solve and
+    custom_root do this). Concrete values it closes over stay inside."""
+    leaves, in_tree = _flat_arrays(list(example_args), "closure_convert")
+    out_trees = []
+
+    def flat(xs):
+        out_leaves, out_tree = tree_flatten(fun(*tree_unflatten(in_tree, xs)))
+        out_trees.append(out_tree)
+        return out_leaves
+
+    call, consts = _graft.closure_convert(flat, leaves)
+    out_tree = out_trees[0]
+    nargs = len(example_args)
+
+    def converted(*args):
+        if len(args) != nargs + len(consts):
+            raise TypeError(f"closure_convert: the converted function takes {nargs} argument(s) and "
+                            f"{len(consts)} constant(s), got {len(args)}")
+        arg_leaves, tree = tree_flatten(list(args[:nargs]))
+        if tree != in_tree:
+            raise TypeError(f"closure_convert: arguments of structure {tree}, traced with {in_tree}")
+        return tree_unflatten(out_tree, call(*arg_leaves, *args[nargs:]))
+
+    return converted, list(consts)
 
 
 def named_scope(name):

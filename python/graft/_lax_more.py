@@ -497,3 +497,85 @@ def composite(decomposition, name, version=0):
 
     wrapped.composite_name = name
     return wrapped
+
+
+# ---- implicit differentiation: custom_linear_solve and custom_root -----------------------------------------
+def _tree_neg(t):
+    from . import tree_util as _tu
+    return _tu.tree_map(lambda v: -v, t)
+
+
+def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False, has_aux=False):
+    """x = solve(matvec, b) with the derivatives of x = A^-1 b for the linear map A = matvec, whatever
+    solve does (an iterative method, a factorization): JAX's lax.custom_linear_solve. The reverse pass
+    solves the transposed system once, with transpose_solve(vecmat, ct) (or solve itself when symmetric),
+    and gives matvec's closed-over arrays their gradient -lambda x^T; solve is never differentiated. b may
+    be a pytree. With has_aux, solve returns (x, aux) and aux is not differentiated.
+    Reverse mode (grad, vjp); forward mode through it is not supported (JAX's is)."""
+    from . import _api
+    mv, consts = _api.closure_convert(matvec, b)
+    n = len(consts)
+
+    def run(slv, cs, rhs):
+        return slv(lambda v: mv(v, *cs), rhs)
+
+    def primal(*args):
+        return run(solve, args[:n], args[n])
+
+    def fwd(*args):
+        out = primal(*args)
+        x = out[0] if has_aux else out
+        return out, (args[:n], x)
+
+    def bwd(res, ct):
+        cs, x = res
+        ct_x = ct[0] if has_aux else ct
+        if symmetric:
+            lam = run(solve, cs, ct_x)
+        else:
+            if transpose_solve is None:
+                raise ValueError("custom_linear_solve: transpose_solve is needed to differentiate a solve that "
+                                 "is not symmetric")
+            vecmat = _api.linear_transpose(lambda v: mv(v, *cs), x)
+            lam = transpose_solve(lambda u: vecmat(u)[0], ct_x)
+        if has_aux:
+            lam = lam[0] if isinstance(lam, tuple) and len(lam) == 2 else lam
+        grads_c = _api.vjp(lambda *c: mv(x, *c), *cs)[1](_tree_neg(lam)) if n else ()
+        return tuple(grads_c) + (lam,)
+
+    f = _api.custom_vjp(primal)
+    f.defvjp(fwd, bwd)
+    return f(*consts, b)
+
+
+def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
+    """x* = solve(f, initial_guess), a root of f, differentiated implicitly (JAX's lax.custom_root): with
+    f(x*, theta) = 0 for the arrays theta that f closes over, dx*/dtheta = -(df/dx)^-1 df/dtheta. The
+    reverse pass calls tangent_solve(g, y) once, to solve g(v) = y for the transposed Jacobian g of f at
+    x* (for a scalar root `lambda g, y: y / g(1.0)`). initial_guess gets no gradient, solve is never
+    differentiated. With has_aux, solve returns (x, aux). Reverse mode (grad, vjp)."""
+    from . import _api
+    from . import numpy as _np
+    fc, consts = _api.closure_convert(f, initial_guess)
+    n = len(consts)
+
+    def primal(*args):
+        return solve(lambda v: fc(v, *args[:n]), args[n])
+
+    def fwd(*args):
+        out = primal(*args)
+        x = out[0] if has_aux else out
+        return out, (args[:n], x, args[n])
+
+    def bwd(res, ct):
+        cs, x, x0 = res
+        ct_x = ct[0] if has_aux else ct
+        pull_x = _api.vjp(lambda v: fc(v, *cs), x)[1]
+        lam = tangent_solve(lambda u: pull_x(u)[0], ct_x)
+        grads_c = _api.vjp(lambda *c: fc(x, *c), *cs)[1](_tree_neg(lam)) if n else ()
+        from . import tree_util as _tu
+        return tuple(grads_c) + (_tu.tree_map(_np.zeros_like, x0),)
+
+    g = _api.custom_vjp(primal)
+    g.defvjp(fwd, bwd)
+    return g(*consts, initial_guess)

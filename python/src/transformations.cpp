@@ -216,6 +216,37 @@ void bind_transformations(py::module_& m) {
     s << j;
     return py::make_tuple(s.str(), to_string(j, PrintOptions{.name_stack = true}));
   });
+  // closure_convert: f traced on args; the constants of its jaxpr that are traced values (an enclosing
+  // transformation's tracers that f closes over) come back as a list, and the callable takes them after
+  // f's own arguments, so that custom_vjp / custom_jvp rules can receive them explicitly (JAX's
+  // jax.closure_convert). Concrete constants stay closed over.
+  m.def("closure_convert", [](py::function f, py::handle args) {
+    std::vector<Aval> avals;
+    for (auto& x : to_arrays(args)) avals.push_back(x.aval());
+    ClosedJaxpr j = make_jaxpr_flat(flat_fn(f), avals);
+    std::vector<size_t> hoist;
+    py::list hoisted;
+    std::vector<Array> consts = j.consts;
+    for (size_t i = 0; i < consts.size(); ++i)
+      if (!consts[i].is_concrete()) {
+        hoist.push_back(i);
+        hoisted.append(py::cast(consts[i]));
+        consts[i] = Array();  // the callable must not keep the tracer alive past its transformation
+      }
+    size_t nargs = avals.size();
+    auto jp = j.jaxpr;
+    py::cpp_function call([jp, consts, hoist, nargs](py::args a) {
+      std::vector<Array> flat = to_arrays(a);
+      if (flat.size() != nargs + hoist.size())
+        fail<TypeError>("closure_convert: the converted function takes ", nargs, " argument(s) and ", hoist.size(),
+                        " hoisted constant(s), got ", flat.size());
+      std::vector<Array> c = consts;
+      for (size_t k = 0; k < hoist.size(); ++k) c[hoist[k]] = flat[nargs + k];
+      Arrays out = eval_jaxpr(*jp, c, std::span<const Array>(flat).first(nargs));
+      return std::vector<Array>(out.begin(), out.end());
+    });
+    return py::make_tuple(call, hoisted);
+  }, "f"_a, "args"_a);
   struct PyNameScope {
     std::string name;
     std::unique_ptr<NameScope> on;

@@ -17,6 +17,7 @@
 #include "graft/core/axis_names.h"
 #include "graft/compiler/cpu/accumulate.h"
 #include "graft/compiler/fusion.h"
+#include "graft/ir/print_rules.h"
 #include "graft/core/format.h"
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
@@ -360,8 +361,11 @@ class Parser {
       p_ = at;
       error("unknown primitive '" + name + "'");
     }
+    // JAX's spelling of this primitive's parameters, where it has its own (graft/ir/print_rules.h)
+    const ParamSpelling* spelling = find_param_spelling(e.prim->name);
     if (peek() == '[') {
       ++p_;
+      std::set<std::string> seen;
       for (;;) {
         skip_ws();
         if (peek() == ']') break;
@@ -373,12 +377,24 @@ class Parser {
         PV v = value(true);
         size_t end = p_;
         p_ = key_at;
-        if (e.params.has(key)) error("parameter '" + key + "' is given twice");
-        e.params.set(intern(key), param_value(*e.prim, key, v, t_.substr(value_at, end - value_at)));
+        if (!seen.insert(key).second) error("parameter '" + key + "' is given twice");
+        bool dropped = false;
+        if (spelling) {
+          for (auto& d : spelling->dropped) dropped = dropped || d == key;
+          for (auto& [printed, own] : spelling->renamed)
+            if (printed == key) key = own;
+        }
+        if (!dropped) {
+          if (e.params.has(key)) error("parameter '" + key + "' is given twice");
+          e.params.set(intern(key), param_value(*e.prim, key, v, t_.substr(value_at, end - value_at)));
+        }
         p_ = end;
       }
       ++p_;
     }
+    if (spelling)
+      for (auto& [k, v] : spelling->defaults)
+        if (!e.params.has(k)) e.params.set(k, v);
     for (;;) {
       skip_blanks();
       if (eof() || peek() == ';' || peek() == '\n' || at_in()) break;

@@ -1,12 +1,45 @@
 // The jaxpr printer: JAX's text format (see the grammar in jaxpr.h).
+#include <deque>
+#include <mutex>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "graft/core/format.h"
 #include "graft/ir/jaxpr.h"
+#include "graft/ir/print_rules.h"
 
 namespace graft {
+
+namespace {
+struct Spellings {
+  std::mutex mu;
+  std::deque<std::pair<std::string, ParamSpelling>> list;  // a deque: found entries never move
+};
+Spellings& spellings() {
+  static Spellings s;
+  return s;
+}
+}  // namespace
+
+void register_param_spelling(std::string_view prim, ParamSpelling spelling) {
+  Spellings& s = spellings();
+  std::lock_guard<std::mutex> lk(s.mu);
+  for (auto& [k, v] : s.list)
+    if (k == prim) {
+      v = std::move(spelling);
+      return;
+    }
+  s.list.emplace_back(std::string(prim), std::move(spelling));
+}
+
+const ParamSpelling* find_param_spelling(std::string_view prim) {
+  Spellings& s = spellings();
+  std::lock_guard<std::mutex> lk(s.mu);
+  for (auto& [k, v] : s.list)
+    if (k == prim) return &v;
+  return nullptr;
+}
 
 namespace {
 constexpr int kWidth = 80;
@@ -107,14 +140,22 @@ class Printer {
     std::string left = join(lhs, " ") + " = " + e.prim->name;
     std::string right = args.empty() ? "" : " " + join(args, " ");
     if (opts_.name_stack && e.name_stack) right += "  # [" + *e.name_stack + "]";
-    if (e.params.empty()) return left + right;
+    std::vector<PrintedParam> params;
+    if (const ParamSpelling* sp = find_param_spelling(e.prim->name); sp && sp->print) {
+      params = sp->print(e);
+    } else {
+      for (auto& [k, v] : e.params) params.push_back({std::string(k), v});
+    }
+    if (params.empty()) return left + right;
+    for (auto& p : params)
+      if (p.same_names) suggest_names(e, p.value);
     // try the params on one line, then one per line
     std::vector<std::string> flat;
     bool multiline = false;
     int save = counter_;
     auto saved_names = names_;
-    for (auto& [k, v] : e.params) {
-      flat.push_back(std::string(k) + "=" + param_value(v, indent));
+    for (auto& p : params) {
+      flat.push_back(p.key + "=" + param_value(p.value, indent));
       multiline = multiline || flat.back().find('\n') != std::string::npos;
     }
     std::string one = left + "[" + join(flat, " ") + "]" + right;
@@ -122,10 +163,32 @@ class Printer {
     counter_ = save;  // re-render the params with their own lines (names must not be consumed twice)
     names_ = std::move(saved_names);
     std::string s = left + "[";
-    for (auto& [k, v] : e.params)
-      s += "\n" + std::string(static_cast<size_t>(indent + 2), ' ') + k + "=" + param_value(v, indent + 2);
+    for (auto& p : params)
+      s += "\n" + std::string(static_cast<size_t>(indent + 2), ' ') + p.key + "=" + param_value(p.value, indent + 2);
     s += "\n" + std::string(static_cast<size_t>(indent), ' ') + "]" + right;
     return s;
+  }
+
+  // JAX's suggest_same_var_names: the sub-jaxpr's invars take the names of the equation's operands and
+  // its outvars those of the results, where those are named variables and no other binder of the
+  // sub-jaxpr has the name yet (a jaxpr cannot bind one name twice).
+  void suggest_names(const Eqn& e, const ParamValue& v) {
+    auto* jp = std::get_if<JaxprPtr>(&v);
+    if (!jp || !*jp) return;
+    const Jaxpr& j = *(*jp)->jaxpr;
+    std::unordered_set<std::string> taken;
+    auto suggest = [&](const Var* inner, const Var* outer) {
+      auto it = names_.find(outer);
+      if (it == names_.end() || names_.count(inner) || taken.count(it->second)) return;
+      taken.insert(it->second);
+      names_.emplace(inner, it->second);
+    };
+    if (j.invars.size() == e.inputs.size())
+      for (size_t i = 0; i < j.invars.size(); ++i)
+        if (!e.inputs[i].is_literal()) suggest(j.invars[i].get(), e.inputs[i].var.get());
+    if (j.outvars.size() == e.outputs.size())
+      for (size_t i = 0; i < j.outvars.size(); ++i)
+        if (!j.outvars[i].is_literal()) suggest(j.outvars[i].var.get(), e.outputs[i].get());
   }
 
   PrintOptions opts_;

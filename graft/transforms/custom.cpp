@@ -3,6 +3,7 @@
 
 #include "graft/compiler/executable.h"
 #include "graft/core/trace.h"
+#include "graft/ir/print_rules.h"
 #include "graft/prims/primitives.h"
 #include "graft/prims/rules.h"
 #include "graft/transforms/jit.h"
@@ -23,7 +24,8 @@ struct VjpRuleParam final : ParamObject {
   CustomBwd bwd;
   std::string name;
   VjpRuleParam(CustomFwd f, CustomBwd b, std::string n) : fwd(std::move(f)), bwd(std::move(b)), name(std::move(n)) {}
-  void print(std::ostream& os) const override { os << name << "_fwd_bwd"; }
+  // printed as JAX's fwd= (its bwd= and name= are derived from the same name, see the spelling below)
+  void print(std::ostream& os) const override { os << name << "_fwd"; }
 };
 
 struct AvalsParam final : ParamObject {
@@ -224,15 +226,73 @@ Arrays lin_transpose(const Primitive&, std::span<const Array> cts, std::span<con
   return out;
 }
 
+// ---- JAX 0.11's spelling (its _custom_jvp_call_pp_rule / _custom_vjp_call_pp_rule) ---------------------
+// custom_jvp_call[name=f call_jaxpr={...} jvp=f_jvp symbolic_zeros=False], custom_vjp_call[name=f
+// bwd=f_bwd call_jaxpr={...} fwd=f_fwd symbolic_zeros=False]: the function's name first, num_consts only
+// when not 0. A rule read back from text is its printed name (a string).
+std::string rule_name(const ParamValue* v, std::string_view suffix) {
+  std::string s;
+  if (auto* o = v ? std::get_if<Ref<const ParamObject>>(v) : nullptr) {
+    if (auto* j = dynamic_cast<const JvpRuleParam*>(o->get())) return j->name;
+    if (auto* f = dynamic_cast<const VjpRuleParam*>(o->get())) return f->name;
+  } else if (auto* str = v ? std::get_if<std::string>(v) : nullptr) {
+    s = *str;
+  }
+  if (s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0)
+    s.resize(s.size() - suffix.size());
+  return s;
+}
+
+void keep_num_consts(const Eqn& e, std::vector<PrintedParam>& out) {
+  if (auto* n = e.params.find("num_consts"); n && !(std::holds_alternative<int64_t>(*n) && std::get<int64_t>(*n) == 0))
+    out.push_back({"num_consts", *n});
+}
+
+std::vector<PrintedParam> print_custom_jvp(const Eqn& e) {
+  const ParamValue* rule = e.params.find("jvp_jaxpr_fun");
+  std::vector<PrintedParam> out{{"name", rule_name(rule, "_jvp")}};
+  if (auto* c = e.params.find("call_jaxpr")) out.push_back({"call_jaxpr", *c});
+  if (rule) out.push_back({"jvp", *rule});
+  keep_num_consts(e, out);
+  const ParamValue* sz = e.params.find("symbolic_zeros");
+  out.push_back({"symbolic_zeros", sz ? *sz : ParamValue(false)});
+  return out;
+}
+
+std::vector<PrintedParam> print_custom_vjp(const Eqn& e) {
+  const ParamValue* rule = e.params.find("rule");
+  std::string name = rule_name(rule, "_fwd");
+  std::vector<PrintedParam> out{{"name", name}, {"bwd", name + "_bwd"}};
+  if (auto* c = e.params.find("call_jaxpr")) out.push_back({"call_jaxpr", *c});
+  if (rule) out.push_back({"fwd", *rule});
+  keep_num_consts(e, out);
+  out.push_back({"symbolic_zeros", false});
+  return out;
+}
+
 void register_all() {
   static bool done = [] {
     prims::register_primitive(&custom_jvp_call_p);
     prims::register_primitive(&custom_vjp_call_p);
     prims::register_primitive(&custom_lin_p);
+    register_param_spelling("custom_jvp_call", {.print = &print_custom_jvp,
+                                                .renamed = {{"jvp", "jvp_jaxpr_fun"}},
+                                                .dropped = {"name"},
+                                                .defaults = {{"num_consts", int64_t{0}}}});
+    register_param_spelling("custom_vjp_call", {.print = &print_custom_vjp,
+                                                .renamed = {{"fwd", "rule"}},
+                                                .dropped = {"name", "bwd", "symbolic_zeros"},
+                                                .defaults = {{"num_consts", int64_t{0}}}});
     return true;
   }();
   (void)done;
 }
+
+}  // namespace
+
+void register_custom_call_primitives() { register_all(); }
+
+namespace {
 
 ClosedJaxpr trace_call(const FlatFn& f, const std::vector<Array>& args) {
   std::vector<Aval> avals;

@@ -27,6 +27,10 @@ extern const Primitive custom_lin_p;
 
 /// Applies f (flat) to args with the custom JVP rule. Eagerly (no transformation running) it just
 /// calls f; otherwise it binds custom_jvp_call so that transformations use the rule.
+/// Registers custom_jvp_call / custom_vjp_call / custom_lin and their jaxpr spellings (a process that
+/// only reads programs calls it through register_transform_primitives()).
+void register_custom_call_primitives();
+
 std::vector<Array> custom_jvp_apply(const FlatFn& f, const CustomJvpRule& rule, const std::vector<Array>& args,
                                     const std::string& name);
 /// Applies f (flat) with the custom VJP (fwd, bwd).

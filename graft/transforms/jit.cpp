@@ -10,6 +10,7 @@
 
 #include "graft/core/config.h"
 #include "graft/core/trace.h"
+#include "graft/ir/print_rules.h"
 #include "graft/interp/transpose.h"
 #include "graft/prims/primitives.h"
 #include "graft/prims/rules.h"
@@ -173,19 +174,39 @@ JaxprPtr hoisted(const ClosedJaxpr& j) {
   return std::make_shared<const ClosedJaxpr>(j.jaxpr, j.consts);
 }
 
+namespace {
+// JAX 0.11's _pjit_pp_rule: jit[name=f jaxpr={ lambda ; a:f32[]. ... }], the name first and the jaxpr's
+// binders named like the equation's operands and results
+std::vector<PrintedParam> print_jit(const Eqn& e) {
+  std::vector<PrintedParam> out;
+  if (auto* n = e.params.find("name")) out.push_back({"name", *n});
+  for (auto& [k, v] : e.params)
+    if (std::string_view(k) != "name") out.push_back({k, v, std::string_view(k) == "jaxpr"});
+  return out;
+}
+
+void register_jit() {
+  static const bool registered = [] {
+    prims::register_primitive(&jit_p);
+    register_param_spelling("jit", {.print = &print_jit});
+    return true;
+  }();
+  (void)registered;
+}
+}  // namespace
+
 void register_transform_primitives() {
   static const bool registered = [] {
-    for (const Primitive* p : {&jit_p, &cond_p, &while_p, &scan_p, &call_p, &checkpoint_p, &name_p, &custom_jvp_call_p,
-                               &custom_vjp_call_p, &custom_lin_p})
-      prims::register_primitive(p);
+    register_jit();
+    register_custom_call_primitives();
+    for (const Primitive* p : {&cond_p, &while_p, &scan_p, &call_p, &checkpoint_p, &name_p}) prims::register_primitive(p);
     return true;
   }();
   (void)registered;
 }
 
 Arrays jit_call(const JaxprPtr& call, std::span<const Array> args, const std::string& name) {
-  static bool registered = (prims::register_primitive(&jit_p), true);
-  (void)registered;
+  register_jit();
   return bind(jit_p, args, {{"jaxpr", call}, {"name", name}});
 }
 

@@ -196,6 +196,42 @@ TEST_F(Golden, slice) {
   in (b,) })");
 }
 
+// JAX 0.11's spelling of the custom-derivative calls (its _custom_jvp_call_pp_rule and
+// _custom_vjp_call_pp_rule): the function's name first, the rules by name, num_consts only when not 0.
+// The rules are functions, so the parsed program holds their names only: the text round-trips exactly.
+TEST_F(Golden, custom_jvp_and_custom_vjp_calls) {
+  auto str = [](const ClosedJaxpr& j) {
+    std::string text = j.str();
+    EXPECT_EQ(parse_jaxpr(text, jaxpr_constants(j)).str(), text);
+    return text;
+  };
+  auto softplus = custom_jvp([](const Array& x) { return log1p(exp(x)); },
+                             [](const std::vector<Array>& p, const std::vector<Array>& t) {
+                               return std::make_pair(log1p(exp(p[0])), t[0] * sigmoid(p[0]));
+                             });
+  EXPECT_EQ(str(make_jaxpr([&](const Array& x) { return softplus(x); })(s)), R"({ lambda ; a:f32[]. let
+    b:f32[] = custom_jvp_call[
+      name=custom_jvp
+      call_jaxpr={ lambda ; c:f32[]. let d:f32[] = exp c; e:f32[] = log1p d in (e,) }
+      jvp=custom_jvp_jvp
+      symbolic_zeros=False
+    ] a
+  in (b,) })");
+  auto clip_grad = custom_vjp([](const Array& x) { return x * 1.0; },
+                              [](const std::vector<Array>& p) { return std::make_pair(p[0], std::vector<Array>{}); },
+                              [](const std::vector<Array>&, const Array& ct) { return std::vector<Array>{ct}; });
+  EXPECT_EQ(str(make_jaxpr([&](const Array& x) { return clip_grad(x * s); })(v)), R"({ lambda ; a:f32[4]. let
+    b:f32[4] = mul a 3.0:f32[]
+    c:f32[4] = custom_vjp_call[
+      name=custom_vjp
+      bwd=custom_vjp_bwd
+      call_jaxpr={ lambda ; d:f32[4]. let e:f32[4] = mul d 1.0:f32[] in (e,) }
+      fwd=custom_vjp_fwd
+      symbolic_zeros=False
+    ] b
+  in (c,) })");
+}
+
 TEST_F(Golden, at_set) {
   EXPECT_EQ(str(make_jaxpr(f8b)(v)), R"({ lambda ; a:f32[4]. let
     b:f32[1] = reshape[new_sizes=(1,)] 5.0:f32[]
@@ -206,31 +242,31 @@ TEST_F(Golden, at_set) {
 TEST_F(Golden, nested_jit) {
   EXPECT_EQ(str(make_jaxpr([&](const Array& x) { return f9(x) + 1.0; })(v)), R"({ lambda ; a:f32[4]. let
     b:f32[4] = jit[
-      jaxpr={ lambda ; c:f32[4]. let
-          d:f32[4] = sin c
-          e:f32[4] = mul d 2.0:f32[]
-        in (e,) }
       name=<lambda>
+      jaxpr={ lambda ; a:f32[4]. let
+          c:f32[4] = sin a
+          b:f32[4] = mul c 2.0:f32[]
+        in (b,) }
     ] a
-    f:f32[4] = add b 1.0:f32[]
-  in (f,) })");
+    d:f32[4] = add b 1.0:f32[]
+  in (d,) })");
 }
 
 TEST_F(Golden, grad_of_jit) {
   EXPECT_EQ(str(make_jaxpr(grad([&](const Array& x) { return sum(f9(x)); }))(v)), R"({ lambda ; a:f32[4]. let
     b:f32[4] c:f32[4] = jit[
-      jaxpr={ lambda ; d:f32[4]. let
-          e:f32[4] = sin d
-          f:f32[4] = cos d
-          g:f32[4] = mul e 2.0:f32[]
-        in (g, f) }
       name=<lambda>
+      jaxpr={ lambda ; a:f32[4]. let
+          d:f32[4] = sin a
+          c:f32[4] = cos a
+          b:f32[4] = mul d 2.0:f32[]
+        in (b, c) }
     ] a
     _:f32[] = reduce_sum[axes=(0,)] b
-    h:f32[4] = broadcast_in_dim[broadcast_dimensions=() shape=(4,)] 1.0:f32[]
-    i:f32[4] = mul h 2.0:f32[]
-    j:f32[4] = mul i c
-  in (j,) })");
+    e:f32[4] = broadcast_in_dim[broadcast_dimensions=() shape=(4,)] 1.0:f32[]
+    f:f32[4] = mul e 2.0:f32[]
+    g:f32[4] = mul f c
+  in (g,) })");
 }
 
 TEST_F(Golden, vmap) {

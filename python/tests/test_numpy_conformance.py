@@ -453,6 +453,28 @@ CALLS = [
     Call("insert", [(4, 3)], obj=2, values=5, axis=0), Call("resize", [(2, 3)], new_shape=(4, 4)),
     Call("trim_zeros", [(6,)], grad=False, vmap=False, jit=False), Call("round", [(3, 4)], decimals=2, grad=False),
     Call("cumprod", [(2, 4)], axis=0), Call("reshape", [(2, 3, 4)], dtypes=ALL, shape=(4, -1), np_fn=lambda a, shape: np.reshape(a, shape)),
+    # the rarer ones
+    Call("absolute", [(3, 4)]), Call("around", [(3, 4)], decimals=1, grad=False, dtypes=[F32, F64]),
+    Call("fabs", [(3, 4)], dtypes=FLOATS), Call("real", [(3, 4)]), Call("imag", [(3, 4)], grad=False),
+    Call("conj", [(3, 4)]), Call("angle", [(3, 4)], grad=False, dtypes=[F32, F64]),
+    Call("isneginf", [(3, 4)], dtypes=FLOATS, grad=False), Call("isposinf", [(3, 4)], dtypes=FLOATS, grad=False),
+    Call("isreal", [(3, 4)], grad=False), Call("bitwise_not", [(3, 4)], dtypes=BOOL + INTS, grad=False),
+    Call("average", [(3, 4)], axis=1),
+    Call("ediff1d", [(6,)]), Call("convolve", [(6,), (3,)]), Call("convolve", [(6,), (3,)], mode="same"),
+    Call("convolve", [(6,), (3,)], mode="valid"), Call("correlate", [(6,), (3,)], mode="full"),
+    Call("correlate", [(6,), (3,)]), Call("cov", [(3, 6)], dtypes=[F32, F64]), Call("corrcoef", [(3, 6)], dtypes=[F32, F64]),
+    Call("cov", [(3, 6)], rowvar=False, ddof=0, dtypes=[F32, F64]), Call("diagflat", [(3,)], k=-1),
+    Call("atleast_1d", [()]), Call("atleast_3d", [(3, 4)]), Call("rollaxis", [(2, 3, 4)], axis=2),
+    Call("nanargmax", [(3, 5)], axis=1, grad=False, dtypes=FLOATS), Call("nanargmin", [(3, 5)], grad=False, dtypes=FLOATS),
+    Call("percentile", [(3, 8)], q=30.0, axis=1, dtypes=[F32, F64], grad=False),
+    Call("quantile", [(3, 8)], q=0.75, dtypes=[F32, F64], grad=False),
+    Call("nanpercentile", [(3, 8)], q=60.0, axis=0, dtypes=[F32, F64], grad=False),
+    Call("unwrap", [(8,)], dtypes=[F32, F64]), Call("vander", [(4,)], N=3), Call("vander", [(4,)], increasing=True),
+    Call("polyval", [(3,), (5,)]), Call("polyder", [(5,)], vmap=False, dtypes=FLOATS),  # JAX: inexact for ints
+    Call("polyint", [(4,)], vmap=False),
+    Call("polyadd", [(3,), (5,)], vmap=False), Call("polysub", [(5,), (3,)], vmap=False),
+    Call("polymul", [(3,), (4,)], vmap=False), Call("isclose", [(3, 4), (3, 4)], grad=False),
+    Call("gradient", [(7,)]), Call("trapezoid", [(3, 6)], axis=-1, np_fn=lambda y, axis: np.trapz(y, axis=axis)),
 ]
 
 

@@ -634,12 +634,23 @@ def nanmin(a, axis=None, keepdims=False):
     return _np.where(_np.all(_np.isnan(a), axis=axis, keepdims=keepdims), _np.nan, r)
 
 
-def nanargmax(a, axis=None):
-    return _np.argmax(_nan_fill(a, -_np.inf), axis)
+def nanargmax(a, axis=None, keepdims=False):
+    """argmax over the non-NaN entries; -1 for a slice that is all NaN (JAX's)."""
+    return _nan_arg(a, axis, keepdims, _np.argmax, -_np.inf)
 
 
-def nanargmin(a, axis=None):
-    return _np.argmin(_nan_fill(a, _np.inf), axis)
+def nanargmin(a, axis=None, keepdims=False):
+    """argmin over the non-NaN entries; -1 for a slice that is all NaN (JAX's)."""
+    return _nan_arg(a, axis, keepdims, _np.argmin, _np.inf)
+
+
+def _nan_arg(a, axis, keepdims, arg, fill):
+    a = _arr(a)
+    if not _is_float(a):
+        return arg(a, axis, keepdims=keepdims)
+    nan = _np.isnan(a)
+    r = arg(_nan_fill(a, fill), axis, keepdims=keepdims)
+    return _np.where(_np.all(nan, axis=axis, keepdims=keepdims), -1, r).astype(str(r.dtype))
 
 
 def nancumsum(a, axis=None):

@@ -606,3 +606,11 @@ def test_unique_with_size_matches_numpy_eagerly_and_under_jit(size):
             np.testing.assert_array_equal(g[1], np.concatenate([index[:k], np.zeros(size - k, int)]))
             np.testing.assert_array_equal(g[3], np.concatenate([counts[:k], np.zeros(size - k, int)]))
             np.testing.assert_array_equal(g[2], inverse.reshape(x.shape))
+
+
+def test_nanargmax_of_an_all_nan_slice_is_minus_one():
+    # JAX's answer (NumPy raises): -1 where every entry is NaN, under jit too
+    x = np.array([[1.0, np.nan, 3.0], [np.nan] * 3], np.float64)
+    for f in (gnp.nanargmax, gf.jit(gnp.nanargmax, static_argnums=1)):
+        np.testing.assert_array_equal(np.asarray(f(gnp.asarray(x), 1)), [2, -1])
+    np.testing.assert_array_equal(np.asarray(gnp.nanargmin(gnp.asarray(x), 1, keepdims=True)), [[0], [-1]])

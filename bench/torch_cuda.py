@@ -1,6 +1,9 @@
 # The PyTorch peer of bench/bench_cuda.cpp: the same figures on the same GPU, one line each.
+import os
 import time
 import torch
+
+COMPILE = os.environ.get("TORCH_COMPILE", "1") != "0"  # torch.compile's peers take a minute to compile
 
 dev = "cuda"
 a = torch.ones(1, device=dev)
@@ -54,14 +57,16 @@ n = 1 << 28
 x = torch.randn(n, device=dev)
 chain = lambda x: torch.tanh(x) * 0.5 + x * x - 1
 print(f"torch_chain_eager_gbs {2.0 * n * 4 / time_it(lambda: chain(x), 20) / 1e9:.0f}")
-cchain = torch.compile(chain)
-print(f"torch_chain_compile_gbs {2.0 * n * 4 / time_it(lambda: cchain(x), 20) / 1e9:.0f}")
+if COMPILE:
+    cchain = torch.compile(chain)
+    print(f"torch_chain_compile_gbs {2.0 * n * 4 / time_it(lambda: cchain(x), 20) / 1e9:.0f}")
 del x
 R = 8192
 m = torch.randn(R, R, device=dev)
 print(f"torch_softmax_gbs {2.0 * R * R * 4 / time_it(lambda: torch.softmax(m, -1), 20) / 1e9:.0f}")
-csm = torch.compile(lambda m: torch.softmax(m, -1))
-print(f"torch_softmax_compile_gbs {2.0 * R * R * 4 / time_it(lambda: csm(m), 20) / 1e9:.0f}")
+if COMPILE:
+    csm = torch.compile(lambda m: torch.softmax(m, -1))
+    print(f"torch_softmax_compile_gbs {2.0 * R * R * 4 / time_it(lambda: csm(m), 20) / 1e9:.0f}")
 del m
 
 
@@ -106,7 +111,7 @@ def mlp_step_ms(b, mode):
 
 
 for b in (128, 4096):
-    for mode in ("eager", "compile", "graph"):
+    for mode in ("eager", "compile", "graph") if COMPILE else ("eager", "graph"):
         try:
             print(f"torch_mlp_step_b{b}_{mode}_ms {mlp_step_ms(b, mode):.4f}")
         except Exception as e:  # a mode this PyTorch cannot run is reported, not fatal

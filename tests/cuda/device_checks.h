@@ -186,6 +186,45 @@ inline std::vector<Array> check_jitted_training_step(Device d) {
   return got;
 }
 
+/// The main job's training step with every array made on the device (a DefaultDevice, as
+/// `--device cuda` runs): an MLP, Adam on a cosine schedule, the step jitted with donated state and a
+/// polymorphic batch (full and partial batches in one program), and a polymorphic evaluation. The
+/// constants the trace makes live on the device; losses and accuracy match the same run on the CPU.
+inline void check_main_job_step_on_the_default_device(Device d) {
+  auto run = [](std::optional<Device> on) {
+    std::optional<DefaultDevice> scope;
+    if (on) scope.emplace(*on);
+    nn::MLP net{{12, 16, 5}};
+    Tree params = net.init(random::key(0));
+    auto opt = optim::adam(optim::cosine_decay(1e-2, 6));
+    Tree state = opt.init(params);
+    auto step = jit(
+        [&](const Tree& p, const Tree& s, const Array& x, const Array& y) {
+          auto [l, g] = value_and_grad([&](const Tree& q) { return nn::cross_entropy(net(q, x), y); })(p);
+          auto [u, s2] = opt.update(g, s, p);
+          return std::make_tuple(optim::apply_updates(p, u), s2, l);
+        },
+        {.name = "train_step", .donate_argnums = {0, 1}, .polymorphic = {"", "", "b, ...", "b"}});
+    auto evaluate = jit([&](const Tree& p, const Array& x, const Array& y) { return sum(argmax(net(p, x), -1) == y); },
+                        {.name = "eval", .polymorphic = {"", "b, ...", "b"}});
+    Rng rng(9);
+    std::vector<double> out;
+    for (int64_t b : {8, 8, 5}) {  // the last batch is partial
+      Array x = rng.uniform({b, 12}, DType::f32), y = rng.ints({b}, DType::i32, 0, 4);
+      if (on) x = device_put(x, *on), y = device_put(y, *on);
+      Array l;
+      std::tie(params, state, l) = step(params, state, x, y);
+      if (on) EXPECT_EQ(l.device(), *on);
+      out.push_back(l.item<double>());
+      out.push_back(static_cast<double>(evaluate(params, x, y).item<int64_t>()));
+    }
+    return out;
+  };
+  std::vector<double> want = run(std::nullopt), got = run(d);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << "result " << i;
+}
+
 /// A donated parameter is updated in place by a jitted (fused) update on the device; without donation
 /// the argument keeps its buffer and values.
 inline void check_donated_update_in_place(Device d) {

@@ -343,6 +343,11 @@ TEST(CudaArrays, TransformationsAndControlFlow) {
   check_transformations_and_control_flow(Device::cuda());
 }
 
+TEST(CudaArrays, MainJobStepOnTheDefaultDevice) {
+  REQUIRE_GPU();
+  check_main_job_step_on_the_default_device(Device::cuda());
+}
+
 // NCCL at world size 1 (the lent machine has one GPU): a communicator made through the host's, and
 // each collective on device memory.
 TEST(CudaNccl, CollectivesOnDeviceMemoryAtWorldSizeOne) {

@@ -128,6 +128,8 @@ TEST(SimDevice, DonatedParametersAreUpdatedInPlace) {
   check_donated_update_in_place(sim());
 }
 
+TEST(SimDevice, MainJobStepOnTheDefaultDevice) { check_main_job_step_on_the_default_device(sim()); }
+
 TEST(SimDevice, RoundTripPlacementAndErrors) { check_round_trip_and_placement(sim()); }
 
 TEST(SimDevice, TransformationsAndControlFlow) { check_transformations_and_control_flow(sim()); }

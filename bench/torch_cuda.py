@@ -111,8 +111,12 @@ def mlp_step_ms(b, mode):
 
 
 for b in (128, 4096):
-    for mode in ("eager", "compile", "graph") if COMPILE else ("eager", "graph"):
-        try:
-            print(f"torch_mlp_step_b{b}_{mode}_ms {mlp_step_ms(b, mode):.4f}")
-        except Exception as e:  # a mode this PyTorch cannot run is reported, not fatal
-            print(f"torch_mlp_step_b{b}_{mode}_ms failed: {type(e).__name__}: {e}")
+    for tf32 in (False, True):  # f32 products, then TF32's (torch.backends.cuda.matmul.allow_tf32)
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        tag = "_tf32" if tf32 else ""
+        for mode in ("eager", "compile", "graph") if COMPILE else ("eager", "graph"):
+            try:
+                print(f"torch_mlp_step_b{b}{tag}_{mode}_ms {mlp_step_ms(b, mode):.4f}")
+            except Exception as e:  # a mode this PyTorch cannot run is reported, not fatal
+                print(f"torch_mlp_step_b{b}{tag}_{mode}_ms failed: {type(e).__name__}: {e}")
+torch.backends.cuda.matmul.allow_tf32 = False

@@ -82,25 +82,32 @@ if [[ $stages == *" train "* ]]; then
     echo "exit ${PIPESTATUS[0]} after $((SECONDS - t0)) s" | tee -a "$out/train.log"
     tail -3 "$out/train.log" | head -2
   }
-  run mlp 90 --model mlp --epochs "${EPOCHS:-5}"
-  run mlp-bf16 90 --model mlp --epochs "${EPOCHS:-5}" --dtype bf16
-  run cnn 60 --model cnn --epochs 1 --limit 12000
-  run transformer 60 --model transformer --epochs 1 --limit 200000 "${text[@]}"
+  run mlp 60 --model mlp --epochs "${EPOCHS:-5}"
+  run mlp-bf16 60 --model mlp --epochs "${EPOCHS:-5}" --dtype bf16
+  run cnn 45 --model cnn --epochs 1 --limit 12000
+  run transformer 45 --model transformer --epochs 1 --limit 200000 "${text[@]}"
 fi
 if [[ $stages == *" bench "* ]]; then
   echo "== bench"
   timeout 90 "$build/bench_cuda" 2>&1 | tee -a "$out/bench.txt"
+  for e in ${ROW_ELEMS:-4 16 32}; do  # lanes per row of the fused row kernels (softmax): variants
+    GRAFT_CUDA_ROW_ELEMS=$e timeout 30 "$build/bench_cuda" jit 2>&1 | sed "s/^/row_elems_$e /" | tee -a "$out/bench.txt"
+  done
   PYTHONUNBUFFERED=1 TORCH_COMPILE=${TORCH_COMPILE:-1} timeout 240 python3 bench/torch_cuda.py 2>&1 | tee -a "$out/bench.txt"
   PYTHONUNBUFFERED=1 timeout 120 python3 bench/jax_cuda.py 2>&1 | tee -a "$out/bench.txt"
 fi
 if [[ $stages == *" sanitize "* ]]; then
   if command -v compute-sanitizer >/dev/null; then
-    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
-      echo "== compute-sanitizer --tool $tool"
-      GRAFT_CUDA_CACHING=0 timeout "${SANITIZE_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
-        "$build/tests/test_cuda" --gtest_brief=1 --gtest_filter="${SANITIZE_FILTER:-CudaArrays.RoundTrip*:CudaArrays.Transformations*:CudaFusion.*:*CudaConformance.ValuesMatchTheCpu/*}" \
-        > "$out/sanitizer_$tool.log" 2>&1
-      echo "exit $?"; grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/sanitizer_$tool.log" | tail -5
+    tools=${SANITIZE_TOOLS:-memcheck racecheck synccheck}
+    echo "== compute-sanitizer --tool {${tools// /,}} at once (timeout ${SANITIZE_TIMEOUT:-120} s)"
+    for tool in $tools; do
+      (GRAFT_CUDA_CACHING=0 timeout "${SANITIZE_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        "$build/tests/test_cuda" --gtest_brief=1 --gtest_filter="${SANITIZE_FILTER:-CudaArrays.RoundTrip*:CudaArrays.Transformations*:CudaArrays.MainJob*:CudaFusion.*:*CudaConformance.ValuesMatchTheCpu/*}" \
+        > "$out/sanitizer_$tool.log" 2>&1; echo "exit $?" >> "$out/sanitizer_$tool.log") &
+    done
+    wait
+    for tool in $tools; do
+      echo "-- $tool"; grep -E "ERROR SUMMARY|PASSED|FAILED|^exit" "$out/sanitizer_$tool.log" | tail -5
     done
   else
     echo "compute-sanitizer is not on this machine"

@@ -139,6 +139,8 @@ Arrays host_fallback(const Primitive& p, std::span<const Array> in, std::span<co
   }
   SmallVector<Array, 4> host(in.begin(), in.end());
   for (Array& x : host) x = transfer(x, Device::cpu());
+  // the CPU's kernel may make arrays of its own: they belong on the CPU, whatever the caller's default
+  DefaultDevice on_cpu(Device::cpu());
   Arrays res = p.impl(p, std::span<const Array>(host.data(), host.size()), outs, params);
   for (Array& r : res) r = transfer(r, dev);
   return res;

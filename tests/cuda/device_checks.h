@@ -8,6 +8,7 @@
 
 #include "graft/compiler/fusion.h"
 #include "graft/compiler/pipeline.h"
+#include "graft/io/export.h"
 #include "prims/conformance.h"
 
 namespace graft::testing {
@@ -214,10 +215,69 @@ inline void check_main_job_step_on_the_default_device(Device d) {
       if (on) x = device_put(x, *on), y = device_put(y, *on);
       Array l;
       std::tie(params, state, l) = step(params, state, x, y);
-      if (on) EXPECT_EQ(l.device(), *on);
+      if (on) {
+        EXPECT_EQ(l.device(), *on);
+      }
       out.push_back(l.item<double>());
       out.push_back(static_cast<double>(evaluate(params, x, y).item<int64_t>()));
     }
+    return out;
+  };
+  std::vector<double> want = run(std::nullopt), got = run(d);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << "result " << i;
+}
+
+/// The main job's CNN (convolutions, ReLU, max pooling, dropout with a key) trained under a default
+/// device, then exported as the main job exports its classifier: a program whose constants (the
+/// input's normalization, the weights) were made on the device. Losses and the exported program's
+/// logits match the CPU's.
+inline void check_cnn_step_and_export_on_the_default_device(Device d) {
+  auto run = [](std::optional<Device> on) {
+    std::optional<DefaultDevice> scope;
+    if (on) scope.emplace(*on);
+    nn::Conv2d c1{1, 4, {3, 3}};
+    nn::Linear d1{4 * 4 * 4, 10};
+    auto init = [&](const Array& k) {
+      Array ks = random::split(k, 2);
+      return Tree::dict({{"conv1", c1.init(ks[0])}, {"dense1", d1.init(ks[1])}});
+    };
+    auto apply = [&](const Tree& p, const Array& x, const std::optional<Array>& key) {
+      Array h = nn::max_pool2d(relu(c1(p["conv1"], x)), {2, 2});  // 10 -> 8 -> 4
+      h = reshape(h, {h.shape(0), -1});
+      if (key) h = nn::dropout(*key, h, 0.25);
+      return d1(p["dense1"], h);
+    };
+    Tree params = init(random::key(0));
+    auto opt = optim::adam(optim::cosine_decay(1e-2, 6));
+    Tree state = opt.init(params);
+    auto step = jit(
+        [&](const Tree& p, const Tree& s, const Array& x, const Array& y, const Array& key) {
+          auto [l, g] = value_and_grad([&](const Tree& q) { return nn::cross_entropy(apply(q, x, key), y); })(p);
+          auto [u, s2] = opt.update(g, s, p);
+          return std::make_tuple(optim::apply_updates(p, u), s2, l);
+        },
+        {.name = "train_step", .donate_argnums = {0, 1}, .polymorphic = {"", "", "b, ...", "b", ""}});
+    Rng rng(4);
+    std::vector<double> out;
+    for (int64_t b : {6, 6, 4}) {
+      Array x = rng.uniform({b, 1, 10, 10}, DType::f32), y = rng.ints({b}, DType::i32, 0, 9);
+      if (on) x = device_put(x, *on), y = device_put(y, *on);
+      Array l;
+      std::tie(params, state, l) = step(params, state, x, y, random::key(static_cast<uint32_t>(b)));
+      out.push_back(l.item<double>());
+    }
+    // the export: raw bytes in, normalized inside (constants made here), logits and labels out
+    auto classify = [&](const Array& images) {
+      Array x = (images.astype(DType::f32) / 255.0f - 0.5f) / 0.25f;
+      Array logits = apply(params, reshape(x, {images.shape(0), 1, 10, 10}), std::nullopt);
+      return std::make_pair(logits, argmax(logits, -1));
+    };
+    Array raw = rng.ints({3, 100}, DType::u8, 0, 255);
+    Exported e = export_fn(classify, {.name = "classifier", .in_names = {"images"}, .out_names = {"logits", "labels"}})(raw);
+    Exported back = deserialize_exported(e.serialize(), "classifier.graft");
+    Arrays r = back.call(std::vector<Array>{raw});
+    for (float v : r[0].to_vector<float>()) out.push_back(v);
     return out;
   };
   std::vector<double> want = run(std::nullopt), got = run(d);

@@ -348,6 +348,11 @@ TEST(CudaArrays, MainJobStepOnTheDefaultDevice) {
   check_main_job_step_on_the_default_device(Device::cuda());
 }
 
+TEST(CudaArrays, CnnStepAndExportOnTheDefaultDevice) {
+  REQUIRE_GPU();
+  check_cnn_step_and_export_on_the_default_device(Device::cuda());
+}
+
 // NCCL at world size 1 (the lent machine has one GPU): a communicator made through the host's, and
 // each collective on device memory.
 TEST(CudaNccl, CollectivesOnDeviceMemoryAtWorldSizeOne) {

@@ -130,6 +130,8 @@ TEST(SimDevice, DonatedParametersAreUpdatedInPlace) {
 
 TEST(SimDevice, MainJobStepOnTheDefaultDevice) { check_main_job_step_on_the_default_device(sim()); }
 
+TEST(SimDevice, CnnStepAndExportOnTheDefaultDevice) { check_cnn_step_and_export_on_the_default_device(sim()); }
+
 TEST(SimDevice, RoundTripPlacementAndErrors) { check_round_trip_and_placement(sim()); }
 
 TEST(SimDevice, TransformationsAndControlFlow) { check_transformations_and_control_flow(sim()); }

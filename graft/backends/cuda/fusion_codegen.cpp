@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "graft/compiler/fusion.h"
+#include "graft/core/env.h"
 #include "graft/core/error.h"
 #include "graft/backends/cuda/kernels.h"
 #include "graft/prims/primitives.h"
@@ -569,10 +570,11 @@ std::string Generator::run(CudaFusedKernel& k) {
       while (p < x) p <<= 1;
       return p;
     };
-    lanes_ = static_cast<int>(row_ <= 32 ? pow2(row_) : std::clamp<int64_t>(pow2((row_ + 7) / 8), 32, 1024));
+    int64_t e = opts_.row_elements > 0 ? opts_.row_elements : env::integer("GRAFT_CUDA_ROW_ELEMS", 8, 1, 64);
+    lanes_ = static_cast<int>(row_ <= 32 ? pow2(row_) : std::clamp<int64_t>(pow2((row_ + e - 1) / e), 32, 1024));
     rows_per_block_ = lanes_ <= 32 ? 256 / lanes_ : 1;
     k_ = static_cast<int>((row_ + lanes_ - 1) / lanes_);
-    cached_ = k_ <= 16;
+    cached_ = k_ <= std::max<int64_t>(16, e);
     k.threads_per_row = lanes_;
     k.rows_per_block = rows_per_block_;
     k.block = lanes_ * rows_per_block_;

@@ -63,6 +63,9 @@ struct CudaFusionOptions {
   /// Most elements a thread moves as one vector (1 turns vector accesses off: operands not aligned
   /// to 16 bytes).
   int max_vector = 8;
+  /// Rows longer than 32: about how many elements of a row each lane holds (a power of 2; the lanes
+  /// of a row are then row / row_elements, between 32 and 1024). 0: GRAFT_CUDA_ROW_ELEMS, else 8.
+  int row_elements = 0;
 };
 
 /// The kernel of a fusion body, or nullopt when the body holds an operation the generator does not

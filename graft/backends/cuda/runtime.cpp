@@ -21,7 +21,7 @@ namespace graft::cuda {
 namespace {
 
 constexpr int kMaxDevices = 16;
-std::atomic<int64_t> g_compiled{0}, g_disk_hits{0};
+std::atomic<int64_t> g_compiled{0}, g_disk_hits{0}, g_launches{0};
 std::atomic<int> g_tf32{-1};
 
 struct Probe {
@@ -259,6 +259,7 @@ void launch(const void* fn, unsigned grid, unsigned block, void** args, size_t s
   DeviceState& s = state(device);
   set_device(device);
   check(cudaLaunchKernel(fn, dim3(grid), dim3(block), args, shared_bytes, s.stream), "cudaLaunchKernel");
+  g_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
 void* blas_handle(int device) {
@@ -292,6 +293,6 @@ bool tf32_allowed() {
 }
 void allow_tf32(bool on) { g_tf32.store(on ? 1 : 0); }
 
-KernelStats kernel_stats() { return {g_compiled.load(), g_disk_hits.load()}; }
+KernelStats kernel_stats() { return {g_compiled.load(), g_disk_hits.load(), g_launches.load()}; }
 
 }  // namespace graft::cuda

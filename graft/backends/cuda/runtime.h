@@ -68,9 +68,10 @@ std::shared_ptr<Communicator> nccl_communicator(const std::shared_ptr<Communicat
 /// Why NCCL cannot be loaded ("" when it can).
 std::string nccl_unavailable_reason();
 
-/// Counters for tests: kernels compiled by NVRTC in this process and kernels found in the disk cache.
+/// Counters for tests and benchmarks: kernels compiled by NVRTC in this process, kernels found in the
+/// disk cache, and graft's own kernel launches (launch(); cuBLAS's are not counted).
 struct KernelStats {
-  int64_t compiled = 0, disk_hits = 0;
+  int64_t compiled = 0, disk_hits = 0, launches = 0;
 };
 KernelStats kernel_stats();
 

@@ -19,7 +19,9 @@ Array StagingTrace::new_arg(const Aval& a) {
 Atom StagingTrace::atom_of(const Array& x) {
   if (!x.valid()) fail<ValueError>(kind(), ": a null array reached the tracer");
   if (Tracer* t = own(x)) return Atom(static_cast<StagingTracer*>(t)->var);
-  if (x.is_concrete() && x.ndim() == 0) return Atom::lit(x);
+  // host scalars are inlined; a scalar on a device stays there as a constant (JAX's rule for device
+  // arrays): reading it into the program's text would wait on the device
+  if (x.is_concrete() && x.ndim() == 0 && x.device().is_cpu()) return Atom::lit(x);
   auto it = const_vars_.find(x.node());
   if (it != const_vars_.end()) return Atom(it->second);
   VarRef v = make_ref<Var>(x.aval());

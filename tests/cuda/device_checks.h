@@ -268,8 +268,11 @@ inline void check_cnn_step_and_export_on_the_default_device(Device d) {
       out.push_back(l.item<double>());
     }
     // the export: raw bytes in, normalized inside (constants made here), logits and labels out
+    Array pixels = rng.uniform({5, 100}, DType::f32);  // made on the device: the constants below live there
+    if (on) pixels = device_put(pixels, *on);
+    Array mean = graft::mean(pixels), stdev = sqrt(graft::mean(square(pixels - mean)));
     auto classify = [&](const Array& images) {
-      Array x = (images.astype(DType::f32) / 255.0f - 0.5f) / 0.25f;
+      Array x = (images.astype(DType::f32) / 255.0f - mean) / stdev;
       Array logits = apply(params, reshape(x, {images.shape(0), 1, 10, 10}), std::nullopt);
       return std::make_pair(logits, argmax(logits, -1));
     };

@@ -15,6 +15,7 @@
 #include "graft/compiler/pipeline.h"
 #include "graft/compiler/program_cache.h"
 #include "graft/core/backend.h"
+#include "graft/core/config.h"
 #include "graft/core/placement.h"
 #include "graft/core/trace.h"
 #include "graft/compiler/target.h"
@@ -202,7 +203,8 @@ Arrays Executable::run(std::span<const Array> args) const {
   // program op by op (the CPU-optimized one's fused loops and rewrites are the CPU's).
   Placement pl = place(args, "jit", traced_.consts);
   if (!pl.device.is_cpu()) {
-    if (compiler::target_of(pl.device.type).fused_loops) return run_lowered(*device_lowering(pl.device.type), args, true);
+    if (compiler::target_of(pl.device.type).fused_loops)
+      return run_lowered(*device_lowering(pl.device.type), args, pl.device);
     TraceScope eager(eval_trace());
     return eval_jaxpr(traced_, args);
   }
@@ -215,19 +217,48 @@ Arrays Executable::run(std::span<const Array> args) const {
       TraceScope eager(eval_trace());
       return eval_jaxpr(traced_, host);
     }
-    return run_lowered(cpu_, host, false);
+    return run_lowered(cpu_, host, std::nullopt);
   }
-  return run_lowered(cpu_, args, false);
+  return run_lowered(cpu_, args, std::nullopt);
 }
 
-Arrays Executable::run_lowered(const Lowered& L, std::span<const Array> args, bool on_device) const {
-  std::vector<Array> slots(L.slot_init);
+Array Executable::argument_on(size_t i, const Array& x, Device d) const {
+  // only host arrays nothing can change: not donated (the program may take their storage), not committed
+  bool keep = x.device().is_cpu() && !x.concrete()->committed() && (i >= donated_.size() || !donated_[i]);
+  if (!keep) return transfer(x, d);
+  std::lock_guard<std::mutex> lk(device_mu_);
+  auto& cache = device_args_[{d.type, d.index}];
+  if (cache.size() <= i) cache.resize(i + 1);
+  auto& [host, there] = cache[i];
+  if (host.node() != x.node()) {
+    host = x;
+    there = transfer(x, d);
+  }
+  return there;
+}
+
+const std::vector<Array>& Executable::slot_init_on(const Lowered& L, Device d) const {
+  std::lock_guard<std::mutex> lk(device_mu_);
+  auto [it, fresh] = device_slots_.try_emplace({d.type, d.index});
+  if (fresh) {
+    it->second = L.slot_init;
+    for (Array& a : it->second)
+      if (a.valid() && a.is_concrete() && a.device() != d) a = transfer(a, d);
+  }
+  return it->second;
+}
+
+Arrays Executable::run_lowered(const Lowered& L, std::span<const Array> args, std::optional<Device> device) const {
+  const bool on_device = device.has_value();
+  // on a device, the constants and literals were moved there once, and arguments elsewhere move now
+  std::vector<Array> slots(on_device ? slot_init_on(L, *device) : L.slot_init);
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].valid() || !args[i].is_concrete() || !args[i].aval().same_type(in_avals_[i]))
       fail<TypeError>("jit: argument ", i, " should be a concrete ", in_avals_[i].str(), ", got ",
                       args[i].valid() ? args[i].aval().str() : std::string("null"));
     check_not_deleted(args[i], "jit");
-    slots[static_cast<size_t>(L.in_slots[i])] = args[i];
+    slots[static_cast<size_t>(L.in_slots[i])] =
+        on_device && args[i].device() != *device ? argument_on(i, args[i], *device) : args[i];
   }
   // donated arguments: the program's slot becomes the storage's only holder, so that the plan's
   // releases free it and fused loops may overwrite it; an array passed twice is not taken
@@ -243,10 +274,13 @@ Arrays Executable::run_lowered(const Lowered& L, std::span<const Array> args, bo
         slots[static_cast<size_t>(L.in_slots[i])] = Array(Ref<ArrayNode>(std::move(own)));
     }
   }
-  // on a device every step is dispatched as eager execution would (the device's kernels, its fused
-  // loops included)
+  // On a device each step runs the device's kernel (its fused loops included) directly: the types and
+  // the placement eager dispatch would work out per operation are the program's, known once. Steps
+  // that run programs of their own (control flow) or choose their device, and every step when
+  // GRAFT_DEBUG_NANS checks results, go through eager dispatch.
   std::optional<TraceScope> eager;
   if (on_device) eager.emplace(eval_trace());
+  const bool direct = on_device && !config::debug_numerics();
   Arrays in;
   std::vector<Array> dead;
   StepProfile* prof = StepProfile::get();
@@ -263,7 +297,7 @@ Arrays Executable::run_lowered(const Lowered& L, std::span<const Array> args, bo
                     std::count(st.in.begin(), st.in.end(), s) == 1;
         in.push_back(last ? std::move(slots[static_cast<size_t>(s)]) : slots[static_cast<size_t>(s)]);
       }
-      out = bind(*st.prim, in, st.params);
+      out = direct ? run_step_on_device(*st.prim, in, st.out_avals, st.params, *device) : bind(*st.prim, in, st.params);
       in.clear();
     } else if (st.fused || (!on_device && st.prim == &compiler::dot_general_add_p)) {
       // operands whose last use is this step are moved out of their slots, so that a fused loop (or a
@@ -285,7 +319,12 @@ Arrays Executable::run_lowered(const Lowered& L, std::span<const Array> args, bo
       dead.clear();
     } else {
       for (auto s : st.in) in.push_back(slots[static_cast<size_t>(s)]);
-      out = on_device ? bind(*st.prim, in, st.params) : st.prim->impl(*st.prim, in, st.out_avals, st.params);
+      if (!on_device)
+        out = st.prim->impl(*st.prim, in, st.out_avals, st.params);
+      else if (direct && !st.prim->has(kHigherOrder) && !st.prim->has(kPlacement))
+        out = run_step_on_device(*st.prim, in, st.out_avals, st.params, *device);
+      else
+        out = bind(*st.prim, in, st.params);
     }
     for (size_t k = 0; k < st.out.size(); ++k) slots[static_cast<size_t>(st.out[k])] = std::move(out[k]);
     for (auto s : st.release) slots[static_cast<size_t>(s)] = Array();

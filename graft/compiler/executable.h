@@ -13,7 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -79,7 +81,12 @@ class Executable {
     int32_t num_slots = 0;
   };
   static void lower(const ClosedJaxpr& cj, const std::vector<std::vector<const Var*>>& release, bool cpu, Lowered& L);
-  Arrays run_lowered(const Lowered& L, std::span<const Array> args, bool on_device) const;
+  Arrays run_lowered(const Lowered& L, std::span<const Array> args, std::optional<Device> device) const;
+  /// A device program's constants and literals on device `d`, moved there on its first run.
+  const std::vector<Array>& slot_init_on(const Lowered& L, Device d) const;
+  /// Argument i moved to device `d`: a host array passed again (a closed-over constant that jit passes
+  /// as an argument) moves once.
+  Array argument_on(size_t i, const Array& x, Device d) const;
   const Lowered* device_lowering(int16_t device_type) const;
   ClosedJaxpr program_;
   /// The program as traced, before the CPU's passes: what devices optimize for themselves, or run op
@@ -90,6 +97,9 @@ class Executable {
   Lowered cpu_;
   mutable std::mutex device_mu_;
   mutable std::unique_ptr<Lowered> device_[kMaxDeviceTypes];
+  mutable std::map<std::pair<int16_t, int16_t>, std::vector<Array>> device_slots_;  ///< by device (type, index)
+  /// by device: per argument, the last host array moved there and its copy
+  mutable std::map<std::pair<int16_t, int16_t>, std::vector<std::pair<Array, Array>>> device_args_;
   std::vector<Aval> in_avals_;
   std::vector<bool> donated_;
   int64_t peak_bytes_ = 0, argument_bytes_ = 0;

@@ -153,6 +153,12 @@ Arrays decompose_on_device(const Primitive& p, std::span<const Array> in, std::s
 /// back to `dev` (and counted). For device rules that meet a case their kernels do not cover.
 Arrays host_fallback(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params,
                      Device dev);
+/// Runs p on device `dev` with operands already there and its result types known (a compiled
+/// program's step): the device's kernel, else its decomposition, else through the host — what eager
+/// dispatch does after its type inference and placement, which a compiled program has done once.
+/// Results are committed when an operand is.
+Arrays run_step_on_device(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params,
+                          Device dev);
 /// How many times each primitive ran through the host on another device type (name, count).
 std::vector<std::pair<std::string, int64_t>> device_fallbacks(int16_t device_type);
 

@@ -127,6 +127,18 @@ Arrays decompose_on_device(const Primitive& p, std::span<const Array> in, std::s
   return fn(p, in, outs, params);
 }
 
+Arrays run_step_on_device(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params,
+                          Device dev) {
+  bool committed = false;
+  for (const Array& x : in)
+    if (auto* c = x.concrete(); c && c->committed()) committed = true;
+  Arrays res = run_on_device(p, in, outs, params, dev, false);
+  if (committed)
+    for (Array& r : res)
+      if (auto* c = r.concrete()) c->set_committed(true);
+  return res;
+}
+
 Arrays host_fallback(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params,
                      Device dev) {
   {

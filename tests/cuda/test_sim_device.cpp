@@ -7,6 +7,7 @@
 // Its fused loops are the GPU's: the generated CUDA kernels (graft/backends/cuda/fusion_codegen.h) run on the
 // CPU through the emulator (cuda/emulator.h), so that jit on the device — the program optimized for a
 // device, its fused kernels, the memory plan — is tested here as a GPU runs it.
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -37,19 +38,23 @@ class SimBackend final : public Backend {
     if (!p) fail<MemoryError>("sim: out of memory");
     return make_ref<Buffer>(p, nbytes, d, [](void* q, size_t, Device) { std::free(q); });
   }
-  void copy(const void* src, Device, void* dst, Device, size_t n) override {
+  void copy(const void* src, Device from, void* dst, Device to, size_t n) override {
     if (n) std::memcpy(dst, src, n);
+    if (from.is_cpu() && !to.is_cpu()) copies_in.fetch_add(1);
   }
+  std::atomic<int64_t> copies_in{0};  // host -> device copies
   void synchronize(Device) override {}
 };
 
 Device sim();
+SimBackend& sim_backend();
 
 // Fused loops on the simulated device: the body's CUDA kernel, emulated (compiled once per body and
 // kept on it).
 struct SimFused {
   std::shared_ptr<cuda::CudaFusedKernel> kernel;  // null: the generator refused the body
   std::shared_ptr<EmulatedModule> module;
+  std::shared_ptr<std::vector<Array>> consts;  // the body's constants on the device, moved once (as CUDA's)
 };
 std::mutex g_sim_mu;
 int64_t g_sim_launches = 0;
@@ -62,6 +67,8 @@ Arrays sim_fusion(const Primitive&, std::span<const Array> in, std::span<const A
       s.module = std::make_shared<EmulatedModule>(std::vector<std::string>{k->source},
                                                   std::vector<std::string>{cuda::CudaFusedKernel::kName});
       s.kernel = std::make_shared<cuda::CudaFusedKernel>(std::move(*k));
+      s.consts = std::make_shared<std::vector<Array>>();
+      for (const Array& c : body.consts) s.consts->push_back(device_put(c, sim()));
     }
     return s;
   });
@@ -71,9 +78,7 @@ Arrays sim_fusion(const Primitive&, std::span<const Array> in, std::span<const A
     return eval_jaxpr(body, in);
   }
   std::vector<void*> ptrs;
-  std::vector<Array> keep;
-  for (const Array& c : body.consts) keep.push_back(device_put(c, sim()));
-  for (const Array& c : keep) ptrs.push_back(c.concrete()->data());
+  for (const Array& c : *f->consts) ptrs.push_back(c.concrete()->data());
   for (const Array& x : in) ptrs.push_back(x.concrete()->data());
   Arrays res = cuda::fused_outputs(*f->kernel, body.consts.size(), in, outs, sim());
   for (const Array& r : res) ptrs.push_back(r.concrete()->data());
@@ -89,12 +94,16 @@ Arrays sim_fusion(const Primitive&, std::span<const Array> in, std::span<const A
 // Registered as any backend is: one descriptor (graft/backends/backend.h). Its kernels are the
 // decompositions and the host's; its fused loops the emulated CUDA kernels; its programs, like a GPU's,
 // fold GEMM epilogues.
-int16_t sim_type() {
+SimBackend& sim_backend() {
   static SimBackend backend;
+  return backend;
+}
+
+int16_t sim_type() {
   static const int16_t type = [] {
     BackendDescriptor b;
     b.name = "sim";
-    b.runtime = &backend;
+    b.runtime = &sim_backend();
     b.fusion = EmulatedModule::available() ? &sim_fusion : nullptr;
     b.passes = {"gemm_epilogues"};
     return register_backend(b);
@@ -126,6 +135,25 @@ TEST(SimDevice, JitRunsFusedKernelsOnTheDevice) {
 TEST(SimDevice, DonatedParametersAreUpdatedInPlace) {
   if (!EmulatedModule::available()) GTEST_SKIP() << "no host compiler for the emulator";
   check_donated_update_in_place(sim());
+}
+
+// A compiled program on a device runs each step's kernel directly: its constants and literals move to
+// the device on the first call only, and a later call copies nothing from the host.
+TEST(SimDevice, CompiledProgramsMoveTheirConstantsOnce) {
+  if (!EmulatedModule::available()) GTEST_SKIP() << "no host compiler for the emulator";
+  Array table = concrete({1, 2, 3, 4, 5, 6, 7, 8}, {8});  // a constant on the host
+  auto f = jit([&](const Array& x) { return exp(x * table + 1.5f) / sum(x * 0.5f); });
+  Array x = concrete({8, 7, 6, 5, 4, 3, 2, 1}, {8});
+  Array want = f(x);
+  Array xs = device_put(x, sim());
+  Array first = f(xs);
+  EXPECT_EQ(first.device(), sim());
+  int64_t before = sim_backend().copies_in.load();
+  Array second = f(xs);
+  EXPECT_EQ(sim_backend().copies_in.load(), before) << "the second call copied from the host";
+  EXPECT_TRUE(second.concrete()->committed());
+  EXPECT_EQ(second.to_vector<float>(), want.to_vector<float>());
+  EXPECT_EQ(first.to_vector<float>(), want.to_vector<float>());
 }
 
 TEST(SimDevice, MainJobStepOnTheDefaultDevice) { check_main_job_step_on_the_default_device(sim()); }

@@ -90,8 +90,12 @@ fi
 if [[ $stages == *" bench "* ]]; then
   echo "== bench"
   timeout 90 "$build/bench_cuda" 2>&1 | tee -a "$out/bench.txt"
-  for e in ${ROW_ELEMS:-4 16 32}; do  # lanes per row of the fused row kernels (softmax): variants
+  for e in ${ROW_ELEMS:-4 16}; do  # lanes per row of the fused row kernels (softmax): variants
     GRAFT_CUDA_ROW_ELEMS=$e timeout 30 "$build/bench_cuda" jit 2>&1 | sed "s/^/row_elems_$e /" | tee -a "$out/bench.txt"
+  done
+  for e in ${ROW_VECTOR_ELEMS:-8 16}; do  # and with 16-byte vector accesses in the rows
+    GRAFT_CUDA_ROW_VECTORS=1 GRAFT_CUDA_ROW_ELEMS=$e timeout 30 "$build/bench_cuda" jit 2>&1 | sed "s/^/row_vectors_$e /" |
+      tee -a "$out/bench.txt"
   done
   PYTHONUNBUFFERED=1 TORCH_COMPILE=${TORCH_COMPILE:-1} timeout 240 python3 bench/torch_cuda.py 2>&1 | tee -a "$out/bench.txt"
   PYTHONUNBUFFERED=1 timeout 120 python3 bench/jax_cuda.py 2>&1 | tee -a "$out/bench.txt"

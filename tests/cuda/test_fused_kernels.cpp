@@ -48,13 +48,13 @@ struct Run {
 
 // Runs every body on the CPU's fused loop and, emulated, as its CUDA kernel (grid: `grid` blocks
 // at most, so that blocks loop over several rows).
-std::vector<Run> run_all(const std::vector<ClosedJaxpr>& bodies, unsigned grid = 3, int max_vector = 8) {
+std::vector<Run> run_all(const std::vector<ClosedJaxpr>& bodies, unsigned grid = 3, int max_vector = 8, int row_vectors = -1) {
   std::vector<Run> runs;
   std::vector<std::string> sources, names;
   Rng rng(11);
   for (const ClosedJaxpr& b : bodies) {
     std::string why;
-    auto k = cuda::cuda_fused_kernel(b, {.max_vector = max_vector}, &why);
+    auto k = cuda::cuda_fused_kernel(b, {.max_vector = max_vector, .row_vectors = row_vectors}, &why);
     EXPECT_TRUE(k.has_value()) << why << "\n" << b;
     if (!k) continue;
     Run r{b, *k, {}, {}, {}};
@@ -167,6 +167,40 @@ TEST_F(FusedKernels, RowReductionsSoftmaxLayerNormCrossEntropy) {
   EXPECT_TRUE(uncached);
   expect_matches(runs);
   expect_compiles_for_sm90(runs);
+}
+
+// Row kernels whose lanes move their elements as 16-byte vectors (row_vectors): softmax, layer norm
+// and cross-entropy in f32 and f16, each lane's chunks spread over the row; rows or operands that do
+// not allow vectors (a row not a multiple of the vector, a lane's share not a multiple of it, operands
+// of two element sizes) keep element accesses.
+TEST_F(FusedKernels, RowKernelsWithVectorAccesses) {
+  auto sm = [](const Array& x) { return softmax(x); };
+  auto ln = [](const Array& x, const Array& g, const Array& b) {
+    Array m = mean(x, -1, true);
+    Array v = mean(square(x - m), -1, true);
+    return (x - m) * rsqrt(v + 1e-5) * g + b;
+  };
+  auto xent = [](const Array& logits, const Array& onehot) { return -sum(onehot * log_softmax(logits), -1); };
+  std::vector<ClosedJaxpr> bodies;
+  auto add = [&](std::vector<ClosedJaxpr> bs) { bodies.insert(bodies.end(), bs.begin(), bs.end()); };
+  add(fused_bodies(sm, zeros({4, 4096})));
+  add(fused_bodies(sm, zeros({3, 4096}, DType::f16)));
+  add(fused_bodies(ln, zeros({8, 1024}), zeros({1024}), zeros({1024})));
+  add(fused_bodies(xent, zeros({6, 2048}), zeros({6, 2048})));
+  add(fused_bodies(sm, zeros({5, 3000})));  // 6 elements a lane: not a multiple of 4
+  add(fused_bodies(sm, zeros({2, 1001})));  // a row that is no multiple of 4
+  auto runs = run_all(bodies, 3, 8, 1);
+  ASSERT_EQ(runs.size(), 6u);
+  EXPECT_EQ(runs[0].kernel.describe(), "rows 4x4096, 512 lanes a row, 3 loops, cached, vector 4");
+  EXPECT_EQ(runs[1].kernel.vector, 8);
+  EXPECT_EQ(runs[2].kernel.vector, 4);
+  EXPECT_EQ(runs[3].kernel.vector, 4);
+  EXPECT_EQ(runs[4].kernel.vector, 1);
+  EXPECT_EQ(runs[5].kernel.vector, 1);
+  expect_matches(runs);
+  expect_compiles_for_sm90(runs);
+  // off, the same bodies keep element accesses
+  for (const ClosedJaxpr& b : bodies) EXPECT_EQ(cuda::cuda_fused_kernel(b, {.row_vectors = 0})->vector, 1);
 }
 
 TEST_F(FusedKernels, ScalarsHalfFloatsIntegersSelectsAndNans) {

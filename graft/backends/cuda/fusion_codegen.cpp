@@ -177,6 +177,12 @@ class Generator {
   std::string helpers_;
   int lanes_ = 1, rows_per_block_ = 1, k_ = 0;  // rows: threads a row, rows a block, elements a lane
   bool cached_ = false;
+  int row_vector_ = 1;  // rows: elements a lane moves as one vector
+  bool full_output_of(size_t o, size_t p) const;
+  std::string vector_loads(size_t p, int V, const std::string& in) const;
+  std::string vector_outputs(size_t p, int V, const std::string& in) const;
+  std::string vector_stores(size_t p, int V, const std::string& in) const;
+  std::string to_vector_lanes(std::string body) const;
   // loops
   size_t loops_ = 1;
   std::vector<std::vector<int>> computed_, from_cache_;  // per loop: values computed, values read back
@@ -413,6 +419,55 @@ std::string Generator::loop_body(size_t p, const std::string& in, bool cached) {
   return s;
 }
 
+// Vector accesses (V consecutive elements from f0): loads of the full operands loop p reads from memory,
+// its full outputs' vectors and their stores, and the loop body rewritten to use their lanes (l).
+bool Generator::full_output_of(size_t o, size_t p) const {
+  return natural(j_.outvars[o].aval()) == Vary::full && static_cast<size_t>(vals_[static_cast<size_t>(out_vals_[o])].phase) == p;
+}
+
+std::string Generator::vector_loads(size_t p, int V, const std::string& in) const {
+  std::string s;
+  for (int v : computed_[p]) {
+    const Val& x = vals_[static_cast<size_t>(v)];
+    if (x.kind != Val::operand || x.vary != Vary::full) continue;
+    std::string t = "g_vec<" + ck::storage_type(x.dtype) + ", " + std::to_string(V) + ">", i = std::to_string(x.input);
+    s += in + "const " + t + " x" + i + " = *(const " + t + "*)(in" + i + " + f0);\n";
+  }
+  return s;
+}
+
+std::string Generator::vector_outputs(size_t p, int V, const std::string& in) const {
+  std::string s;
+  for (size_t o = 0; o < out_vals_.size(); ++o)
+    if (full_output_of(o, p))
+      s += in + "g_vec<" + ck::storage_type(j_.outvars[o].aval().dtype) + ", " + std::to_string(V) + "> y" + std::to_string(o) + ";\n";
+  return s;
+}
+
+std::string Generator::vector_stores(size_t p, int V, const std::string& in) const {
+  std::string s;
+  for (size_t o = 0; o < out_vals_.size(); ++o)
+    if (full_output_of(o, p)) {
+      std::string t = "g_vec<" + ck::storage_type(j_.outvars[o].aval().dtype) + ", " + std::to_string(V) + ">", os = std::to_string(o);
+      s += in + "*(" + t + "*)(out" + os + " + f0) = y" + os + ";\n";
+    }
+  return s;
+}
+
+std::string Generator::to_vector_lanes(std::string body) const {
+  auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (size_t at = body.find(from); at != std::string::npos; at = body.find(from, at + to.size()))
+      body.replace(at, from.size(), to);
+  };
+  for (const Val& x : vals_)
+    if (x.kind == Val::operand && x.vary == Vary::full) {
+      std::string i = std::to_string(x.input);
+      replace_all("ld(in" + i + "[f])", "ld(x" + i + ".v[l])");
+    }
+  for (size_t o = 0; o < out_vals_.size(); ++o) replace_all("out" + std::to_string(o) + "[f] =", "y" + std::to_string(o) + ".v[l] =");
+  return body;
+}
+
 // Row values of phase s: the reductions that finish there, what is computed from them, and the row
 // outputs; section 0 also loads the row operands.
 std::string Generator::row_section(size_t s, const std::string& in) {
@@ -477,37 +532,11 @@ std::string Generator::emit(CudaFusedKernel& k) {
     } else {
       std::string vs = std::to_string(V);
       s += "    const i64 f0 = q * " + vs + ";\n";
-      for (int v : computed_[0]) {
-        const Val& x = vals_[static_cast<size_t>(v)];
-        if (x.kind == Val::operand) {
-          std::string t = "g_vec<" + ck::storage_type(x.dtype) + ", " + vs + ">", i = std::to_string(x.input);
-          s += "    const " + t + " x" + i + " = *(const " + t + "*)(in" + i + " + f0);\n";
-        }
-      }
-      for (size_t o = 0; o < k.outputs.size(); ++o)
-        if (natural(j_.outvars[o].aval()) == Vary::full)
-          s += "    g_vec<" + ck::storage_type(k.outputs[o]) + ", " + vs + "> y" + std::to_string(o) + ";\n";
+      s += vector_loads(0, V, "    ");
+      s += vector_outputs(0, V, "    ");
       s += "#pragma unroll\n    for (int l = 0; l < " + vs + "; ++l) {\n      const i64 f = f0 + l;\n";
-      std::string body = loop_body(0, "      ", false);
-      // vector lanes instead of element accesses
-      for (const Val& x : vals_)
-        if (x.kind == Val::operand && x.vary == Vary::full) {
-          std::string i = std::to_string(x.input);
-          std::string from = "ld(in" + i + "[f])", to = "ld(x" + i + ".v[l])";
-          for (size_t at = body.find(from); at != std::string::npos; at = body.find(from, at + to.size()))
-            body.replace(at, from.size(), to);
-        }
-      for (size_t o = 0; o < k.outputs.size(); ++o) {
-        std::string from = "out" + std::to_string(o) + "[f] =", to = "y" + std::to_string(o) + ".v[l] =";
-        for (size_t at = body.find(from); at != std::string::npos; at = body.find(from, at + to.size()))
-          body.replace(at, from.size(), to);
-      }
-      s += body + "    }\n";
-      for (size_t o = 0; o < k.outputs.size(); ++o)
-        if (natural(j_.outvars[o].aval()) == Vary::full) {
-          std::string t = "g_vec<" + ck::storage_type(k.outputs[o]) + ", " + vs + ">", os = std::to_string(o);
-          s += "    *(" + t + "*)(out" + os + " + f0) = y" + os + ";\n";
-        }
+      s += to_vector_lanes(loop_body(0, "      ", false)) + "    }\n";
+      s += vector_stores(0, V, "    ");
     }
     s += "  }\n}\n";
     return s;
@@ -524,6 +553,20 @@ std::string Generator::emit(CudaFusedKernel& k) {
   for (size_t p = 0; p <= loops_; ++p) {
     s += row_section(p, "    ");
     if (p == loops_) break;
+    if (cached_ && row_vector_ > 1) {
+      // each lane's elements as vectors of V consecutive ones: chunk j of lane l starts at (l + j T) V
+      std::string vs = std::to_string(row_vector_);
+      s += "#pragma unroll\n    for (int j = 0; j < " + std::to_string(k_ / row_vector_) + "; ++j) {\n";
+      s += "      const i64 c0 = ((i64)lane + (i64)j * " + T + ") * " + vs + ";\n      if (!active || c0 >= " + C + ") continue;\n";
+      s += "      const i64 f0 = r * " + C + " + c0;\n";
+      s += vector_loads(p, row_vector_, "      ") + vector_outputs(p, row_vector_, "      ");
+      s += "#pragma unroll\n      for (int l = 0; l < " + vs + "; ++l) {\n";
+      s += "        const i64 c = c0 + l, f = f0 + l;\n        const int jj = j * " + vs + " + l;\n        (void)c; (void)f;\n";
+      std::string body = to_vector_lanes(loop_body(p, "        ", true));
+      for (size_t at = body.find("_c[j]"); at != std::string::npos; at = body.find("_c[j]", at + 6)) body.replace(at, 5, "_c[jj]");
+      s += body + "      }\n" + vector_stores(p, row_vector_, "      ") + "    }\n";
+      continue;
+    }
     if (cached_) {
       s += "#pragma unroll\n    for (int j = 0; j < " + std::to_string(k_) + "; ++j) {\n";
       s += "      const i64 c = lane + (i64)j * " + T + ";\n      if (!active || c >= " + C + ") continue;\n";
@@ -563,6 +606,19 @@ std::string Generator::run(CudaFusedKernel& k) {
   for (const Var* v : args_) k.inputs.push_back(v->aval.dtype);
   for (auto& a : j_.outvars) k.outputs.push_back(a.aval().dtype);
   k.reusable.resize(k.outputs.size());
+  // vectors when every full-sized operand and output has one element size
+  int64_t size = 0;
+  bool same = true;
+  auto see = [&](DType d) {
+    int64_t b = static_cast<int64_t>(itemsize(d));
+    same = same && (size == 0 || size == b);
+    size = b;
+  };
+  for (const Val& x : vals_)
+    if (x.kind == Val::operand && x.vary == Vary::full) see(x.dtype);
+  for (size_t o = 0; o < out_vals_.size(); ++o)
+    if (natural(j_.outvars[o].aval()) == Vary::full) see(k.outputs[o]);
+  int V = size && same ? static_cast<int>(std::min<int64_t>(opts_.max_vector, 16 / size)) : 1;
   if (row_) {
     // a lane holds at most 8 elements of a row where the row allows it
     auto pow2 = [](int64_t x) {
@@ -575,25 +631,15 @@ std::string Generator::run(CudaFusedKernel& k) {
     rows_per_block_ = lanes_ <= 32 ? 256 / lanes_ : 1;
     k_ = static_cast<int>((row_ + lanes_ - 1) / lanes_);
     cached_ = k_ <= std::max<int64_t>(16, e);
+    bool vectors = opts_.row_vectors >= 0 ? opts_.row_vectors > 0 : env::flag("GRAFT_CUDA_ROW_VECTORS", false);
+    if (vectors && cached_ && lanes_ >= 32 && V > 1 && row_ % V == 0 && k_ % V == 0) row_vector_ = V;
+    k.vector = row_vector_;
     k.threads_per_row = lanes_;
     k.rows_per_block = rows_per_block_;
     k.block = lanes_ * rows_per_block_;
     k.units = (rows_ + rows_per_block_ - 1) / rows_per_block_;
     k.cached = cached_;
   } else {
-    // vectors when every full-sized operand and output has one element size
-    int64_t size = 0;
-    bool same = true;
-    auto see = [&](DType d) {
-      int64_t b = static_cast<int64_t>(itemsize(d));
-      same = same && (size == 0 || size == b);
-      size = b;
-    };
-    for (const Val& x : vals_)
-      if (x.kind == Val::operand && x.vary == Vary::full) see(x.dtype);
-    for (size_t o = 0; o < out_vals_.size(); ++o)
-      if (natural(j_.outvars[o].aval()) == Vary::full) see(k.outputs[o]);
-    int V = size && same ? static_cast<int>(std::min<int64_t>(opts_.max_vector, 16 / size)) : 1;
     while (V > 1 && n_ % V) V /= 2;
     k.vector = std::max(V, 1);
     k.units = n_ / k.vector;
@@ -617,7 +663,8 @@ std::string Generator::run(CudaFusedKernel& k) {
 std::string CudaFusedKernel::describe() const {
   if (!row) return "elementwise " + std::to_string(n) + (vector > 1 ? " (vector " + std::to_string(vector) + ")" : "");
   return "rows " + std::to_string(rows) + "x" + std::to_string(row) + ", " + std::to_string(threads_per_row) +
-         " lanes a row, " + std::to_string(loops) + (loops == 1 ? " loop" : " loops") + (cached ? ", cached" : "");
+         " lanes a row, " + std::to_string(loops) + (loops == 1 ? " loop" : " loops") + (cached ? ", cached" : "") +
+         (vector > 1 ? ", vector " + std::to_string(vector) : "");
 }
 
 std::optional<CudaFusedKernel> cuda_fused_kernel(const ClosedJaxpr& body, const CudaFusionOptions& opts, std::string* why) {

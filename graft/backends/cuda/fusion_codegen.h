@@ -38,7 +38,7 @@ struct CudaFusedKernel {
   int64_t n = 0;       ///< elements of the domain
   int64_t row = 0;     ///< reductions' row length C (0: an elementwise kernel)
   int64_t rows = 0;    ///< n / row
-  int vector = 1;      ///< elementwise: consecutive elements per thread and step (aligned vector accesses)
+  int vector = 1;      ///< consecutive elements a thread moves as one aligned vector (elementwise; rows with row_vectors)
   int threads_per_row = 0;  ///< rows: lanes that share a row
   int rows_per_block = 1;
   int block = 256;     ///< threads per block
@@ -66,6 +66,9 @@ struct CudaFusionOptions {
   /// Rows longer than 32: about how many elements of a row each lane holds (a power of 2; the lanes
   /// of a row are then row / row_elements, between 32 and 1024). 0: GRAFT_CUDA_ROW_ELEMS, else 8.
   int row_elements = 0;
+  /// Rows: each lane moves its elements as vectors of 16 bytes (when the row and every full-sized
+  /// operand allow it). 1 on, 0 off, -1: GRAFT_CUDA_ROW_VECTORS (off by default until measured on a GPU).
+  int row_vectors = -1;
 };
 
 /// The kernel of a fusion body, or nullopt when the body holds an operation the generator does not

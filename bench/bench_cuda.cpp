@@ -8,14 +8,17 @@
 //   jit_softmax_gbs   jitted softmax over the rows of 8192 x 8192 f32 (bytes read + written)
 //   mlp_step_b<B>[_tf32]_ms  the main job's MLP training step (784-512-512-10, Adam, donated), median of
 //                     200, f32 products without and with TF32 (JAX's default on GPUs is TF32), with the host's
-//                     time to enqueue a step (mlp_enqueue_b<B>_us) and graft's kernel launches per step
-// Arguments name the sections to run (eager matmul bandwidth jit mlp; default all).
+//                     time to enqueue a step (<name>_enqueue_us) and graft's kernel launches per step
+//   cnn_step_b128[_tf32]_ms, transformer_step_b<B>[_tf32]_ms  the main job's CNN and transformer steps alike
+// Arguments name the sections to run (eager matmul bandwidth jit mlp cnn transformer; default all).
 #include <algorithm>
+#include <functional>
 #include <vector>
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -97,31 +100,30 @@ int main(int argc, char** argv) {
     s = time_it([&] { (void)sm(m); }, 20);
     std::printf("jit_softmax_gbs %.0f\n", 2.0 * r * r * 4 / s / 1e9);
   }
-  for (auto [b, tf32] : {std::pair{int64_t(128), false}, std::pair{int64_t(128), true}, std::pair{int64_t(4096), false},
-                         std::pair{int64_t(4096), true}}) {  // the main job's training step
-    if (!want("mlp")) break;
-    cuda::allow_tf32(tf32);
-    nn::MLP net{{784, 512, 512, 10}};
+  // A training step (Adam, the state donated) of `apply` on one batch, jitted; the median of 200 steps
+  // after 20, the host's time to enqueue one, and graft's kernel launches per step.
+  const int steps = std::getenv("BENCH_STEPS") ? std::atoi(std::getenv("BENCH_STEPS")) : 200;
+  auto time_step = [&](const std::string& name, const std::function<Array(const Tree&, const Array&)>& apply, const Tree& init,
+                       const Array& x, const Array& y) {
     auto on_gpu = [&](const Array& a) { return device_put(a, gpu); };
-    Tree p = tree_map(on_gpu, net.init(random::key(0)));
+    Tree p = tree_map(on_gpu, init);
     auto opt = optim::adam(1e-3);
     Tree st = tree_map(on_gpu, opt.init(p));
-    Array x = on_gpu(random::normal(random::key(1), {b, 784}, DType::f32));
-    Array y = on_gpu((random::bits(random::key(2), {b}) % 10u).astype(DType::i32));
+    Array xg = on_gpu(x), yg = on_gpu(y);
     auto step = jit(
         [&](const Tree& p, const Tree& s, const Array& x, const Array& y) {
-          auto [l, g] = value_and_grad([&](const Tree& q) { return nn::cross_entropy(net(q, x), y); })(p);
+          auto [l, g] = value_and_grad([&](const Tree& q) { return nn::cross_entropy(apply(q, x), y); })(p);
           auto [u, s2] = opt.update(g, s, p);
           return std::make_tuple(optim::apply_updates(p, u), s2, l);
         },
-        {.name = "mlp_step", .donate_argnums = {0, 1}});
+        {.name = name, .donate_argnums = {0, 1}});
     std::vector<double> ms, enqueue;
     int64_t launches = 0;
-    for (int i = 0; i < 220; ++i) {
+    for (int i = 0; i < steps + 20; ++i) {
       auto t = Clock::now();
       int64_t before = cuda::kernel_stats().launches;
       Array l;
-      std::tie(p, st, l) = step(p, st, x, y);
+      std::tie(p, st, l) = step(p, st, xg, yg);
       double e = seconds_since(t);
       launches = cuda::kernel_stats().launches - before;
       l.block_until_ready();
@@ -129,10 +131,41 @@ int main(int argc, char** argv) {
     }
     std::sort(ms.begin(), ms.end());
     std::sort(enqueue.begin(), enqueue.end());
-    const char* tag = tf32 ? "_tf32" : "";
-    std::printf("mlp_step_b%lld%s_ms %.4f\n", static_cast<long long>(b), tag, ms[ms.size() / 2]);
-    std::printf("mlp_enqueue_b%lld%s_us %.1f (%lld launches)\n", static_cast<long long>(b), tag, enqueue[enqueue.size() / 2],
-                static_cast<long long>(launches));
+    std::string tag = name + (cuda::tf32_allowed() ? "_tf32" : "");
+    std::printf("%s_ms %.4f\n", tag.c_str(), ms[ms.size() / 2]);
+    std::printf("%s_enqueue_us %.1f (%lld launches)\n", tag.c_str(), enqueue[enqueue.size() / 2], static_cast<long long>(launches));
+  };
+  auto labels = [](uint32_t seed, Shape shape, uint32_t classes) {
+    return (random::bits(random::key(seed), shape) % classes).astype(DType::i32);
+  };
+  for (bool tf32 : {false, true}) {
+    cuda::allow_tf32(tf32);
+    if (want("mlp"))  // the main job's MLP (784-512-512-10)
+      for (int64_t b : {int64_t(128), int64_t(4096)}) {
+        nn::MLP net{{784, 512, 512, 10}};
+        time_step("mlp_step_b" + std::to_string(b), [net](const Tree& p, const Array& x) { return net(p, x); },
+                  net.init(random::key(0)), random::normal(random::key(1), {b, 784}, DType::f32), labels(2, {b}, 10));
+      }
+    if (want("cnn")) {  // the main job's CNN: conv 3x3 (32), pool, conv 3x3 (64), pool, dense 128, dense 10
+      nn::Conv2d c1{1, 32, {3, 3}}, c2{32, 64, {3, 3}};
+      nn::Linear d1{1600, 128}, d2{128, 10};
+      Array ks = random::split(random::key(0), 4);
+      Tree init = Tree::dict({{"conv1", c1.init(ks[0])}, {"conv2", c2.init(ks[1])}, {"dense1", d1.init(ks[2])},
+                              {"dense2", d2.init(ks[3])}});
+      auto apply = [=](const Tree& p, const Array& x) {
+        Array h = nn::max_pool2d(relu(c1(p["conv1"], x)), {2, 2});
+        h = nn::max_pool2d(relu(c2(p["conv2"], h)), {2, 2});
+        h = reshape(h, {h.shape(0), -1});
+        return d2(p["dense2"], relu(d1(p["dense1"], h)));
+      };
+      time_step("cnn_step_b128", apply, init, random::normal(random::key(1), {128, 1, 28, 28}, DType::f32), labels(2, {128}, 10));
+    }
+    if (want("transformer"))  // the main job's byte-level transformer (width 128, 4 heads, 2 blocks), windows of 128
+      for (int64_t b : {int64_t(8), int64_t(64)}) {
+        nn::TransformerLM lm{.vocab = 256, .dim = 128, .heads = 4, .layers = 2, .max_len = 128};
+        time_step("transformer_step_b" + std::to_string(b), [lm](const Tree& p, const Array& x) { return lm(p, x); },
+                  lm.init(random::key(0)), labels(1, {b, 128}, 256), labels(2, {b, 128}, 256));
+      }
   }
   cuda::allow_tf32(false);
   return 0;

@@ -70,13 +70,59 @@ if COMPILE:
 del m
 
 
-def mlp_step_ms(b, mode):
+class Block(torch.nn.Module):
+    """A pre-norm transformer block as graft's nn::TransformerBlock (GELU tanh MLP x4, causal attention)."""
+
+    def __init__(self, d, h):
+        super().__init__()
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(d, d) for _ in range(4))
+        self.fc1, self.fc2 = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+        self.h = h
+
+    def forward(self, x):
+        b, t, d = x.shape
+        y = self.ln1(x)
+        split = lambda z: z.view(b, t, self.h, d // self.h).transpose(1, 2)
+        o = F.scaled_dot_product_attention(split(self.q(y)), split(self.k(y)), split(self.v(y)), is_causal=True)
+        x = x + self.o(o.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+class LM(torch.nn.Module):
+    """The main job's byte-level transformer: vocab 256, width 128, 4 heads, 2 blocks, learned positions."""
+
+    def __init__(self, vocab=256, d=128, h=4, layers=2, t=128):
+        super().__init__()
+        self.tok, self.pos = torch.nn.Embedding(vocab, d), torch.nn.Embedding(t, d)
+        self.blocks = torch.nn.ModuleList(Block(d, h) for _ in range(layers))
+        self.ln, self.head = torch.nn.LayerNorm(d), torch.nn.Linear(d, vocab)
+
+    def forward(self, idx):
+        x = self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.ln(x)).flatten(0, 1)
+
+
+def model_and_batch(name, b):
+    if name == "mlp":
+        model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                                    torch.nn.Linear(512, 10))
+        return model, torch.randn(b, 784, device=dev), torch.randint(0, 10, (b,), device=dev)
+    if name == "cnn":
+        model = torch.nn.Sequential(torch.nn.Conv2d(1, 32, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Conv2d(32, 64, 3),
+                                    torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(1600, 128),
+                                    torch.nn.ReLU(), torch.nn.Linear(128, 10))
+        return model, torch.randn(b, 1, 28, 28, device=dev), torch.randint(0, 10, (b,), device=dev)
+    return LM(), torch.randint(0, 256, (b, 128), device=dev), torch.randint(0, 256, (b * 128,), device=dev)
+
+
+def step_ms(name, b, mode):
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 512), torch.nn.ReLU(),
-                                torch.nn.Linear(512, 10)).to(dev)
+    model, x, y = model_and_batch(name, b)
+    model = model.to(dev)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=mode == "graph")
-    x = torch.randn(b, 784, device=dev)
-    y = torch.randint(0, 10, (b,), device=dev)
 
     def step():
         opt.zero_grad(set_to_none=False)
@@ -110,13 +156,15 @@ def mlp_step_ms(b, mode):
     return times[len(times) // 2]
 
 
-for b in (128, 4096):
+for name, sizes in (("mlp", (128, 4096)), ("cnn", (128,)), ("transformer", (8, 64))):
     for tf32 in (False, True):  # f32 products, then TF32's (torch.backends.cuda.matmul.allow_tf32)
         torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
         tag = "_tf32" if tf32 else ""
-        for mode in ("eager", "compile", "graph") if COMPILE else ("eager", "graph"):
-            try:
-                print(f"torch_mlp_step_b{b}{tag}_{mode}_ms {mlp_step_ms(b, mode):.4f}")
-            except Exception as e:  # a mode this PyTorch cannot run is reported, not fatal
-                print(f"torch_mlp_step_b{b}{tag}_{mode}_ms failed: {type(e).__name__}: {e}")
+        for b in sizes:
+            for mode in ("eager", "compile", "graph") if COMPILE else ("eager", "graph"):
+                try:
+                    print(f"torch_{name}_step_b{b}{tag}_{mode}_ms {step_ms(name, b, mode):.4f}")
+                except Exception as e:  # a mode this PyTorch cannot run is reported, not fatal
+                    print(f"torch_{name}_step_b{b}{tag}_{mode}_ms failed: {type(e).__name__}: {e}")
 torch.backends.cuda.matmul.allow_tf32 = False

@@ -156,15 +156,17 @@ def step_ms(name, b, mode):
     return times[len(times) // 2]
 
 
-for name, sizes in (("mlp", (128, 4096)), ("cnn", (128,)), ("transformer", (8, 64))):
-    for tf32 in (False, True):  # f32 products, then TF32's (torch.backends.cuda.matmul.allow_tf32)
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        torch.backends.cudnn.allow_tf32 = tf32
-        tag = "_tf32" if tf32 else ""
-        for b in sizes:
-            for mode in ("eager", "compile", "graph") if COMPILE else ("eager", "graph"):
-                try:
-                    print(f"torch_{name}_step_b{b}{tag}_{mode}_ms {step_ms(name, b, mode):.4f}")
-                except Exception as e:  # a mode this PyTorch cannot run is reported, not fatal
-                    print(f"torch_{name}_step_b{b}{tag}_{mode}_ms failed: {type(e).__name__}: {e}")
+# eager and CUDA graphs for every model first; torch.compile's (a minute of compiling each) last
+for modes in (("eager", "graph"), ("compile",) if COMPILE else ()):
+    for name, sizes in (("mlp", (128, 4096)), ("cnn", (128,)), ("transformer", (8, 64))):
+        for tf32 in (False, True):  # f32 products, then TF32's (torch.backends.cuda.matmul.allow_tf32)
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
+            tag = "_tf32" if tf32 else ""
+            for b in sizes:
+                for mode in modes:
+                    try:
+                        print(f"torch_{name}_step_b{b}{tag}_{mode}_ms {step_ms(name, b, mode):.4f}")
+                    except Exception as e:  # a mode this PyTorch cannot run is reported, not fatal
+                        print(f"torch_{name}_step_b{b}{tag}_{mode}_ms failed: {type(e).__name__}: {e}")
 torch.backends.cuda.matmul.allow_tf32 = False

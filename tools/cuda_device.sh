@@ -89,7 +89,7 @@ if [[ $stages == *" train "* ]]; then
 fi
 if [[ $stages == *" bench "* ]]; then
   echo "== bench"
-  timeout 90 "$build/bench_cuda" 2>&1 | tee -a "$out/bench.txt"
+  timeout 150 "$build/bench_cuda" 2>&1 | tee -a "$out/bench.txt"
   for e in ${ROW_ELEMS:-4 16}; do  # lanes per row of the fused row kernels (softmax): variants
     GRAFT_CUDA_ROW_ELEMS=$e timeout 30 "$build/bench_cuda" jit 2>&1 | sed "s/^/row_elems_$e /" | tee -a "$out/bench.txt"
   done
@@ -97,8 +97,8 @@ if [[ $stages == *" bench "* ]]; then
     GRAFT_CUDA_ROW_VECTORS=1 GRAFT_CUDA_ROW_ELEMS=$e timeout 30 "$build/bench_cuda" jit 2>&1 | sed "s/^/row_vectors_$e /" |
       tee -a "$out/bench.txt"
   done
-  PYTHONUNBUFFERED=1 TORCH_COMPILE=${TORCH_COMPILE:-1} timeout 240 python3 bench/torch_cuda.py 2>&1 | tee -a "$out/bench.txt"
-  PYTHONUNBUFFERED=1 timeout 120 python3 bench/jax_cuda.py 2>&1 | tee -a "$out/bench.txt"
+  PYTHONUNBUFFERED=1 TORCH_COMPILE=${TORCH_COMPILE:-1} timeout 300 python3 bench/torch_cuda.py 2>&1 | tee -a "$out/bench.txt"
+  PYTHONUNBUFFERED=1 timeout 180 python3 bench/jax_cuda.py 2>&1 | tee -a "$out/bench.txt"
 fi
 if [[ $stages == *" sanitize "* ]]; then
   if command -v compute-sanitizer >/dev/null; then

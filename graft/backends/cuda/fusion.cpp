@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
 #include "graft/backends/cuda/cuda.h"
 #include "graft/backends/cuda/fusion_codegen.h"
@@ -123,50 +124,77 @@ struct LtMatrix {
   int64_t rows, cols, ld;  // its column-major layout
 };
 
-// One cuBLASLt matmul D (m x n, ld m) = A (m x k) B (k x n) with `epilogue`, `vec` its bias or bias
-// gradient vector. False when cuBLASLt declines (the caller then computes it otherwise).
-bool lt_matmul(int d, const LtMatrix& a, const LtMatrix& b, void* out, int64_t m, int64_t n, DType t,
-               cublasLtEpilogue_t epilogue, void* vec) {
-  cublasLtHandle_t h = lt_handle(d);
-  cublasComputeType_t ct = t == DType::f32 && cuda::tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+// A cuBLASLt matmul's descriptors and the algorithm its heuristic chose, made once per problem (shapes,
+// transposes, type, compute type, epilogue, device): the heuristic query and the descriptors cost the
+// host more than the launch, once per GEMM of every step. `ok` is false when cuBLASLt declined.
+struct LtPlan {
+  bool ok = false;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-  bool ok = cublasLtMatmulDescCreate(&desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
+  cublasLtMatmulAlgo_t algo{};
+  std::mutex mu;  // the bias pointer is set on the shared descriptor just before each matmul
+};
+
+std::shared_ptr<LtPlan> lt_plan(int d, const LtMatrix& a, const LtMatrix& b, int64_t m, int64_t n, DType t,
+                                cublasComputeType_t ct, cublasLtEpilogue_t epilogue) {
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, bool, int64_t, int64_t, int64_t, bool, int64_t, int64_t, int, int, int>;
+  static std::mutex mu;
+  static std::map<Key, std::shared_ptr<LtPlan>> plans;  // kept for the process, as cuBLAS handles are
+  Key key{d, a.rows, a.cols, a.ld, a.trans, b.rows, b.cols, b.ld, b.trans, m, n, static_cast<int>(t), static_cast<int>(ct),
+          static_cast<int>(epilogue)};
+  std::lock_guard<std::mutex> lk(mu);
+  auto& slot = plans[key];
+  if (slot) return slot;
+  auto plan = std::make_shared<LtPlan>();
+  cublasLtHandle_t h = lt_handle(d);
+  bool ok = cublasLtMatmulDescCreate(&plan->desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
   cublasOperation_t ta = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N, tb = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
-  ok = ok && cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue) ==
+  ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue) ==
                  CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof vec) ==
-                 CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatrixLayoutCreate(&la, lt_type(t), static_cast<uint64_t>(a.rows), static_cast<uint64_t>(a.cols), a.ld) ==
-                 CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatrixLayoutCreate(&lb, lt_type(t), static_cast<uint64_t>(b.rows), static_cast<uint64_t>(b.cols), b.ld) ==
-                 CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatrixLayoutCreate(&lc, lt_type(t), static_cast<uint64_t>(m), static_cast<uint64_t>(n), m) ==
+  ok = ok && cublasLtMatrixLayoutCreate(&plan->la, lt_type(t), static_cast<uint64_t>(a.rows), static_cast<uint64_t>(a.cols),
+                                        a.ld) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasLtMatrixLayoutCreate(&plan->lb, lt_type(t), static_cast<uint64_t>(b.rows), static_cast<uint64_t>(b.cols),
+                                        b.ld) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && cublasLtMatrixLayoutCreate(&plan->lc, lt_type(t), static_cast<uint64_t>(m), static_cast<uint64_t>(n), m) ==
                  CUBLAS_STATUS_SUCCESS;
   if (ok) {
     size_t ws_bytes = 0;
-    void* ws = cuda::blas_workspace(d, &ws_bytes);
+    (void)cuda::blas_workspace(d, &ws_bytes);
     cublasLtMatmulPreference_t pref = nullptr;
     cublasLtMatmulHeuristicResult_t heur{};
     int found = 0;
     ok = cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
          cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes) ==
              CUBLAS_STATUS_SUCCESS &&
-         cublasLtMatmulAlgoGetHeuristic(h, desc, la, lb, lc, lc, pref, 1, &heur, &found) == CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmulAlgoGetHeuristic(h, plan->desc, plan->la, plan->lb, plan->lc, plan->lc, pref, 1, &heur, &found) ==
+             CUBLAS_STATUS_SUCCESS &&
          found > 0;
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    float alpha = 1, beta = 0;
-    ok = ok && cublasLtMatmul(h, desc, &alpha, a.x->concrete()->data(), la, b.x->concrete()->data(), lb, &beta, out, lc,
-                              out, lc, &heur.algo, ws, ws_bytes, static_cast<cudaStream_t>(cuda::stream(d))) ==
-                   CUBLAS_STATUS_SUCCESS;
+    plan->algo = heur.algo;
   }
-  if (lc) cublasLtMatrixLayoutDestroy(lc);
-  if (lb) cublasLtMatrixLayoutDestroy(lb);
-  if (la) cublasLtMatrixLayoutDestroy(la);
-  if (desc) cublasLtMatmulDescDestroy(desc);
-  return ok;
+  plan->ok = ok;
+  slot = plan;
+  return slot;
+}
+
+// One cuBLASLt matmul D (m x n, ld m) = A (m x k) B (k x n) with `epilogue`, `vec` its bias or bias
+// gradient vector. False when cuBLASLt declines (the caller then computes it otherwise).
+bool lt_matmul(int d, const LtMatrix& a, const LtMatrix& b, void* out, int64_t m, int64_t n, DType t,
+               cublasLtEpilogue_t epilogue, void* vec) {
+  cublasComputeType_t ct = t == DType::f32 && cuda::tf32_allowed() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  std::shared_ptr<LtPlan> plan = lt_plan(d, a, b, m, n, t, ct, epilogue);
+  if (!plan->ok) return false;
+  size_t ws_bytes = 0;
+  void* ws = cuda::blas_workspace(d, &ws_bytes);
+  float alpha = 1, beta = 0;
+  std::lock_guard<std::mutex> lk(plan->mu);
+  return cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof vec) ==
+             CUBLAS_STATUS_SUCCESS &&
+         cublasLtMatmul(lt_handle(d), plan->desc, &alpha, a.x->concrete()->data(), plan->la, b.x->concrete()->data(), plan->lb,
+                        &beta, out, plan->lc, out, plan->lc, &plan->algo, ws, ws_bytes,
+                        static_cast<cudaStream_t>(cuda::stream(d))) == CUBLAS_STATUS_SUCCESS;
 }
 
 bool epilogues_on() {

@@ -34,12 +34,10 @@ std::string eqn_str(const Jaxpr& j, size_t k) {
   return os.str();
 }
 
-// A constant's bytes on the host: a program traced under a GPU default device holds its constants there.
-Array on_host(const Array& a) { return a.device().is_cpu() ? a : lax::device_put(a, Device::cpu()); }
-
 bool same_bits(const Array& a, const Array& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape() || a.weak_type() != b.weak_type()) return false;
-  return std::memcmp(on_host(a).raw_data(), on_host(b).raw_data(), a.nbytes()) == 0;
+  // read on the host: a program traced under a GPU default device holds its constants there
+  return std::memcmp(a.concretize("jit").raw_data(), b.concretize("jit").raw_data(), a.nbytes()) == 0;
 }
 
 // The batch axis of a value typed `a` at batch size b and `x` at batch size x.
@@ -144,7 +142,7 @@ Aligned align(const ClosedJaxpr& jb, int64_t b, const ClosedJaxpr& jx, int64_t x
       refuse(where, " is ", cb.aval().str(), ": its batch axis is ", ax.axis, ", not 0");
     size_t row = cb.nbytes() / static_cast<size_t>(cb.shape()[0]);
     size_t rows = static_cast<size_t>(std::min(cb.shape()[0], cx.shape()[0]));
-    if (std::memcmp(on_host(cb).raw_data(), on_host(cx).raw_data(), row * rows) != 0)
+    if (std::memcmp(cb.concretize("jit").raw_data(), cx.concretize("jit").raw_data(), row * rows) != 0)
       refuse(where, " (", cb.aval().str(), ") differs from the one at batch size ", x, " on their common rows");
   }
   for (size_t i = 0; i < A.invars.size(); ++i) pair(A.invars[i], X.invars[i], "input " + std::to_string(i));

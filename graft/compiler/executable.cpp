@@ -261,13 +261,14 @@ Arrays Executable::run_lowered(const Lowered& L, std::span<const Array> args, st
         on_device && args[i].device() != *device ? argument_on(i, args[i], *device) : args[i];
   }
   // donated arguments: the program's slot becomes the storage's only holder, so that the plan's
-  // releases free it and fused loops may overwrite it; an array passed twice is not taken
+  // releases free it and fused loops may overwrite it; an array passed twice is not taken, nor one that
+  // had to move to the program's device (its slot holds the copy)
   if (!donated_.empty()) {
     std::vector<const ArrayNode*> nodes;
     for (auto& a : args) nodes.push_back(a.node());
     std::sort(nodes.begin(), nodes.end());
     for (size_t i = 0; i < donated_.size() && i < args.size(); ++i) {
-      if (!donated_[i]) continue;
+      if (!donated_[i] || (on_device && args[i].device() != *device)) continue;
       auto [lo, hi] = std::equal_range(nodes.begin(), nodes.end(), args[i].node());
       if (hi - lo > 1) continue;
       if (Ref<ConcreteNode> own = args[i].concrete()->take_storage())

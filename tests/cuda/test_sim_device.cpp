@@ -77,6 +77,8 @@ Arrays sim_fusion(const Primitive&, std::span<const Array> in, std::span<const A
     TraceScope eager(eval_trace());
     return eval_jaxpr(body, in);
   }
+  for (const Array& x : in)  // a device's kernels read device memory only
+    if (x.device() != sim()) fail<ValueError>("sim fusion: an operand lives on ", x.device().str());
   std::vector<void*> ptrs;
   for (const Array& c : *f->consts) ptrs.push_back(c.concrete()->data());
   for (const Array& x : in) ptrs.push_back(x.concrete()->data());
@@ -154,6 +156,12 @@ TEST(SimDevice, CompiledProgramsMoveTheirConstantsOnce) {
   EXPECT_TRUE(second.concrete()->committed());
   EXPECT_EQ(second.to_vector<float>(), want.to_vector<float>());
   EXPECT_EQ(first.to_vector<float>(), want.to_vector<float>());
+  // a donated argument that has to move to the program's device: the program reads its copy there
+  auto update = jit([](const Array& w, const Array& g) { return w - g * 0.5f; }, {.donate_argnums = {0}});
+  Array w = concrete({1, 2, 3, 4}, {4});  // on the host, not committed
+  Array w2 = update(w, device_put(concrete({2, 2, 2, 2}, {4}), sim()));
+  EXPECT_EQ(w2.device(), sim());
+  EXPECT_EQ(w2.to_vector<float>(), (std::vector<float>{0, 1, 2, 3}));
 }
 
 TEST(SimDevice, MainJobStepOnTheDefaultDevice) { check_main_job_step_on_the_default_device(sim()); }

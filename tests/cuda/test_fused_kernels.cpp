@@ -133,15 +133,17 @@ TEST_F(FusedKernels, ElementwiseChainsWithVectorsAndBroadcasts) {
   expect_matches(scalar);
 }
 
+// The row bodies both row tests compile: softmax, layer norm and cross-entropy.
+Array sm(const Array& x) { return softmax(x); }
+Array ln(const Array& x, const Array& g, const Array& b) {
+  Array m = mean(x, -1, true);
+  Array v = mean(square(x - m), -1, true);
+  return (x - m) * rsqrt(v + 1e-5) * g + b;
+}
+Array xent(const Array& logits, const Array& onehot) { return -sum(onehot * log_softmax(logits), -1); }
+
 TEST_F(FusedKernels, RowReductionsSoftmaxLayerNormCrossEntropy) {
-  auto sm = [](const Array& x) { return softmax(x); };
   auto lsm = [](const Array& x) { return log_softmax(x); };
-  auto ln = [](const Array& x, const Array& g, const Array& b) {
-    Array m = mean(x, -1, true);
-    Array v = mean(square(x - m), -1, true);
-    return (x - m) * rsqrt(v + 1e-5) * g + b;
-  };
-  auto xent = [](const Array& logits, const Array& onehot) { return -sum(onehot * log_softmax(logits), -1); };
   std::vector<ClosedJaxpr> bodies;
   auto add = [&](std::vector<ClosedJaxpr> bs) { bodies.insert(bodies.end(), bs.begin(), bs.end()); };
   add(fused_bodies(sm, zeros({4, 4096})));
@@ -174,13 +176,6 @@ TEST_F(FusedKernels, RowReductionsSoftmaxLayerNormCrossEntropy) {
 // not allow vectors (a row not a multiple of the vector, a lane's share not a multiple of it, operands
 // of two element sizes) keep element accesses.
 TEST_F(FusedKernels, RowKernelsWithVectorAccesses) {
-  auto sm = [](const Array& x) { return softmax(x); };
-  auto ln = [](const Array& x, const Array& g, const Array& b) {
-    Array m = mean(x, -1, true);
-    Array v = mean(square(x - m), -1, true);
-    return (x - m) * rsqrt(v + 1e-5) * g + b;
-  };
-  auto xent = [](const Array& logits, const Array& onehot) { return -sum(onehot * log_softmax(logits), -1); };
   std::vector<ClosedJaxpr> bodies;
   auto add = [&](std::vector<ClosedJaxpr> bs) { bodies.insert(bodies.end(), bs.begin(), bs.end()); };
   add(fused_bodies(sm, zeros({4, 4096})));

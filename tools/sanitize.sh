@@ -7,7 +7,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 asan=${1:-$root/build-asan}
 tsan=${2:-$root/build-tsan}
-"$root/tools/deps.sh" dataset-fashion-mnist
+# libclang-rt-14-dev: libFuzzer's FuzzedDataProvider.h, for the fuzz targets' corpora (fuzz/replay)
+"$root/tools/deps.sh" dataset-fashion-mnist libclang-rt-14-dev
 
 # -O1 -g1 (line tables for the reports' stacks): builds in half the time of -O2 -g and still finds
 # what the sanitizers find.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "graft/backends/cuda/allocator.h"
 #include "graft/backends/cuda/kernel_cache.h"
@@ -188,6 +189,18 @@ TEST(CudaNccl, WithoutAGpuCollectivesGoThroughTheHost) {
   if (have_gpu()) GTEST_SKIP() << "a GPU is present";
   EXPECT_EQ(device_communicator(self_communicator(), Device::cuda()), nullptr);
   EXPECT_THROW(cuda::nccl_communicator(self_communicator(), 0), Error);
+}
+
+// graft opens CUDA's libraries on first use: a process that never multiplies matrices on a GPU never
+// loads cuBLAS (its constructors cost a third of a second at every start when it was linked), and every
+// function graft calls is in the installed toolkit.
+TEST(CudaLibraries, OpenedOnFirstUseWithEveryFunctionGraftCalls) {
+  if (!have_gpu()) {  // with a GPU, earlier tests may have run GEMMs
+    std::ifstream maps("/proc/self/maps");
+    std::string text((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find("libcublas"), std::string::npos);
+  }
+  EXPECT_EQ(cuda::missing_library_functions(), "");
 }
 
 // ---- every generated kernel compiles (NVRTC needs no GPU) -------------------------------------------------

@@ -4,8 +4,6 @@
 // generator refuses runs op by op on the device. GEMM epilogues (graft/compiler/epilogue.h): one
 // cuBLASLt matmul each (BIAS / RELU_BIAS, BGRADA); where cuBLASLt declines a case, or with
 // GRAFT_CUDA_EPILOGUES=0, the primitives they stand for. Built only with CUDA.
-#include <cublasLt.h>
-#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <map>
@@ -15,6 +13,7 @@
 
 #include "graft/backends/cuda/cuda.h"
 #include "graft/backends/cuda/fusion_codegen.h"
+#include "graft/backends/cuda/libraries.h"
 #include "graft/backends/cuda/runtime.h"
 #include "graft/compiler/epilogue.h"
 #include "graft/compiler/fusion.h"
@@ -112,7 +111,7 @@ cublasLtHandle_t lt_handle(int d) {
   static std::map<int, cublasLtHandle_t> handles;
   std::lock_guard<std::mutex> lk(mu);
   auto& h = handles[d];
-  if (!h && cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) fail<Error>("cuBLASLt: cublasLtCreate failed on cuda:", d);
+  if (!h && lib::cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) fail<Error>("cuBLASLt: cublasLtCreate failed on cuda:", d);
   return h;
 }
 
@@ -147,17 +146,17 @@ std::shared_ptr<LtPlan> lt_plan(int d, const LtMatrix& a, const LtMatrix& b, int
   if (slot) return slot;
   auto plan = std::make_shared<LtPlan>();
   cublasLtHandle_t h = lt_handle(d);
-  bool ok = cublasLtMatmulDescCreate(&plan->desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
+  bool ok = lib::cublasLtMatmulDescCreate(&plan->desc, ct, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS;
   cublasOperation_t ta = a.trans ? CUBLAS_OP_T : CUBLAS_OP_N, tb = b.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
-  ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue) ==
+  ok = ok && lib::cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && lib::cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb) == CUBLAS_STATUS_SUCCESS;
+  ok = ok && lib::cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue) ==
                  CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatrixLayoutCreate(&plan->la, lt_type(t), static_cast<uint64_t>(a.rows), static_cast<uint64_t>(a.cols),
+  ok = ok && lib::cublasLtMatrixLayoutCreate(&plan->la, lt_type(t), static_cast<uint64_t>(a.rows), static_cast<uint64_t>(a.cols),
                                         a.ld) == CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatrixLayoutCreate(&plan->lb, lt_type(t), static_cast<uint64_t>(b.rows), static_cast<uint64_t>(b.cols),
+  ok = ok && lib::cublasLtMatrixLayoutCreate(&plan->lb, lt_type(t), static_cast<uint64_t>(b.rows), static_cast<uint64_t>(b.cols),
                                         b.ld) == CUBLAS_STATUS_SUCCESS;
-  ok = ok && cublasLtMatrixLayoutCreate(&plan->lc, lt_type(t), static_cast<uint64_t>(m), static_cast<uint64_t>(n), m) ==
+  ok = ok && lib::cublasLtMatrixLayoutCreate(&plan->lc, lt_type(t), static_cast<uint64_t>(m), static_cast<uint64_t>(n), m) ==
                  CUBLAS_STATUS_SUCCESS;
   if (ok) {
     size_t ws_bytes = 0;
@@ -165,13 +164,13 @@ std::shared_ptr<LtPlan> lt_plan(int d, const LtMatrix& a, const LtMatrix& b, int
     cublasLtMatmulPreference_t pref = nullptr;
     cublasLtMatmulHeuristicResult_t heur{};
     int found = 0;
-    ok = cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
-         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes) ==
+    ok = lib::cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+         lib::cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes) ==
              CUBLAS_STATUS_SUCCESS &&
-         cublasLtMatmulAlgoGetHeuristic(h, plan->desc, plan->la, plan->lb, plan->lc, plan->lc, pref, 1, &heur, &found) ==
+         lib::cublasLtMatmulAlgoGetHeuristic(h, plan->desc, plan->la, plan->lb, plan->lc, plan->lc, pref, 1, &heur, &found) ==
              CUBLAS_STATUS_SUCCESS &&
          found > 0;
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (pref) lib::cublasLtMatmulPreferenceDestroy(pref);
     plan->algo = heur.algo;
   }
   plan->ok = ok;
@@ -190,9 +189,9 @@ bool lt_matmul(int d, const LtMatrix& a, const LtMatrix& b, void* out, int64_t m
   void* ws = cuda::blas_workspace(d, &ws_bytes);
   float alpha = 1, beta = 0;
   std::lock_guard<std::mutex> lk(plan->mu);
-  return cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof vec) ==
+  return lib::cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vec, sizeof vec) ==
              CUBLAS_STATUS_SUCCESS &&
-         cublasLtMatmul(lt_handle(d), plan->desc, &alpha, a.x->concrete()->data(), plan->la, b.x->concrete()->data(), plan->lb,
+         lib::cublasLtMatmul(lt_handle(d), plan->desc, &alpha, a.x->concrete()->data(), plan->la, b.x->concrete()->data(), plan->lb,
                         &beta, out, plan->lc, out, plan->lc, &plan->algo, ws, ws_bytes,
                         static_cast<cudaStream_t>(cuda::stream(d))) == CUBLAS_STATUS_SUCCESS;
 }

@@ -6,7 +6,6 @@
 // GPU. NCCL is loaded with dlopen on first use (libnccl.so.2, beside the CUDA toolkit's libraries),
 // so graft links no NCCL and starts where there is none; a process that cannot load it, or a GPU it
 // cannot join, runs its collectives through the host (device_communicator returns null).
-#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <nccl.h>
 
@@ -16,10 +15,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "graft/runtime/collectives.h"
 #include "graft/backends/cuda/cuda.h"
+#include "graft/backends/cuda/libraries.h"
 #include "graft/backends/cuda/runtime.h"
 #include "graft/core/error.h"
+#include "graft/runtime/collectives.h"
 
 namespace graft::cuda {
 
@@ -106,7 +106,7 @@ class NcclCommunicator final : public Communicator {
     std::vector<char> all(sizeof id * static_cast<size_t>(host_->size()));
     host_->allgather(&id, all.data(), sizeof id, DType::u8);
     std::memcpy(&id, all.data(), sizeof id);
-    check(cudaSetDevice(device), "cudaSetDevice");
+    check(lib::cudaSetDevice(device), "cudaSetDevice");
     check_nccl(n.comm_init_rank(&comm_, host_->size(), id, host_->rank()), "ncclCommInitRank", device);
   }
   ~NcclCommunicator() override {

@@ -10,8 +10,6 @@
 // decompositions of graft/prims/decompose.cpp, on these kernels. Whatever a rule does not
 // cover (a dtype without a kernel, a case such as negative padding) goes through host_fallback(), and
 // primitives without a rule here do too: graft::device_fallbacks(Device::cuda().type) counts them.
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +21,7 @@
 
 #include "graft/backends/cuda/cuda.h"
 #include "graft/backends/cuda/kernels.h"
+#include "graft/backends/cuda/libraries.h"
 #include "graft/backends/cuda/runtime.h"
 #include "graft/core/trace.h"
 #include "graft/prims/lax.h"
@@ -122,7 +121,7 @@ Arrays convert_gpu(const Primitive& p, std::span<const Array> in, std::span<cons
   int64_t n = out.size();
   if (n == 0) return {out};
   if (from == to) {
-    cuda::check(cudaMemcpyAsync(ptr(out), ptr(in[0]), out.nbytes(), cudaMemcpyDeviceToDevice,
+    cuda::check(cuda::lib::cudaMemcpyAsync(ptr(out), ptr(in[0]), out.nbytes(), cudaMemcpyDeviceToDevice,
                                 static_cast<cudaStream_t>(cuda::stream(d))),
                 "cudaMemcpyAsync");
     return {out};
@@ -370,7 +369,7 @@ Arrays dynamic_update_slice_gpu(const Primitive& p, std::span<const Array> in, s
   int d = x.device().index;
   Array out = Array::empty_on(outs[0], cuda_dev(d));
   if (out.nbytes())
-    cuda::check(cudaMemcpyAsync(ptr(out), ptr(x), out.nbytes(), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(cuda::stream(d))),
+    cuda::check(cuda::lib::cudaMemcpyAsync(ptr(out), ptr(x), out.nbytes(), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(cuda::stream(d))),
                 "cudaMemcpyAsync");
   Shape xs = contiguous_strides(x.shape()), us = contiguous_strides(upd.shape());
   StridedArgs a;
@@ -506,7 +505,7 @@ Arrays scatter_add_gpu(const Primitive& p, std::span<const Array> in, std::span<
   int d = op.device().index;
   Array out = Array::empty_on(outs[0], cuda_dev(d));
   if (out.nbytes())
-    cuda::check(cudaMemcpyAsync(ptr(out), ptr(op), out.nbytes(), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(cuda::stream(d))),
+    cuda::check(cuda::lib::cudaMemcpyAsync(ptr(out), ptr(op), out.nbytes(), cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(cuda::stream(d))),
                 "cudaMemcpyAsync");
   int64_t n = upd.size();
   if (n == 0 || out.size() == 0) return {out};
@@ -543,7 +542,7 @@ Arrays scatter_gpu(const Primitive& p, std::span<const Array> in, std::span<cons
   int d = op.device().index;
   auto stream = static_cast<cudaStream_t>(cuda::stream(d));
   Array out = Array::empty_on(outs[0], cuda_dev(d));
-  if (out.nbytes()) cuda::check(cudaMemcpyAsync(ptr(out), ptr(op), out.nbytes(), cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+  if (out.nbytes()) cuda::check(cuda::lib::cudaMemcpyAsync(ptr(out), ptr(op), out.nbytes(), cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
   int64_t n = upd.size();
   if (n == 0 || out.size() == 0) return {out};
   IntList win = window_dims(op.ndim(), sd.inserted_window_dims, sd.operand_batching_dims);
@@ -805,12 +804,12 @@ Arrays dot_gpu(const Primitive& p, std::span<const Array> in, std::span<const Av
   float alpha32 = 1, beta32 = 0;
   const void* alpha = t == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = t == DType::f64 ? static_cast<const void*>(&beta64) : &beta32;
-  cublasStatus_t s = cublasGemmStridedBatchedEx(
+  cublasStatus_t s = cuda::lib::cublasGemmStridedBatchedEx(
       h, opa, opb, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), alpha, ptr(rhs), blas_type(t),
       static_cast<int>(lda), K * N, ptr(lhs), blas_type(t), static_cast<int>(ldb), M * K, beta, ptr(out),
       blas_type(ot), static_cast<int>(N), M * N, static_cast<int>(B), ct, CUBLAS_GEMM_DEFAULT);
   if (s != CUBLAS_STATUS_SUCCESS)
-    fail<Error>("dot_general on cuda:", d, ": cuBLAS failed (", cublasGetStatusString(s), ") for ", lhs.aval().str(), " x ",
+    fail<Error>("dot_general on cuda:", d, ": cuBLAS failed (", cuda::lib::cublasGetStatusString(s), ") for ", lhs.aval().str(), " x ",
                 rhs.aval().str());
   return {out};
 }

@@ -1,9 +1,5 @@
 #include "graft/backends/cuda/runtime.h"
 
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
-#include <nvrtc.h>
-
 #include <array>
 #include <atomic>
 #include <memory>
@@ -12,6 +8,7 @@
 #include <vector>
 
 #include "graft/backends/cuda/kernel_cache.h"
+#include "graft/backends/cuda/libraries.h"
 #include "graft/core/backend.h"
 #include "graft/core/env.h"
 #include "graft/core/error.h"
@@ -31,12 +28,13 @@ struct Probe {
 const Probe& probe() {
   static const Probe p = [] {
     Probe r;
-    cudaError_t e = cudaGetDeviceCount(&r.count);
+    if (r.why = lib::unavailable(lib::Library::cudart); !r.why.empty()) return r;
+    cudaError_t e = lib::cudaGetDeviceCount(&r.count);
     if (e != cudaSuccess) {
       r.count = 0;
-      r.why = std::string("the CUDA runtime found no usable GPU (") + cudaGetErrorName(e) + ": " +
-              cudaGetErrorString(e) + ")";
-      cudaGetLastError();  // not sticky: clear it
+      r.why = std::string("the CUDA runtime found no usable GPU (") + lib::cudaGetErrorName(e) + ": " +
+              lib::cudaGetErrorString(e) + ")";
+      lib::cudaGetLastError();  // not sticky: clear it
     } else if (r.count == 0) {
       r.why = "the CUDA driver shows no GPU";
     }
@@ -46,7 +44,7 @@ const Probe& probe() {
 }
 
 void set_device(int device) {
-  if (probe().count > 1) check(cudaSetDevice(device), "cudaSetDevice");
+  if (probe().count > 1) check(lib::cudaSetDevice(device), "cudaSetDevice");
 }
 
 class Memory final : public DeviceMemory {
@@ -55,9 +53,9 @@ class Memory final : public DeviceMemory {
   void* raw_alloc(size_t n) override {
     set_device(device_);
     void* p = nullptr;
-    cudaError_t e = cudaMalloc(&p, n);
+    cudaError_t e = lib::cudaMalloc(&p, n);
     if (e == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
+      lib::cudaGetLastError();
       return nullptr;
     }
     check(e, "cudaMalloc");
@@ -65,7 +63,7 @@ class Memory final : public DeviceMemory {
   }
   void raw_free(void* p) override {
     set_device(device_);
-    cudaFree(p);  // synchronizes with the device: no queued kernel still reads p
+    lib::cudaFree(p);  // synchronizes with the device: no queued kernel still reads p
   }
   std::string name() const override { return "cuda:" + std::to_string(device_); }
 
@@ -101,12 +99,12 @@ DeviceState& state(int device) {
   if (s) return *s;
   s = new DeviceState();
   s->index = device;
-  check(cudaSetDevice(device), "cudaSetDevice");
-  check(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  check(lib::cudaSetDevice(device), "cudaSetDevice");
+  check(lib::cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking), "cudaStreamCreate");
   int major = 0, minor = 0;
-  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
-  check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute");
-  check(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  check(lib::cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device), "cudaDeviceGetAttribute");
+  check(lib::cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device), "cudaDeviceGetAttribute");
+  check(lib::cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   s->arch = major * 10 + minor;
   s->memory = std::make_unique<Memory>(device);
   bool caching = env::flag("GRAFT_CUDA_CACHING", true);
@@ -138,15 +136,15 @@ class CudaBackend final : public Backend {
     set_device(dev.index);
     if (to.is_cpu()) {
       // the host reads the bytes next: wait for them (and report what the queued work raised)
-      check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s.stream), "cudaMemcpyAsync (to the host)");
-      check(cudaStreamSynchronize(s.stream), "a kernel queued on the device (reported when its result was read)");
+      check(lib::cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, s.stream), "cudaMemcpyAsync (to the host)");
+      check(lib::cudaStreamSynchronize(s.stream), "a kernel queued on the device (reported when its result was read)");
     } else if (from.is_cpu()) {
       // from pageable memory the copy has read the source when the call returns
-      check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s.stream), "cudaMemcpyAsync (to the device)");
+      check(lib::cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, s.stream), "cudaMemcpyAsync (to the device)");
     } else {
-      if (from.index != to.index) check(cudaStreamSynchronize(state(to.index).stream), "cudaStreamSynchronize");
-      check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s.stream), "cudaMemcpyAsync (between devices)");
-      if (from.index != to.index) check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize");
+      if (from.index != to.index) check(lib::cudaStreamSynchronize(state(to.index).stream), "cudaStreamSynchronize");
+      check(lib::cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s.stream), "cudaMemcpyAsync (between devices)");
+      if (from.index != to.index) check(lib::cudaStreamSynchronize(s.stream), "cudaStreamSynchronize");
     }
   }
   void synchronize(Device d) override { cuda::synchronize(d.index); }
@@ -154,14 +152,14 @@ class CudaBackend final : public Backend {
 
 std::string nvrtc_log(nvrtcProgram prog) {
   size_t n = 0;
-  nvrtcGetProgramLogSize(prog, &n);
+  lib::nvrtcGetProgramLogSize(prog, &n);
   std::string log(n, '\0');
-  if (n) nvrtcGetProgramLog(prog, log.data());
+  if (n) lib::nvrtcGetProgramLog(prog, log.data());
   return log;
 }
 
 void nvrtc_check(nvrtcResult r, const char* what) {
-  if (r != NVRTC_SUCCESS) fail<Error>("NVRTC ", what, ": ", nvrtcGetErrorString(r));
+  if (r != NVRTC_SUCCESS) fail<Error>("NVRTC ", what, ": ", lib::nvrtcGetErrorString(r));
 }
 
 }  // namespace
@@ -177,9 +175,9 @@ Backend& runtime() {
 void check(int err, const char* what) {
   auto e = static_cast<cudaError_t>(err);
   if (e == cudaSuccess) return;
-  cudaGetLastError();  // clear a non-sticky error so later calls are not blamed
+  lib::cudaGetLastError();  // clear a non-sticky error so later calls are not blamed
   if (e == cudaErrorMemoryAllocation) fail<MemoryError>("CUDA ", what, ": out of device memory");
-  fail<Error>("CUDA error in ", what, ": ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ")",
+  fail<Error>("CUDA error in ", what, ": ", lib::cudaGetErrorName(e), " (", lib::cudaGetErrorString(e), ")",
               e == cudaErrorIllegalAddress || e == cudaErrorLaunchFailure || e == cudaErrorAssert
                   ? "; the GPU context is now unusable: the process must restart to use the GPU"
                   : "");
@@ -193,7 +191,7 @@ void empty_cache(int device) {
 void synchronize(int device) {
   DeviceState& s = state(device);
   set_device(device);
-  check(cudaStreamSynchronize(s.stream), "a kernel queued on the device (reported at synchronization)");
+  check(lib::cudaStreamSynchronize(s.stream), "a kernel queued on the device (reported at synchronization)");
 }
 
 void* stream(int device) { return state(device).stream; }
@@ -202,28 +200,28 @@ int multiprocessor_count(int device) { return state(device).sms; }
 
 int nvrtc_version() {
   int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  lib::nvrtcVersion(&major, &minor);
   return major * 100 + minor;
 }
 
 std::string compile_cubin(const std::string& source, const std::string& name, int arch) {
   nvrtcProgram prog;
-  nvrtc_check(nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr),
+  nvrtc_check(lib::nvrtcCreateProgram(&prog, source.c_str(), (name + ".cu").c_str(), 0, nullptr, nullptr),
               "nvrtcCreateProgram");
   std::string arch_opt = "--gpu-architecture=sm_" + std::to_string(arch);
   const char* opts[] = {arch_opt.c_str(), "--std=c++17", "-default-device", "--use_fast_math=false"};
-  nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
+  nvrtcResult r = lib::nvrtcCompileProgram(prog, 3, opts);
   if (r != NVRTC_SUCCESS) {
     std::string log = nvrtc_log(prog);
-    nvrtcDestroyProgram(&prog);
-    fail<Error>("NVRTC could not compile the GPU kernel ", name, " for sm_", arch, ": ", nvrtcGetErrorString(r), "\n",
+    lib::nvrtcDestroyProgram(&prog);
+    fail<Error>("NVRTC could not compile the GPU kernel ", name, " for sm_", arch, ": ", lib::nvrtcGetErrorString(r), "\n",
                 log);
   }
   size_t n = 0;
-  nvrtc_check(nvrtcGetCUBINSize(prog, &n), "nvrtcGetCUBINSize");
+  nvrtc_check(lib::nvrtcGetCUBINSize(prog, &n), "nvrtcGetCUBINSize");
   std::string cubin(n, '\0');
-  nvrtc_check(nvrtcGetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN");
-  nvrtcDestroyProgram(&prog);
+  nvrtc_check(lib::nvrtcGetCUBIN(prog, cubin.data()), "nvrtcGetCUBIN");
+  lib::nvrtcDestroyProgram(&prog);
   ++g_compiled;
   return cubin;
 }
@@ -248,9 +246,9 @@ const void* kernel(const std::string& source, const std::string& name, int devic
   }
   set_device(device);
   cudaLibrary_t lib;
-  check(cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cudaLibraryLoadData");
+  check(lib::cudaLibraryLoadData(&lib, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), "cudaLibraryLoadData");
   cudaKernel_t k;
-  check(cudaLibraryGetKernel(&k, lib, name.c_str()), "cudaLibraryGetKernel");
+  check(lib::cudaLibraryGetKernel(&k, lib, name.c_str()), "cudaLibraryGetKernel");
   std::lock_guard<std::mutex> lk(s.mu);
   return s.kernels.emplace(key, reinterpret_cast<const void*>(k)).first->second;
 }
@@ -258,7 +256,7 @@ const void* kernel(const std::string& source, const std::string& name, int devic
 void launch(const void* fn, unsigned grid, unsigned block, void** args, size_t shared_bytes, int device) {
   DeviceState& s = state(device);
   set_device(device);
-  check(cudaLaunchKernel(fn, dim3(grid), dim3(block), args, shared_bytes, s.stream), "cudaLaunchKernel");
+  check(lib::cudaLaunchKernel(fn, dim3(grid), dim3(block), args, shared_bytes, s.stream), "cudaLaunchKernel");
   g_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -267,11 +265,11 @@ void* blas_handle(int device) {
   std::lock_guard<std::mutex> lk(s.mu);
   if (!s.blas) {
     set_device(device);
-    if (cublasCreate(&s.blas) != CUBLAS_STATUS_SUCCESS) fail<Error>("cuBLAS: cublasCreate failed on cuda:", device);
-    cublasSetStream(s.blas, s.stream);
+    if (lib::cublasCreate(&s.blas) != CUBLAS_STATUS_SUCCESS) fail<Error>("cuBLAS: cublasCreate failed on cuda:", device);
+    lib::cublasSetStream(s.blas, s.stream);
     s.workspace_bytes = size_t(32) << 20;
     s.workspace = s.alloc->allocate(s.workspace_bytes);
-    cublasSetWorkspace(s.blas, s.workspace, s.workspace_bytes);
+    lib::cublasSetWorkspace(s.blas, s.workspace, s.workspace_bytes);
   }
   return s.blas;
 }

@@ -8,9 +8,10 @@
 // on block_until_ready(), or on synchronize(); an error raised by a queued kernel is reported there
 // as a graft::Error naming the device.
 //
-// graft links libcudart, NVRTC and cuBLAS but not the driver library (kernels are loaded through the
-// runtime's cudaLibraryLoadData), so a CUDA build starts on machines without a driver: device_count()
-// is then 0 and GPU arrays raise an error that says why.
+// graft opens libcudart, NVRTC, cuBLAS and cuBLASLt on first use (libraries.h) and never the driver
+// library (kernels are loaded through the runtime's cudaLibraryLoadData), so a CUDA build starts on
+// machines without a driver or without the toolkit: device_count() is then 0 and GPU arrays raise an
+// error that says why.
 #pragma once
 
 #include <memory>
@@ -67,6 +68,11 @@ void allow_tf32(bool on);
 std::shared_ptr<Communicator> nccl_communicator(const std::shared_ptr<Communicator>& host, int device);
 /// Why NCCL cannot be loaded ("" when it can).
 std::string nccl_unavailable_reason();
+
+/// The functions of CUDA's libraries that graft calls and the installed ones lack, as
+/// "library:function" separated by spaces ("" when every one is there). graft opens the libraries on
+/// first use rather than linking them (graft/backends/cuda/libraries.h).
+std::string missing_library_functions();
 
 /// Counters for tests and benchmarks: kernels compiled by NVRTC in this process, kernels found in the
 /// disk cache, and graft's own kernel launches (launch(); cuBLAS's are not counted).

@@ -355,51 +355,39 @@ double local_size(const Aval& a, const VS& s, const Mesh& mesh) {
   return n;
 }
 
-// dot_general: each mesh axis that splits an operand takes one role: a batch dimension split alike on
-// both sides (the result's batch dimension is split), a contraction split alike on both sides (the
-// result is a partial sum over the axis), a free dimension of one operand (the result's is split), or
-// none (gathered). The roles are chosen together to move the fewest elements (gathers of operands, and
-// the partial sum the result will need), and among equals to split the most work; an operand whose
+// A product of two operands (dot_general, convolution), described by how its dimensions pair up:
+// batch pairs (lhs dimension, rhs dimension, result dimension), contraction pairs (lhs, rhs, -1), and
+// free dimensions of one operand (lhs or rhs -1) with the result dimension they become. Dimensions in
+// no role (a convolution's spatial ones) are whole.
+struct Role {
+  int l = -1, r = -1, out = -1;
+  bool partial = false;
+};
+
+// Each mesh axis that splits an operand takes one role: a batch dimension split alike on both sides
+// (the result's batch dimension is split), a contraction split alike on both sides (the result is a
+// partial sum over the axis), a free dimension of one operand (the result's is split), or none
+// (gathered). The roles are chosen together to move the fewest elements (gathers of operands, and the
+// partial sum the result will need), and among equals to split the most work; an operand whose
 // dimension is whole where the role wants it split is sliced to match (free).
-Step dot_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const std::vector<std::vector<VS>>& avail) {
+Step product_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const std::vector<std::vector<VS>>& avail,
+                  const std::vector<Role>& roles) {
   // an operand already brought to a layout for an earlier use costs nothing there again
   auto cost_of = [&](size_t i, const VS& to) {
     for (auto& a : avail[i])
       if (a == to) return 0.0;
     return move_cost(e.inputs[i].aval(), whole(in[i]), to, mesh);
   };
-  const auto& dn = e.params.get_object<lax::DotDims>("dimension_numbers");
   const Aval& la = e.inputs[0].aval();
   const Aval& ra = e.inputs[1].aval();
   const Aval& oa = e.outputs[0]->aval;
-  // a role: (lhs dimension, rhs dimension), either -1; the result dimension it splits, or -1 with
-  // `partial` for a contraction
-  struct Role {
-    int l = -1, r = -1, out = -1;
-    bool partial = false;
-  };
-  std::vector<int64_t> lfree, rfree;
-  for (int64_t d = 0; d < la.ndim(); ++d)
-    if (!contains(dn.lhs_batch, d) && !contains(dn.lhs_contract, d)) lfree.push_back(d);
-  for (int64_t d = 0; d < ra.ndim(); ++d)
-    if (!contains(dn.rhs_batch, d) && !contains(dn.rhs_contract, d)) rfree.push_back(d);
-  int nb = static_cast<int>(dn.lhs_batch.size());
   std::vector<int> axes;
   std::vector<std::vector<Role>> options;
   for (int k = 0; k < static_cast<int>(mesh.axis_names().size()); ++k) {
-    auto has = [&](const VS& s, int64_t d) { return d >= 0 && s.dims[static_cast<size_t>(d)] == k; };
+    auto has = [&](const VS& s, int d) { return d >= 0 && s.dims[static_cast<size_t>(d)] == k; };
     std::vector<Role> o;
-    for (int i = 0; i < nb; ++i)
-      if (has(in[0], dn.lhs_batch[i]) || has(in[1], dn.rhs_batch[i]))
-        o.push_back({static_cast<int>(dn.lhs_batch[i]), static_cast<int>(dn.rhs_batch[i]), i, false});
-    for (size_t i = 0; i < dn.lhs_contract.size(); ++i)
-      if (has(in[0], dn.lhs_contract[i]) || has(in[1], dn.rhs_contract[i]))
-        o.push_back({static_cast<int>(dn.lhs_contract[i]), static_cast<int>(dn.rhs_contract[i]), -1, true});
-    for (size_t i = 0; i < lfree.size(); ++i)
-      if (has(in[0], lfree[i])) o.push_back({static_cast<int>(lfree[i]), -1, nb + static_cast<int>(i), false});
-    for (size_t i = 0; i < rfree.size(); ++i)
-      if (has(in[1], rfree[i]))
-        o.push_back({-1, static_cast<int>(rfree[i]), nb + static_cast<int>(lfree.size() + i), false});
+    for (const Role& ro : roles)
+      if (has(in[0], ro.l) || has(in[1], ro.r)) o.push_back(ro);
     if (o.empty()) continue;
     o.push_back({});  // none
     axes.push_back(k);
@@ -426,7 +414,10 @@ Step dot_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const s
         ok = ok && r.dims[static_cast<size_t>(ro.r)] < 0;
         r.dims[static_cast<size_t>(ro.r)] = k;
       }
-      if (ro.out >= 0) out.dims[static_cast<size_t>(ro.out)] = k;
+      if (ro.out >= 0) {
+        ok = ok && out.dims[static_cast<size_t>(ro.out)] < 0;
+        out.dims[static_cast<size_t>(ro.out)] = k;
+      }
       if (ro.partial) out.partial |= 1u << k;
     }
     if (ok) {
@@ -445,6 +436,56 @@ Step dot_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const s
   return best;
 }
 
+// dot_general: the result is (batch..., lhs free..., rhs free...).
+Step dot_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const std::vector<std::vector<VS>>& avail) {
+  const auto& dn = e.params.get_object<lax::DotDims>("dimension_numbers");
+  const Aval& la = e.inputs[0].aval();
+  const Aval& ra = e.inputs[1].aval();
+  std::vector<Role> roles;
+  int out = 0;
+  for (size_t i = 0; i < dn.lhs_batch.size(); ++i)
+    roles.push_back({static_cast<int>(dn.lhs_batch[i]), static_cast<int>(dn.rhs_batch[i]), out++, false});
+  for (size_t i = 0; i < dn.lhs_contract.size(); ++i)
+    roles.push_back({static_cast<int>(dn.lhs_contract[i]), static_cast<int>(dn.rhs_contract[i]), -1, true});
+  for (int64_t d = 0; d < la.ndim(); ++d)
+    if (!contains(dn.lhs_batch, d) && !contains(dn.lhs_contract, d)) roles.push_back({static_cast<int>(d), -1, out++, false});
+  for (int64_t d = 0; d < ra.ndim(); ++d)
+    if (!contains(dn.rhs_batch, d) && !contains(dn.rhs_contract, d)) roles.push_back({-1, static_cast<int>(d), out++, false});
+  return product_rule(e, in, mesh, avail, roles);
+}
+
+// conv_general_dilated (without feature or batch groups): the lhs's batch dimension becomes the
+// result's, the kernel's output features the result's features, the input features are contracted;
+// the spatial dimensions are whole (a split one would need its neighbours' halos). The kernel's
+// gradient is such a convolution with the batch as its contraction: a partial sum over the data axis.
+Step conv_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const std::vector<std::vector<VS>>& avail) {
+  if (e.params.get_int("feature_group_count") != 1 || e.params.get_int("batch_group_count") != 1) return replicate_all(e);
+  const auto& dn = e.params.get_object<lax::ConvDims>("dimension_numbers");
+  auto at = [](const IntList& spec, size_t i) { return static_cast<int>(spec[i]); };
+  std::vector<Role> roles{{at(dn.lhs_spec, 0), -1, at(dn.out_spec, 0), false},
+                          {-1, at(dn.rhs_spec, 0), at(dn.out_spec, 1), false},
+                          {at(dn.lhs_spec, 1), at(dn.rhs_spec, 1), -1, true}};
+  return product_rule(e, in, mesh, avail, roles);
+}
+
+// Windowed reductions (pooling) and their derivatives' select_and_* primitives: a dimension the window
+// does not reach across (size 1, stride 1, no padding or dilation: a batch or feature dimension) keeps
+// its split, alike in every operand and the result; the others are whole.
+Step window_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh) {
+  const IntList& win = e.params.get_ints("window_dimensions");
+  const IntList& strides = e.params.get_ints("window_strides");
+  const IntList& bdil = e.params.get_ints("base_dilation");
+  const IntList& wdil = e.params.get_ints("window_dilation");
+  const auto& pad = e.params.get_object<lax::IntTuples>("padding").items;
+  std::vector<int> pointwise;
+  for (size_t d = 0; d < win.size(); ++d) {
+    bool one = win[d] == 1 && strides[d] == 1 && (bdil.empty() || bdil[d] == 1) && (wdil.empty() || wdil[d] == 1) &&
+               (pad.size() <= d || (pad[d].at(0) == 0 && pad[d].at(1) == 0));
+    if (one) pointwise.push_back(static_cast<int>(d));
+  }
+  std::vector<std::vector<int>> ins(e.inputs.size(), pointwise), outs(e.outputs.size(), pointwise);
+  return aligned_dims_rule(ins, outs)(e, in, mesh);
+}
 // gather (an embedding lookup): the indices' batch dimensions keep their splits into the result's
 // batch dimensions; the operand's indexed dimensions are whole, its other dimensions, taken whole by
 // every slice, keep theirs into the result's offset dimensions.
@@ -575,6 +616,39 @@ Step cond_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh) {
   return st;
 }
 
+// while: consts keep their layouts; the carry keeps one layout through the loop, as scan's (the init's,
+// or the one the body turns it into); the predicate is computed on blocks of the carry and made whole
+// (a sum or extremum over a split carry is reduced across devices), so every device iterates alike.
+Step while_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh) {
+  const ClosedJaxpr& cj = e.params.get_jaxpr("cond_jaxpr");
+  const ClosedJaxpr& bj = e.params.get_jaxpr("body_jaxpr");
+  size_t ncc = static_cast<size_t>(e.params.get_int("cond_nconsts")), nbc = static_cast<size_t>(e.params.get_int("body_nconsts"));
+  size_t ncar = in.size() - ncc - nbc;
+  Step st;
+  for (auto& s : in) st.in.push_back(whole(s));
+  auto carry_in = [&](size_t first, size_t n) {  // operands [first, first + n) and the carry
+    std::vector<VS> v(st.in.begin() + static_cast<std::ptrdiff_t>(first), st.in.begin() + static_cast<std::ptrdiff_t>(first + n));
+    v.insert(v.end(), st.in.end() - static_cast<std::ptrdiff_t>(ncar), st.in.end());
+    return v;
+  };
+  std::vector<std::optional<VS>> out(ncar);
+  auto first = sub_plan(bj, mesh, carry_in(ncc, nbc), out);
+  bool moved = false;
+  for (size_t k = 0; k < ncar; ++k) {
+    VS& c = st.in[ncc + nbc + k];
+    if (!(first->plan.outputs[k] == c)) {
+      c = first->plan.outputs[k];
+      moved = true;
+    }
+    out[k] = c;
+  }
+  auto body = moved ? sub_plan(bj, mesh, carry_in(ncc, nbc), out) : first;
+  auto pred = sub_plan(cj, mesh, carry_in(0, ncc), {VS::replicated(0)});
+  st.subs = {pred, body};
+  for (size_t k = 0; k < ncar; ++k) st.out.push_back(*out[k]);
+  return st;
+}
+
 Step constraint_rule(const Eqn& e, const Mesh& mesh) {
   const NamedSharding& s = sharding_of(e.params);
   if (s.mesh.str() != mesh.str())
@@ -627,8 +701,13 @@ Step rule_for(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const s
   if (q == &prims::sort_p) return along_rule(e, in, {e.params.get_int("dimension")});
   if (q == &prims::rev_p) return along_rule(e, in, e.params.get_ints("dimensions"));
   if (q == &prims::dot_general_p) return dot_rule(e, in, mesh, avail);
+  if (q == &prims::conv_general_dilated_p) return conv_rule(e, in, mesh, avail);
+  if (q == &prims::reduce_window_sum_p || q == &prims::reduce_window_max_p || q == &prims::reduce_window_min_p ||
+      q == &prims::select_and_gather_add_p || q == &prims::select_and_scatter_add_p)
+    return window_rule(e, in, mesh);
   if (q == &scan_p) return scan_rule(e, in, mesh);
   if (q == &cond_p) return cond_rule(e, in, mesh);
+  if (q == &while_p) return while_rule(e, in, mesh);
   if (q == &prims::gather_p) return gather_rule(e, in);
   if (q == &prims::scatter_add_p && e.inputs.size() == 3) return scatter_add_rule(e, in);
   return replicate_all(e);
@@ -885,6 +964,22 @@ std::vector<Array> run_partitioned(const ClosedJaxpr& cj, const ShardingPlan& pl
       };
       auto r = scan_flat(body, init, xs, ScanOptions{e.params.get_int("length"), e.params.get_bool("reverse")});
       out.assign(r.begin(), r.end());
+    } else if (e.prim == &while_p && !st.subs.empty()) {
+      size_t ncc = static_cast<size_t>(e.params.get_int("cond_nconsts")), nbc = static_cast<size_t>(e.params.get_int("body_nconsts"));
+      std::vector<Array> cc(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(ncc));
+      std::vector<Array> bc(in.begin() + static_cast<std::ptrdiff_t>(ncc), in.begin() + static_cast<std::ptrdiff_t>(ncc + nbc));
+      std::vector<Array> init(in.begin() + static_cast<std::ptrdiff_t>(ncc + nbc), in.end());
+      auto with = [&mesh](const std::vector<Array>& consts, const ShardingPlan::Step::Sub& sub) -> FlatFn {
+        return [&mesh, &consts, &sub](const std::vector<Array>& v) {
+          std::vector<Array> a = consts;
+          a.insert(a.end(), v.begin(), v.end());
+          return run_partitioned(sub.body, sub.plan, mesh, a);
+        };
+      };
+      WhileOptions opts;
+      if (e.params.has("max_steps")) opts.max_steps = e.params.get_int("max_steps");
+      auto r = while_flat(with(cc, *st.subs[0]), with(bc, *st.subs[1]), init, opts);
+      out.assign(r.begin(), r.end());
     } else if (e.prim == &cond_p && !st.subs.empty()) {
       std::vector<Array> ops(in.begin() + 1, in.end());
       std::vector<FlatFn> branches;
@@ -966,6 +1061,10 @@ double plan_collective_bytes(const Jaxpr& j, const ShardingPlan& plan, const Mes
     if (!st.subs.empty()) {  // a scan's body runs `length` times; a cond runs one branch (the dearest)
       double sub = 0;
       for (auto& b : st.subs) sub = std::max(sub, plan_collective_bytes(*b->body.jaxpr, b->plan, mesh));
+      if (e.prim == &while_p) {  // the trip count is unknown: one iteration (predicate and body)
+        sub = 0;
+        for (auto& b : st.subs) sub += plan_collective_bytes(*b->body.jaxpr, b->plan, mesh);
+      }
       bytes += e.prim == &scan_p ? sub * static_cast<double>(e.params.get_int("length")) : sub;
     }
     if (st.post != Step::kNone)

@@ -13,8 +13,10 @@
 // layout differs from the one its equation wants, the partitioner moves it (reshard): a partial sum is
 // summed (psum, or psum_scatter when the target splits a dimension over that axis), a split dimension
 // the target keeps whole is gathered (all_gather_invariant), and a whole dimension the target splits
-// is sliced locally (no communication). Primitives without a rule (gather, scatter, convolution,
-// control flow, ...) run on whole operands: correct, not yet economical.
+// is sliced locally (no communication). Control flow (scan, while, cond) is partitioned inside: its
+// bodies run on blocks with their carries' layouts. Primitives without a rule (sort-like, dynamic
+// slices, scatters other than an embedding's gradient, grouped convolutions, ...) run on whole
+// operands: correct, not yet economical.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +61,8 @@ struct ShardingPlan {
     std::vector<ValueSharding> in, out;
     enum Post { kNone, kPmax, kPmin } post = kNone;
     uint32_t post_axes = 0;
-    /// For control flow partitioned inside (scan's body, cond's branches): each sub-program (calls
-    /// inlined) with its plan. Empty: the primitive runs as it is on blocks.
+    /// For control flow partitioned inside (scan's body, cond's branches, while's predicate and body):
+    /// each sub-program (calls inlined) with its plan. Empty: the primitive runs as it is on blocks.
     struct Sub;
     std::vector<std::shared_ptr<const Sub>> subs;
   };

@@ -356,10 +356,61 @@ JvpResult while_linearize(const Primitive& p, std::span<const Array> primals, st
 
 // vmap: every lane runs until its own predicate is false; the loop runs while any lane is active and
 // finished lanes keep their carry (a select on the lane's predicate).
+// A carry is batched when its initial value is, or when the body makes it so (a fixpoint, as scan's).
+// While the predicate stays the same on every lane (it reads only unbatched carries, or a psum under a
+// named axis), the loop runs as it is on the batched body and unbatched carries stay so: under
+// shard_map a loop whose predicate is reduced across devices keeps its invariant carries invariant.
+// A predicate that differs between lanes makes every carry batched; the loop then runs while any lane
+// is active and steps only the active ones (a select per carry).
 BatchResult while_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
                         const BatchInfo& axis, const Params& params) {
   WhileInfo w = info_of(params);
   size_t ncar = vals.size() - w.ncc - w.nbc;
+  std::vector<bool> carry_batched(ncar);
+  for (size_t k = 0; k < ncar; ++k) carry_batched[k] = dims[w.ncc + w.nbc + k] != kNotMapped;
+  auto dims_for = [&](size_t first, size_t n) {  // consts [first, first + n) at their dims, carries at 0
+    std::vector<int64_t> d(dims.begin() + static_cast<std::ptrdiff_t>(first), dims.begin() + static_cast<std::ptrdiff_t>(first + n));
+    for (size_t k = 0; k < ncar; ++k) d.push_back(carry_batched[k] ? 0 : kNotMapped);
+    return d;
+  };
+  struct Uniform {  // the loop batched with a predicate the same on every lane
+    JaxprPtr cond, body;
+    std::vector<bool> mapped;
+    bool pred_batched = false;
+    JaxprPtr keyed_cond;
+  };
+  std::shared_ptr<const Uniform> u;
+  for (;;) {
+    std::vector<int64_t> cd = dims_for(0, w.ncc), bd = dims_for(w.ncc, w.nbc);
+    std::string key = control::batch_key("while.vmap.uniform", axis, cd) + control::batch_key("B", axis, bd) +
+                      control::mask_key("C", carry_batched) + std::to_string(reinterpret_cast<uintptr_t>(w.cond));
+    u = w.body->derived<Uniform>(key, [&] {
+      Uniform r;
+      r.mapped = carry_batched;  // carries batched on entry stay so
+      r.body = share(batch_jaxpr(*w.body, bd, axis.size, axis.name, &r.mapped));
+      std::vector<bool> pm{false};
+      r.cond = share(batch_jaxpr(*w.cond, cd, axis.size, axis.name, &pm));
+      r.pred_batched = pm[0];
+      r.keyed_cond = w.cond_ptr;
+      return r;
+    });
+    if (u->pred_batched) break;
+    bool changed = false;
+    for (size_t k = 0; k < ncar; ++k)
+      if (u->mapped[k] && !carry_batched[k]) carry_batched[k] = changed = true;
+    if (!changed) break;
+  }
+  if (!u->pred_batched) {
+    Arrays args(vals.begin(), vals.begin() + static_cast<std::ptrdiff_t>(w.ncc + w.nbc));
+    for (size_t k = 0; k < ncar; ++k) {
+      const Array& v = vals[w.ncc + w.nbc + k];
+      args.push_back(carry_batched[k] ? control::batched_at_front(v, dims[w.ncc + w.nbc + k], axis.size) : v);
+    }
+    Arrays outs = bind(p, args, make_params(u->cond, u->body, w.ncc, w.nbc, w.max_steps));
+    BatchDims od;
+    for (size_t k = 0; k < ncar; ++k) od.push_back(carry_batched[k] ? 0 : kNotMapped);
+    return {outs, od};
+  }
   Arrays args(vals.begin(), vals.begin() + static_cast<std::ptrdiff_t>(w.ncc + w.nbc));
   std::vector<int64_t> cdims(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(w.ncc)),
       bdims(dims.begin() + static_cast<std::ptrdiff_t>(w.ncc), dims.begin() + static_cast<std::ptrdiff_t>(w.ncc + w.nbc));

@@ -47,6 +47,12 @@ Array attention(const Array& x, const Array& wq, const Array& wk, const Array& w
   return reshape(transpose(o, {0, 2, 1, 3}), {b, t, heads * d});
 }
 
+std::map<std::string, int> count(const PjitLowered& l) {
+  std::map<std::string, int> c;
+  for (auto& [name, bytes] : l.collectives()) ++c[name];
+  return c;
+}
+
 void expect_close(const std::vector<Array>& a, const std::vector<Array>& b, double tol = 1e-12) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(close(a[i], b[i], tol, tol)) << "output " << i;
@@ -186,6 +192,81 @@ TEST(Pjit, ScanAndCondBodiesRunOnBlocks) {
                     1e-12, 1e-12));
 }
 
+// A while_loop with its carry's batch split runs its body on each device's rows; the predicate, a sum
+// over the whole carry, is reduced across devices (the only collectives: scalars), so every device
+// iterates alike; a body that transposes its carry moves it each iteration; gradients (bounded loop)
+// equal jit's.
+TEST(Pjit, WhileLoopBodiesRunOnBlocks) {
+  Rng rng(21);
+  Mesh m(cpus(4), {"data"});
+  OS batch = ns(m, P("data"));
+  Array w = rng.uniform({8, 8}, DType::f64) * 0.5, h0 = rng.uniform({8, 8}, DType::f64);
+  auto grow = [](const Array& w, const Array& h0) {
+    using C = std::pair<Array, Array>;
+    C r = while_loop([](const C& c) { return logical_and(c.first < 6.0, sum(square(c.second)) < 150.0); },
+                     [&w](const C& c) { return C{c.first + 1.0, tanh(matmul(c.second, w)) * 1.7 + c.second}; },
+                     C{zeros({}, DType::f64), h0}, WhileOptions{.max_steps = 8});
+    return std::pair{r.first, r.second};
+  };
+  auto f = pjit(grow, {.in_shardings = {OS(), batch}, .out_shardings = {OS(), batch}});
+  auto [n, h] = f(w, h0);
+  auto [nr, hr] = grow(w, h0);
+  EXPECT_EQ(n.item<double>(), nr.item<double>());
+  EXPECT_GT(nr.item<double>(), 1.0);
+  EXPECT_LT(nr.item<double>(), 6.0);  // the data-dependent half of the predicate stopped it
+  EXPECT_TRUE(close(h, hr, 1e-12, 1e-12));
+  auto l = f.lower(w, h0);
+  EXPECT_GE(l.collectives().size(), 1u) << l.as_text();
+  for (auto& [name, bytes] : l.collectives()) EXPECT_EQ(bytes, 8) << name << "\n" << l.plan_text() << l.as_text();
+  // a body whose carry comes back transposed: the loop keeps one layout and moves the body's result to it
+  auto flip = [](const Array& h0) {
+    return while_loop([](const Array& h) { return sum(h) < 40.0; }, [](const Array& h) { return transpose(h, {1, 0}) + 1.0; },
+                      h0);
+  };
+  EXPECT_TRUE(close(pjit(flip, {.in_shardings = {batch}})(h0), flip(h0), 1e-12, 1e-12));
+  auto loss = [&](const Array& w, const Array& h0) { return sum(grow(w, h0).second); };
+  auto vg = value_and_grad(loss, {0, 1});
+  auto [lv, g] = pjit(vg, {.in_shardings = {OS(), batch}})(w, h0);
+  auto [lr, gr] = vg(w, h0);
+  EXPECT_NEAR(lv.item<double>(), lr.item<double>(), 1e-10);
+  expect_close(g, gr, 1e-10);
+}
+
+// A CNN (convolution, ReLU, max pooling, a dense layer, softmax cross-entropy) with its batch over
+// "data", over 1, 2 and 4 devices: loss and gradients equal jit's, and the partitioned program is data
+// parallelism's: one psum per gradient and the loss, nothing gathered (the kernel's gradient, a
+// convolution contracting the batch, is a partial sum; pooling's derivative runs on blocks).
+TEST(Pjit, DataParallelCnnRunsConvolutionsAndPoolingOnBlocks) {
+  Rng rng(22);
+  Array x = rng.uniform({8, 2, 6, 6}, DType::f64), y = softmax(rng.uniform({8, 4}, DType::f64), -1);
+  std::vector<Array> p{rng.uniform({3, 2, 3, 3}, DType::f64), rng.uniform({3}, DType::f64),
+                       rng.uniform({27, 4}, DType::f64), rng.uniform({4}, DType::f64)};
+  auto loss = [](const Array& k, const Array& kb, const Array& w, const Array& b, const Array& x, const Array& y) {
+    Array c = lax::conv_general_dilated(x, k, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, lax::ConvDims::nchw(2));
+    c = relu(c + reshape(kb, {1, 3, 1, 1}));
+    Array h = reshape(nn::max_pool2d(c, {2, 2}), {x.shape()[0], 27});
+    return xent(matmul(h, w) + b, y);
+  };
+  auto vg = value_and_grad(loss, {0, 1, 2, 3});
+  auto [lr, gr] = vg(p[0], p[1], p[2], p[3], x, y);
+  for (int n : {1, 2, 4}) {
+    Mesh m(cpus(n), {"data"});
+    OS data = ns(m, P("data"));
+    auto f = pjit(vg, {.in_shardings = {OS(), OS(), OS(), OS(), data, data}, .out_shardings = {OS(ns(m, P()))}});
+    auto [l, g] = f(p[0], p[1], p[2], p[3], x, y);
+    EXPECT_NEAR(l.item<double>(), lr.item<double>(), 1e-12) << n << " devices";
+    expect_close(g, gr, 1e-12);
+    if (n < 4) continue;
+    auto low = f.lower(p[0], p[1], p[2], p[3], x, y);
+    auto c = count(low);
+    EXPECT_EQ(c["psum"], 5) << low.plan_text() << low.as_text();
+    EXPECT_EQ(c.size(), 1u) << low.plan_text() << low.as_text();
+    int64_t bytes = 0;
+    for (auto& [name, b] : low.collectives()) bytes += b;
+    EXPECT_EQ(bytes, (3 * 2 * 3 * 3 + 3 + 27 * 4 + 4 + 1) * 8);
+  }
+}
+
 // A property test: random valid shardings of every argument and output (each dimension over a random
 // mesh axis or none, each axis at most once) over meshes of 1, 2, 4 and 8 devices, for programs that
 // exercise every propagation rule: equal to jit.
@@ -257,11 +338,6 @@ TEST(Pjit, RandomShardingsEqualJit) {
 }
 
 // ---- communication -----------------------------------------------------------------------------------------
-std::map<std::string, int> count(const PjitLowered& l) {
-  std::map<std::string, int> c;
-  for (auto& [name, bytes] : l.collectives()) ++c[name];
-  return c;
-}
 
 // Data parallelism: the replicated parameters' gradients are each summed once (one psum per gradient
 // and one for the loss), nothing is gathered. FSDP: every parameter gathered in the forward pass (the

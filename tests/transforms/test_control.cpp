@@ -367,6 +367,33 @@ TEST(While, VmapWithABatchedPredicateRunsEachLaneToItsEnd) {
   EXPECT_TRUE(close(jit(vmap(f))(xs), got));
 }
 
+// A predicate the same on every lane (it reads only an unbatched carry) keeps the loop as it is: the
+// batched body steps every lane, no select, the counter stays unbatched; the batched carries are as a
+// loop of calls gives them. A carry the body makes batched joins the batched ones (fixpoint).
+TEST(While, VmapWithAnUnbatchedPredicateNeedsNoSelect) {
+  using C = std::pair<Array, Array>;
+  auto f = [](const Array& x) {
+    C r = while_loop([](const C& c) { return c.first < 4.0; },
+                     [](const C& c) { return C{c.first + 1.0, sin(c.second) + c.first}; }, C{array(0.0), x});
+    return r.second;
+  };
+  Array xs = array({0.3, -1.0, 2.5});
+  Array got = vmap(f)(xs);
+  for (int64_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(values(got)[i], f(xs[i]).item<double>()) << i;
+  std::string text = make_jaxpr(vmap(f))(xs).str();
+  EXPECT_EQ(text.find("select"), std::string::npos) << text;
+  EXPECT_EQ(text.find("reduce_or"), std::string::npos) << text;
+  EXPECT_TRUE(close(jit(vmap(f))(xs), got));
+  // the counter picks up the batched value after one step: both carries batched, predicate too
+  auto g = [](const Array& x) {
+    C r = while_loop([](const C& c) { return c.first < 4.0; },
+                     [](const C& c) { return C{c.first + c.second * c.second + 0.5, c.second * 0.5}; }, C{array(0.0), x});
+    return r.first;
+  };
+  Array gs = vmap(g)(xs);
+  for (int64_t i = 0; i < 3; ++i) EXPECT_DOUBLE_EQ(values(gs)[i], g(xs[i]).item<double>()) << i;
+}
+
 TEST(While, ForiLoopWithTracedBounds) {
   auto f = [](const Array& x, const Array& n) {
     return fori_loop(Array::scalar(0, i32), n, [](const Array& i, const Array& c) { return c * 1.5 + i.astype(f64); },

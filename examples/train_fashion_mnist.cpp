@@ -394,8 +394,9 @@ int main(int argc, char** argv) {
                "gradient all-reduced inside the jitted step (on by itself under mpirun -np > 1)");
   std::string mesh_spec;
   app.add_option("--mesh", mesh_spec,
-                 "sharded jit over a mesh of this process's devices (GRAFT_CPU_DEVICES=N), e.g. data=2,model=2: each "
-                 "batch split over 'data', the layers split over 'model' (Megatron), as sharding annotations only");
+                 "sharded jit over a mesh of this process's devices (GRAFT_CPU_DEVICES=N) or of an mpirun job's "
+                 "processes (one device each), e.g. data=2,model=2: each batch split over 'data', the layers split "
+                 "over 'model' (Megatron), as sharding annotations only");
   bool fsdp = false;
   app.add_flag("--fsdp", fsdp, "with --mesh: the parameters and optimizer state split over 'data' too (FSDP / ZeRO-3)");
   bool auto_layout = false;
@@ -454,7 +455,7 @@ int main(int argc, char** argv) {
                 task.header.c_str(), st.model.c_str(), st.dtype == "f32" ? "" : (" in " + st.dtype).c_str(),
                 (long long)g::nn::num_params(model.init(g::random::key(st.seed))), st.optimizer.c_str(), st.lr,
                 st.schedule.c_str(), (long long)st.batch, (unsigned long long)st.seed);
-    if (nproc > 1)
+    if (nproc > 1 && mesh_spec.empty())
       std::printf("data parallel over %d processes (MPI): %lld examples of each batch per process\n", nproc,
                   (long long)(st.batch / nproc));
     Array root = g::random::key(st.seed);
@@ -466,7 +467,6 @@ int main(int argc, char** argv) {
     std::optional<g::Mesh> mesh;
     g::nn::Layout layout;
     if (!mesh_spec.empty()) {
-      if (nproc > 1) throw g::ValueError("--mesh runs on one process's devices (GRAFT_CPU_DEVICES=N), not under mpirun yet");
       if (!dev.is_cpu()) throw g::ValueError("--mesh runs on the CPU devices (GRAFT_CPU_DEVICES=N)");
       std::vector<std::string> names;
       g::Shape sizes;
@@ -482,10 +482,15 @@ int main(int argc, char** argv) {
         }
         if (sizes.back() < 1) throw g::ValueError("--mesh " + mesh_spec + ": sizes are positive");
       }
+      const std::string need = std::to_string(g::numel(sizes));
       if (g::numel(sizes) != static_cast<int64_t>(g::devices().size()))
-        throw g::ValueError("--mesh " + mesh_spec + " needs " + std::to_string(g::numel(sizes)) + " devices, this process has " +
-                            std::to_string(g::devices().size()) + " (run with GRAFT_CPU_DEVICES=" +
-                            std::to_string(g::numel(sizes)) + ")");
+        throw g::ValueError("--mesh " + mesh_spec + " needs " + need + " devices, " +
+                            (nproc > 1 ? "the job has " + std::to_string(g::devices().size()) + " (run mpirun -np " + need + ")"
+                                       : "this process has " + std::to_string(g::devices().size()) +
+                                             " (run with GRAFT_CPU_DEVICES=" + need + ", or under mpirun -np " + need + ")"));
+      // across processes, pjit takes and returns each process's block: one device per process
+      if (nproc > 1 && g::local_devices().size() != 1)
+        throw g::ValueError("--mesh under mpirun runs one device per process (leave GRAFT_CPU_DEVICES unset)");
       mesh.emplace(g::devices(), names, sizes);
       bool has_data = mesh->axis_index("data") >= 0, has_model = mesh->axis_index("model") >= 0;
       if (!has_data && !has_model) throw g::ValueError("--mesh " + mesh_spec + ": name an axis 'data' or 'model'");
@@ -495,8 +500,10 @@ int main(int argc, char** argv) {
         throw g::ValueError("--batch-size " + std::to_string(st.batch) + " does not split over the " +
                             std::to_string(mesh->axis_size("data")) + " devices of axis 'data'");
       layout = {.fsdp = fsdp ? "data" : "", .tensor = has_model ? "model" : ""};
-      std::printf("sharded jit over %s: batches split over 'data'%s%s\n", mesh->str().c_str(),
-                  has_model ? ", layers over 'model' (Megatron)" : "", fsdp ? ", parameters and optimizer state over 'data' (FSDP)" : "");
+      std::printf("sharded jit over %s%s: %s%s%s\n", mesh->str().c_str(),
+                  nproc > 1 ? (" across " + std::to_string(nproc) + " processes (MPI)").c_str() : "",
+                  has_data ? "batches split over 'data'" : "batches whole", has_model ? ", layers over 'model' (Megatron)" : "",
+                  fsdp ? ", parameters and optimizer state over 'data' (FSDP)" : "");
     } else if (fsdp || auto_layout) {
       throw g::ValueError(std::string(fsdp ? "--fsdp" : "--auto") + " needs --mesh");
     }
@@ -524,11 +531,13 @@ int main(int argc, char** argv) {
     // One step on this process's share of the batch. Across processes the loss is the mean over the
     // ranks (pmean over the mesh axis "data"), so its gradient is the global batch's, the same on every
     // rank, and every rank applies the same update: the parameters stay identical without a broadcast.
+    // data parallel by hand (shard_map over the processes); --mesh leaves the collectives to pjit
+    const bool spmd = nproc > 1 && !mesh;
     auto local_step = [&](const Tree& p, const Tree& s, const Array& x, const Array& y, const Array& key) {
       Array xa = augment(x, g::random::fold_in(key, 0u));
       auto objective = [&](const Tree& q, const Array& xx, const Array& yy, const Array& k) {
         Array l = loss_fn(q, xx, yy, k);
-        return nproc > 1 ? g::pmean(l, "data") : l;
+        return spmd ? g::pmean(l, "data") : l;
       };
       auto [loss, grads] = g::value_and_grad(objective)(p, xa, y, g::random::fold_in(key, 1u));
       auto [updates, s2] = opt.update(grads, s, p);
@@ -536,7 +545,7 @@ int main(int argc, char** argv) {
     };
     using StepOut = std::tuple<Tree, Tree, Array>;
     std::function<StepOut(const Tree&, const Tree&, const Array&, const Array&, const Array&)> body = local_step;
-    if (nproc > 1)
+    if (spmd)
       body = g::shard_map(local_step, g::Mesh(g::devices(), {"data"}),
                           {g::P(), g::P(), g::P("data"), g::P("data"), g::P()}, {g::P()});
     // the old parameters and optimizer state are donated: the step updates them in place
@@ -546,6 +555,8 @@ int main(int argc, char** argv) {
                       .donate_argnums = {0, 1},
                       .polymorphic = partial ? std::vector<std::string>{"", "", "b, ...", task.target_spec, ""}
                                              : std::vector<std::string>{}});
+    std::vector<std::optional<g::NamedSharding>> param_sh, state_sh;
+    std::optional<g::NamedSharding> batch_sh;
     if (mesh) {
       // the same step for one device, its layouts as annotations: the compiler inserts the collectives
       auto ps = g::nn::parameter_shardings(params, *mesh, layout), ss = g::nn::parameter_shardings(opt_state, *mesh, layout);
@@ -566,6 +577,33 @@ int main(int argc, char** argv) {
         outs = plan.out_shardings;
       }
       step = g::pjit(local_step, {.name = "train_step", .in_leaf_shardings = {ps, ss, {batch}, {batch}, {}}, .out_shardings = outs});
+      param_sh = ps;
+      state_sh = ss;
+      batch_sh = batch;
+    }
+    // Across processes (--mesh under mpirun) each process hands pjit its own blocks and gets its blocks
+    // back: the parameters and optimizer state live as blocks between steps, and are gathered whole
+    // (a collective: every rank calls it) for the evaluation, the checkpoints and the saved model.
+    const bool blocks = mesh && nproc > 1;
+    auto relayout = [&](const Tree& t, const std::vector<std::optional<g::NamedSharding>>& sh, bool to_blocks) {
+      g::TreeDef def;
+      std::vector<Array> leaves = g::tree_flatten(t, &def);
+      for (size_t i = 0; i < leaves.size() && i < sh.size(); ++i) {
+        if (!sh[i]) continue;
+        if (to_blocks) {
+          leaves[i] = g::device_put(leaves[i], *sh[i]).addressable_data(0);
+        } else {
+          g::Shape global = leaves[i].shape();
+          for (size_t d = 0; d < sh[i]->spec.dims.size(); ++d)
+            if (sh[i]->spec.dims[d]) global[d] *= mesh->axis_size(*sh[i]->spec.dims[d]);
+          leaves[i] = g::make_array_from_single_device_arrays(global, *sh[i], {leaves[i]}).gather();
+        }
+      }
+      return g::tree_unflatten<Tree>(def, leaves);
+    };
+    if (blocks) {
+      params = relayout(params, param_sh, true);
+      opt_state = relayout(opt_state, state_sh, true);
     }
     const int64_t share = st.batch / nproc;  // this rank's rows of each global batch
     // right predictions and the summed cross-entropy of a test batch (sums: the masked rows of a
@@ -588,7 +626,11 @@ int main(int argc, char** argv) {
       for (auto [xb, yb] : batches) {
         Array loss;
         Array key = g::random::fold_in(epoch_key, static_cast<uint32_t>(i));
-        if (nproc > 1) {
+        const int64_t rows = xb.shape(0);  // the global batch's
+        if (blocks) {
+          xb = g::device_put(xb, *batch_sh).addressable_data(0);
+          yb = g::device_put(yb, *batch_sh).addressable_data(0);
+        } else if (nproc > 1) {
           xb = xb[{g::slice(rank * share, (rank + 1) * share)}];
           yb = yb[{g::slice(rank * share, (rank + 1) * share)}];
         }
@@ -598,17 +640,19 @@ int main(int argc, char** argv) {
         if (!std::isfinite(l))
           throw g::ValueError("the training loss became " + std::to_string(l) + " at epoch " + std::to_string(epoch) +
                               ", step " + std::to_string(i + 1) + ": training diverged (try a lower --lr)");
-        total += l * double(xb.shape(0));
-        seen += xb.shape(0);
+        total += l * double(rows);
+        seen += rows;
         ++i;
         if (i % 20 == 0 || i == batches.size()) progress(epoch, i, batches.size(), total / double(seen));
       }
       double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      Tree whole = blocks ? relayout(params, param_sh, false) : params;
+      Tree whole_state = blocks ? relayout(opt_state, state_sh, false) : opt_state;
       int64_t right = 0;
       double nll = 0;
       // batches of 1024 images (64 windows of text): the last, partial one runs in the same program
       for (auto [xb, yb] : g::data::batches(x_test, task.y_test, lm ? 64 : 1024, std::nullopt, false)) {
-        auto [r, l] = evaluate(params, xb, yb);
+        auto [r, l] = evaluate(whole, xb, yb);
         right += r.item<int64_t>();
         nll += l.item<double>();
       }
@@ -619,11 +663,12 @@ int main(int argc, char** argv) {
       pr.accs.push_back(acc);
       pr.epoch = epoch;
       std::printf("\repoch %d: %.2f s, %.0f examples/s, train loss %.4f, test accuracy %.4f%s%20s\n", epoch, secs,
-                  double(seen * nproc) / secs, pr.losses.back(), acc, bits, "");
-      if (rank == 0) save_checkpoint(ckpt_path, st, pr, params, opt_state, root);
+                  double(seen) / secs, pr.losses.back(), acc, bits, "");
+      if (rank == 0) save_checkpoint(ckpt_path, st, pr, whole, whole_state, root);
       std::printf("checkpoint: epoch %d saved\n", epoch);
       std::fflush(stdout);
     }
+    if (blocks) params = relayout(params, param_sh, false);
     std::string final_path = out_dir + "/model.safetensors", plot = out_dir + "/training.svg";
     if (rank != 0) return 0;
     g::io::save(final_path, params,

@@ -576,7 +576,10 @@ int main(int argc, char** argv) {
         ss = plan.in_leaf_shardings[1];
         outs = plan.out_shardings;
       }
-      step = g::pjit(local_step, {.name = "train_step", .in_leaf_shardings = {ps, ss, {batch}, {batch}, {}}, .out_shardings = outs});
+      step = g::pjit(local_step, {.name = "train_step",
+                                  .in_leaf_shardings = {ps, ss, {batch}, {batch}, {}},
+                                  .out_shardings = outs,
+                                  .donate_argnums = {0, 1}});
       param_sh = ps;
       state_sh = ss;
       batch_sh = batch;

@@ -46,6 +46,10 @@ struct PjitOptions {
   std::vector<std::optional<NamedSharding>> out_shardings;
   /// The mesh, when no sharding names it (otherwise every sharding must be over this one).
   std::optional<Mesh> mesh;
+  /// Positional arguments the call may take over (JitOptions::donate_argnums): a training step's
+  /// parameters and optimizer state, updated in place where a result has a donated leaf's block type.
+  /// Whole arrays given are deleted; across processes, the donated blocks are the sharded arrays' own.
+  std::vector<int> donate_argnums;
 };
 
 /// One device's program and the layouts behind it (pjit(f).lower(args...)).
@@ -108,7 +112,7 @@ ShardedArray sharded_result(const Array& x, const Mesh& mesh, const PartitionSpe
 template <class F>
 class Pjitted {
  public:
-  Pjitted(F f, PjitOptions o) : f_(std::move(f)), opts_(std::move(o)), jit_(JitOptions{.name = opts_.name}) {}
+  Pjitted(F f, PjitOptions o) : f_(std::move(f)), opts_(std::move(o)), jit_(JitOptions{.name = opts_.name, .donate_argnums = opts_.donate_argnums}) {}
 
   /// Whole arrays (pytrees) in, f's output type out.
   template <class... Args>

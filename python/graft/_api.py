@@ -264,10 +264,10 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), p
                              donate_argnums=donate_argnums, polymorphic=polymorphic, buckets=buckets,
                              in_shardings=in_shardings, out_shardings=out_shardings)
     if in_shardings is not None or out_shardings is not None:
-        if static_argnums or static_argnames or donate_argnums or polymorphic:
-            raise NotImplementedError("jit: in_shardings / out_shardings do not take static, donated or polymorphic "
+        if static_argnums or static_argnames or polymorphic:
+            raise NotImplementedError("jit: in_shardings / out_shardings do not take static or polymorphic "
                                       "arguments yet")
-        return _sharded_jit(fun, in_shardings, out_shardings)
+        return _sharded_jit(fun, in_shardings, out_shardings, _argnums_tuple(donate_argnums))
     static_argnums = _argnums_tuple(static_argnums)
     static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     donate = _argnums_tuple(donate_argnums)
@@ -444,13 +444,13 @@ class Compiled:
         return f"Compiled(jit({self._name}))"
 
 
-def _sharded_jit(fun, in_shardings, out_shardings):
+def _sharded_jit(fun, in_shardings, out_shardings, donate_argnums=()):
     NamedSharding, ShardedArray = _graft.NamedSharding, _graft.ShardedArray
 
     def is_sh(s):
         return isinstance(s, NamedSharding)
 
-    state = _graft.Pjit(getattr(fun, "__name__", "<lambda>"))
+    state = _graft.Pjit(getattr(fun, "__name__", "<lambda>"), list(donate_argnums))
     out_trees = {}
 
     @functools.wraps(fun)
@@ -488,7 +488,10 @@ def _sharded_jit(fun, in_shardings, out_shardings):
                 _graft.make_jaxpr(flat, arrays)
             d = out_trees[key]
             outs_sh = broadcast_prefix(out_shardings, tree_unflatten(d, [0] * d.num_leaves), "jit out_shardings", is_sh)
-        outs, shardings = state.call(flat, arrays, per_leaf, outs_sh, None, key)
+        offsets = [0]
+        for a in args:
+            offsets.append(offsets[-1] + len(tree_flatten(a)[0]))
+        outs, shardings = state.call(flat, arrays, per_leaf, outs_sh, None, key, offsets)
         if sharded:
             outs = [_graft.device_put_sharded(o, s) for o, s in zip(outs, shardings)]
         return tree_unflatten(out_trees[key], outs)

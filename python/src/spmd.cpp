@@ -75,27 +75,44 @@ void bind_spmd(py::module_& m) {
         std::make_shared<std::map<std::string, std::vector<PartitionSpec>>>();
   };
   py::class_<PyPjit>(m, "Pjit")
-      .def(py::init([](const std::string& name) { return PyPjit{JitFunction(JitOptions{.name = name})}; }))
+      .def(py::init([](const std::string& name, std::vector<int> donate) {
+             return PyPjit{JitFunction(JitOptions{.name = name, .donate_argnums = std::move(donate)})};
+           }),
+           py::arg("name"), py::arg("donate_argnums") = std::vector<int>{})
+      // in: one sharding per leaf; offsets: where each positional argument's leaves start (and the end),
+      // for donate_argnums
       .def("call",
            [spec_tuple](PyPjit& self, py::function f, py::handle args, std::vector<std::optional<NamedSharding>> in,
-                        std::vector<std::optional<NamedSharding>> out, std::optional<Mesh> mesh, const std::string& key) {
+                        std::vector<std::optional<NamedSharding>> out, std::optional<Mesh> mesh, const std::string& key,
+                        std::vector<size_t> offsets) {
              std::vector<Array> leaves = to_arrays(args);
-             PjitOptions o{.in_shardings = std::move(in), .out_shardings = std::move(out), .mesh = std::move(mesh)};
+             if (offsets.empty())
+               for (size_t i = 0; i <= leaves.size(); ++i) offsets.push_back(i);
+             if (offsets.back() != leaves.size() || in.size() != leaves.size())
+               throw ValueError("jit: the argument offsets or in_shardings do not match the " + std::to_string(leaves.size()) +
+                                " leaves");
+             std::vector<std::vector<std::optional<NamedSharding>>> per_arg;
+             for (size_t a = 0; a + 1 < offsets.size(); ++a)
+               per_arg.emplace_back(in.begin() + static_cast<std::ptrdiff_t>(offsets[a]),
+                                    in.begin() + static_cast<std::ptrdiff_t>(offsets[a + 1]));
+             PjitOptions o{.in_leaf_shardings = std::move(per_arg), .out_shardings = std::move(out), .mesh = std::move(mesh)};
              detail::PjitSetup s = detail::pjit_setup(o);
              s.mu = self.mu;
              s.out_specs = self.record;
              FlatCall c;
              c.fn = flat_fn(f);
              c.leaves = leaves;
-             for (size_t i = 0; i <= leaves.size(); ++i) c.offset.push_back(i);
-             for (size_t i = 0; i < leaves.size(); ++i) c.traced.push_back(true);
+             c.offset = offsets;
+             c.traced.assign(offsets.size() - 1, true);
              c.key = key;
              std::vector<PartitionSpec> specs;
              std::vector<Array> r = detail::pjit_call(self.jit, s, c, detail::leaf_specs(s, c), &specs);
              py::list sh;
              for (auto& p : specs) sh.append(NamedSharding{*s.mesh, p});
              return py::make_tuple(r, sh);
-           })
+           },
+           py::arg("f"), py::arg("args"), py::arg("in_shardings"), py::arg("out_shardings"), py::arg("mesh"), py::arg("key"),
+           py::arg("offsets") = std::vector<size_t>{})
       .def_property_readonly("num_traces", [](const PyPjit& self) { return self.jit.num_traces(); });
   m.def("shard_map", [to_spec](py::function f, const Mesh& mesh, py::handle in_specs, py::handle out_specs,
                                py::handle args) {

@@ -1,5 +1,9 @@
 """shard_map and pmap from Python over this process's devices (ctest runs with GRAFT_CPU_DEVICES=4;
 the checks hold for any number of devices)."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 
 import graft as gf
@@ -71,6 +75,32 @@ def test_sharded_jit():
     assert f._num_traces() == 1
     # the identity outside sharded jit
     np.testing.assert_allclose(np.asarray(lax.with_sharding_constraint(x, batch)), np.asarray(x))
+
+
+def test_sharded_jit_donation():
+    # a fresh interpreter, as test_transforms.test_jit_donation (an earlier requires_grad_() would stage it)
+    code = """
+import numpy as np, graft as gf, graft.numpy as gnp
+from graft.sharding import Mesh, NamedSharding, P
+mesh = Mesh(gf.devices(), ["data"])
+rows = NamedSharding(mesh, P("data"))
+n = len(gf.devices())
+step = gf.jit(lambda p, g: (p - 0.1 * g, gnp.sum(g)), in_shardings=rows, donate_argnums=0)
+p = gnp.ones((8 * n, 32)) * 1.0
+p2, s = step(p, gnp.ones((8 * n, 32)))
+p3, _ = step(p2, gnp.ones((8 * n, 32)))
+np.testing.assert_allclose(np.asarray(p3), 0.8)
+assert float(s) == 8 * n * 32
+for name, q in (("p", p), ("p2", p2)):
+    try:
+        np.asarray(q)
+    except ValueError as e:
+        print(name, "deleted:", e)
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "p deleted:" in r.stdout and "p2 deleted:" in r.stdout and "donat" in r.stdout, r.stdout
 
 
 def test_sharded_jit_errors():

@@ -544,6 +544,36 @@ TEST(Pjit, ShardedArraysInAndOut) {
   EXPECT_EQ(g.num_traces(), 1u);
 }
 
+// Donation (a training step's parameters and optimizer state): the donated arguments are deleted after
+// the call, the update is written into the donated buffer, the results feed the next call, and the
+// values equal the undonated step's.
+TEST(Pjit, DonatedArgumentsAreTakenOver) {
+  Rng rng(23);
+  Mesh m(cpus(4), {"data"});
+  OS rows = ns(m, P("data"));
+  Array w = rng.uniform({8, 6}, DType::f64), x = rng.uniform({8, 6}, DType::f64);
+  auto sgd = [](const Array& w, const Array& x) {
+    Array g = grad([&](const Array& v) { return sum(square(v * x)); })(w);
+    return std::pair{w - g * 0.1, sum(g)};
+  };
+  auto plain = pjit(sgd, {.in_shardings = {rows, rows}});
+  auto step = pjit(sgd, {.in_shardings = {rows, rows}, .donate_argnums = {0}});
+  auto [want1, s1] = plain(w, x);
+  auto [want2, s2] = plain(want1, x);
+  Array w0 = w + 0.0;  // a copy to donate
+  auto [w1, t1] = step(w0, x);
+  EXPECT_TRUE(w0.concrete()->deleted());
+  EXPECT_FALSE(x.concrete()->deleted());
+  expect_throws<ValueError>([&] { (void)(w0 + 1.0); }, "donated");
+  const void* storage = w1.raw_data();
+  auto [w2, t2] = step(w1, x);
+  EXPECT_TRUE(w1.concrete()->deleted());
+  EXPECT_EQ(w2.raw_data(), storage);  // in place: the update's result took the donated buffer
+  EXPECT_TRUE(close(w2, want2, 0, 0));
+  EXPECT_EQ(t2.item<double>(), s2.item<double>());
+  EXPECT_EQ(step.num_traces(), 1u);
+}
+
 TEST(Pjit, ShardingConstraintPinsAnIntermediate) {
   Rng rng(8);
   Mesh m(cpus(2), {"data"});

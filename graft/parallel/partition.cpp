@@ -155,22 +155,48 @@ Step replicate_all(const Eqn& e) {
   return st;
 }
 
-// Elementwise: the result follows the operands' splits (the first operand splitting a dimension over
-// an axis not yet used wins; the others are brought to it). A partial sum stays one through a linear
-// operation (a sum or difference with another array, one partial factor of a product or numerator of a
-// quotient, negation, conversion between float types).
-Step elementwise(const Eqn& e, const std::vector<VS>& in) {
+double move_cost(const Aval& a, const VS& from, const VS& to, const Mesh& mesh);
+
+// Elementwise: the result follows the operands' splits. Where they agree (or split different dimensions
+// over different axes) it takes them all (the operands missing a split are sliced: free); where they
+// conflict, it takes whichever candidate — that merge, or one operand's own layout — moves the fewest
+// bytes (operands already brought to a layout for an earlier use count nothing), the merge among
+// equals. A partial sum stays one through a linear operation (a sum or difference with another array,
+// one partial factor of a product or numerator of a quotient, negation, conversion between float types).
+Step elementwise(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const std::vector<std::vector<VS>>& avail) {
   int64_t r = e.outputs[0]->aval.ndim();
   VS t = VS::replicated(r);
   uint32_t used = 0;
+  auto same_shape = [&](size_t i) { return e.inputs[i].aval().shape == e.outputs[0]->aval.shape; };
   for (size_t i = 0; i < e.inputs.size(); ++i) {
-    if (e.inputs[i].aval().ndim() != r || e.inputs[i].aval().shape != e.outputs[0]->aval.shape) continue;
+    if (!same_shape(i)) continue;
     for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
       int k = in[i].dims[d];
       if (k >= 0 && t.dims[d] < 0 && !(used & (1u << k))) {
         t.dims[d] = k;
         used |= 1u << k;
       }
+    }
+  }
+  auto bytes_moved = [&](const VS& c) {
+    double b = 0;
+    for (size_t i = 0; i < e.inputs.size(); ++i) {
+      if (e.inputs[i].is_literal() || !same_shape(i)) continue;
+      bool there = false;
+      for (auto& a : avail[i]) there = there || a.dims == c.dims;
+      if (!there) b += move_cost(e.inputs[i].aval(), whole(in[i]), c, mesh) * static_cast<double>(itemsize(e.inputs[i].aval().dtype));
+    }
+    return b;
+  };
+  double least = bytes_moved(t);
+  for (size_t i = 0; i < e.inputs.size() && least > 0; ++i) {
+    if (e.inputs[i].is_literal() || !same_shape(i)) continue;
+    VS c = whole(in[i]);
+    double b = bytes_moved(c);
+    if (b < least) {
+      least = b;
+      t = c;
+      used = c.used();
     }
   }
   // which operands may stay partial sums
@@ -687,7 +713,7 @@ Step rule_for(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const s
     }
   }
   if (q == &sharding_constraint_p) return constraint_rule(e, mesh);
-  if (q->has(kElementwise) && e.outputs.size() == 1) return elementwise(e, in);
+  if (q->has(kElementwise) && e.outputs.size() == 1) return elementwise(e, in, mesh, avail);
   if (q == &prims::broadcast_in_dim_p) return broadcast_rule(e, in[0]);
   if (q == &prims::reshape_p) return reshape_rule(e, in[0], mesh);
   if (q == &prims::transpose_p) return transpose_rule(e, in[0]);

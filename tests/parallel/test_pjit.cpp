@@ -267,6 +267,25 @@ TEST(Pjit, DataParallelCnnRunsConvolutionsAndPoolingOnBlocks) {
   }
 }
 
+// Operands that split a dimension differently: the layout that moves the fewest bytes wins, whatever
+// the operands' order — gathering the bool mask split by columns, not the two f64 operands split by rows.
+TEST(Pjit, ElementwiseConflictsMoveTheFewestBytes) {
+  Rng rng(24);
+  Mesh m(cpus(4), {"data"});
+  OS rows = ns(m, P("data")), cols = ns(m, P(std::nullopt, "data"));
+  Array mask = rng.uniform({8, 8}, DType::f64) > 0.5, x = rng.uniform({8, 8}, DType::f64), y = rng.uniform({8, 8}, DType::f64);
+  auto f = [](const Array& mask, const Array& x, const Array& y) { return where(mask, x, y); };
+  auto g = pjit(f, {.in_shardings = {cols, rows, rows}});
+  EXPECT_TRUE(close(g(mask, x, y), f(mask, x, y), 0, 0));
+  auto l = g.lower(mask, x, y);
+  auto c = count(l);
+  EXPECT_EQ(c["all_gather_invariant"], 1) << l.plan_text() << l.as_text();
+  int64_t bytes = 0;
+  for (auto& [name, b] : l.collectives()) bytes += b;
+  EXPECT_EQ(bytes, 8 * 2) << l.plan_text();  // the mask's column block, one byte per element
+  EXPECT_EQ(l.out_specs[0], P("data")) << l.plan_text();
+}
+
 // A property test: random valid shardings of every argument and output (each dimension over a random
 // mesh axis or none, each axis at most once) over meshes of 1, 2, 4 and 8 devices, for programs that
 // exercise every propagation rule: equal to jit.

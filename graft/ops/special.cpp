@@ -179,5 +179,139 @@ Array i1(const Array& x0) {
 }
 Array logsumexp(const Array& x, AxisArg axis, bool keepdims) { return graft::logsumexp(x, axis, keepdims); }
 Array softmax(const Array& x, int64_t axis) { return graft::softmax(x, axis); }
+Array log_softmax(const Array& x, int64_t axis) { return graft::log_softmax(x, axis); }
+
+Array gammasgn(const Array& x0) {
+  Array x = to_float(x0, "gammasgn");
+  Array fl = lax::floor(x);
+  Array neg = lax::lt(x, full_as(x, 0));
+  // a pole (a negative integer, -inf) or NaN
+  Array nan = lax::bitwise_or(lax::bitwise_and(neg, lax::eq(x, fl)), lax::ne(x, x));
+  // Γ < 0 between -2k-1 and -2k, and at -0.0 (1 / -0.0 is -inf)
+  Array odd = lax::ne(lax::rem(fl, full_as(x, 2)), full_as(x, 0));
+  Array minus_zero = lax::bitwise_and(lax::eq(x, full_as(x, 0)), lax::lt(lax::div(full_as(x, 1), x), full_as(x, 0)));
+  Array minus = lax::bitwise_or(lax::bitwise_and(neg, odd), minus_zero);
+  return lax::select(nan, full_as(x, NAN), lax::select(minus, full_as(x, -1), full_as(x, 1)));
+}
+Array gamma(const Array& x0) {
+  Array x = to_float(x0, "gamma");
+  return lax::mul(gammasgn(x), lax::exp(lax::lgamma(x)));
+}
+Array loggamma(const Array& x0) {
+  Array x = to_float(x0, "loggamma");
+  return lax::select(lax::gt(x, full_as(x, 0)), lax::lgamma(x), full_as(x, NAN));
+}
+Array beta(const Array& a, const Array& b) {
+  auto [x, y] = float_pair(a, b, "beta");
+  Array sign = lax::mul(lax::mul(gammasgn(x), gammasgn(y)), gammasgn(lax::add(x, y)));
+  return lax::mul(sign, lax::exp(betaln(x, y)));
+}
+Array factorial(const Array& n0) {
+  Array n = to_float(n0, "factorial");
+  return lax::select(lax::lt(n, full_as(n, 0)), full_as(n, 0), lax::exp(lax::lgamma(lax::add(n, full_as(n, 1)))));
+}
+Array comb(const Array& n0, const Array& k0, bool repetition) {
+  auto [n, k] = float_pair(n0, k0, "comb");
+  if (repetition) {
+    Array r = comb(lax::sub(lax::add(n, k), full_as(n, 1)), k, false);
+    return lax::select(lax::bitwise_and(lax::eq(k, full_as(k, 0)), lax::ge(n, full_as(n, 0))), full_as(n, 1), r);
+  }
+  Array zero = full_as(n, 0), one = full_as(n, 1);
+  Array ok = lax::bitwise_and(lax::bitwise_and(lax::le(k, n), lax::ge(n, zero)), lax::ge(k, zero));
+  // the excluded entries see 0 choose 0, so that no branch makes a NaN a gradient would multiply by zero
+  Array sn = lax::select(ok, n, zero), sk = lax::select(ok, k, zero);
+  Array l = lax::sub(lax::sub(lax::lgamma(lax::add(sn, one)), lax::lgamma(lax::add(sk, one))),
+                     lax::lgamma(lax::add(lax::sub(sn, sk), one)));
+  return lax::select(ok, lax::exp(l), zero);
+}
+
+namespace {
+
+Array poch_value(const Array& z, const Array& m) {
+  return lax::select(lax::eq(m, full_as(m, 0)), full_as(z, 1), lax::div(gamma(lax::add(z, m)), gamma(z)));
+}
+const auto& poch_fn() {
+  static const auto f = custom_jvp([](const Array& z, const Array& m) { return poch_value(z, m); },
+                                   [](const std::vector<Array>& p, const std::vector<Array>& t) {
+                                     const Array &z = p[0], &m = p[1];
+                                     Array v = poch_value(z, m);
+                                     Array dzm = lax::digamma(lax::add(z, m));
+                                     Array dz = lax::mul(lax::sub(dzm, lax::digamma(z)), v);
+                                     Array dm = lax::mul(dzm, v);
+                                     return std::make_pair(v, lax::add(lax::mul(t[0], dz), lax::mul(t[1], dm)));
+                                   },
+                                   "poch");
+  return f;
+}
+
+}  // namespace
+
+Array poch(const Array& z, const Array& m) {
+  auto [x, y] = float_pair(z, m, "poch");
+  return poch_fn()(x, y);
+}
+Array multigammaln(const Array& a0, int64_t d) {
+  if (d < 1) fail<ValueError>("multigammaln: the dimension d must be a positive integer, got ", d);
+  Array a = to_float(a0, "multigammaln");
+  Array r = lax::full(a.shape(), 0.25 * static_cast<double>(d) * static_cast<double>(d - 1) * std::log(std::numbers::pi), a.dtype());
+  for (int64_t j = 0; j < d; ++j) r = lax::add(r, lax::lgamma(lax::sub(a, full_as(a, 0.5 * static_cast<double>(j)))));
+  return r;
+}
+Array bernoulli(int64_t n) {
+  if (n < 0) fail<ValueError>("bernoulli: n must be a non-negative integer, got ", n);
+  // B_m = (-1)^(m/2 + 1) 2 m! ζ(m) / (2π)^m for even m >= 4; B_1 = -1/2, B_2 = 1/6; 0 for odd m >= 3.
+  // m! / (2π)^m is carried as a running product (no factorial overflows first); ζ(m) is its first 99
+  // terms plus the Euler-Maclaurin tail (to K^(-m-3); the next term is below 1e-19 for m >= 4).
+  std::vector<double> b(static_cast<size_t>(n + 1), 0.0);
+  b[0] = 1;
+  if (n >= 1) b[1] = -0.5;
+  if (n >= 2) b[2] = 1.0 / 6;
+  double ratio = 1;  // m! / (2π)^m
+  for (int64_t m = 1; m <= n; ++m) {
+    ratio *= static_cast<double>(m) / (2 * std::numbers::pi);
+    if (m < 4 || m % 2) continue;
+    const double K = 100, dm = static_cast<double>(m);
+    double zeta = 0;
+    for (int64_t k = 99; k >= 1; --k) zeta += std::pow(static_cast<double>(k), -dm);  // small terms first
+    zeta += std::pow(K, 1 - dm) / (dm - 1) + std::pow(K, -dm) / 2 + dm * std::pow(K, -dm - 1) / 12 -
+            dm * (dm + 1) * (dm + 2) * std::pow(K, -dm - 3) / 720;
+    b[static_cast<size_t>(m)] = ((m / 2) % 2 ? 2.0 : -2.0) * ratio * zeta;
+  }
+  return convert(array(b, {n + 1}), default_float_dtype(), false);
+}
+
+Array rel_entr(const Array& p0, const Array& q0) {
+  auto [p, q] = float_pair(p0, q0, "rel_entr");
+  Array zero = full_as(p, 0), one = full_as(p, 1);
+  Array both = lax::bitwise_and(lax::gt(p, zero), lax::gt(q, zero));
+  Array p_zero = lax::bitwise_and(lax::eq(p, zero), lax::ge(q, zero));
+  Array sp = lax::select(both, p, one), sq = lax::select(both, q, one);
+  Array r = lax::mul(sp, lax::log(lax::div(sp, sq)));
+  return lax::select(both, r, lax::select(p_zero, zero, full_as(p, INFINITY)));
+}
+Array kl_div(const Array& p0, const Array& q0) {
+  auto [p, q] = float_pair(p0, q0, "kl_div");
+  return lax::add(lax::sub(rel_entr(p, q), p), q);
+}
+
+namespace {
+
+// (e^(λ l) - 1) / λ, or l itself at λ = 0: Box-Cox on l = log x or log1p x
+Array boxcox_of(const Array& l, const Array& lmbda) {
+  Array zero = lax::eq(lmbda, full_as(lmbda, 0));
+  Array safe = lax::select(zero, full_as(lmbda, 1), lmbda);
+  return lax::select(zero, l, lax::div(lax::expm1(lax::mul(safe, l)), safe));
+}
+
+}  // namespace
+
+Array boxcox(const Array& x0, const Array& lmbda0) {
+  auto [x, l] = float_pair(x0, lmbda0, "boxcox");
+  return boxcox_of(lax::log(x), l);
+}
+Array boxcox1p(const Array& x0, const Array& lmbda0) {
+  auto [x, l] = float_pair(x0, lmbda0, "boxcox1p");
+  return boxcox_of(lax::log1p(x), l);
+}
 
 }  // namespace graft::special

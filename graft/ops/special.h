@@ -55,5 +55,39 @@ Array i1e(const Array& x);
 /// log Σ e^x and the softmax, over `axis` (as graft::logsumexp and graft::softmax).
 Array logsumexp(const Array& x, AxisArg axis = {}, bool keepdims = false);
 Array softmax(const Array& x, int64_t axis = -1);
+/// log softmax over `axis` (as graft::log_softmax).
+Array log_softmax(const Array& x, int64_t axis = -1);
+
+// ---- Γ and its relatives (real arguments) ------------------------------------------------------------------
+/// The sign of Γ(x): 1 or -1 (-1 at -0.0), NaN at the poles (negative integers), -inf and NaN.
+Array gammasgn(const Array& x);
+/// Γ(x) = gammasgn(x) e^gammaln(x): ±inf at ±0, NaN at the negative integers.
+Array gamma(const Array& x);
+/// log Γ(x) on the principal branch: gammaln(x) for x > 0, NaN otherwise (Γ's logarithm is complex there).
+Array loggamma(const Array& x);
+/// B(a, b) = Γ(a) Γ(b) / Γ(a + b), signed.
+Array beta(const Array& a, const Array& b);
+/// n! = Γ(n + 1) as a float; 0 for n < 0 (scipy's exact=False).
+Array factorial(const Array& n);
+/// N choose k as a float, 0 where k > N, N < 0 or k < 0; with `repetition` the multiset coefficient
+/// (N + k - 1 choose k, 1 for k = 0).
+Array comb(const Array& n, const Array& k, bool repetition = false);
+/// The Pochhammer symbol (z)_m = Γ(z + m) / Γ(z), 1 for m = 0; derivatives ψ(z + m) - ψ(z) and ψ(z + m)
+/// times (z)_m in z and m.
+Array poch(const Array& z, const Array& m);
+/// Σ_{j<d} gammaln(a - j/2) + d(d-1)/4 log π: the log of the multivariate gamma function of dimension d.
+Array multigammaln(const Array& a, int64_t d);
+/// The Bernoulli numbers B_0 ... B_n (B_1 = -1/2), in the default float dtype.
+Array bernoulli(int64_t n);
+
+// ---- entropies and transforms ---------------------------------------------------------------------------
+/// p log(p / q) for p, q > 0; 0 for p = 0, q >= 0; inf otherwise.
+Array rel_entr(const Array& p, const Array& q);
+/// rel_entr(p, q) - p + q.
+Array kl_div(const Array& p, const Array& q);
+/// The Box-Cox transform (x^λ - 1) / λ, log(x) at λ = 0, and its form for 1 + x (boxcox1p), computed
+/// through expm1 and log1p.
+Array boxcox(const Array& x, const Array& lmbda);
+Array boxcox1p(const Array& x, const Array& lmbda);
 
 }  // namespace graft::special

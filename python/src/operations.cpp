@@ -306,6 +306,21 @@ void bind_special(py::module_& m) {
   unary("special_i0e", &special::i0e);
   unary("special_i1", &special::i1);
   unary("special_i1e", &special::i1e);
+  unary("special_gammasgn", &special::gammasgn);
+  unary("special_gamma", &special::gamma);
+  unary("special_loggamma", &special::loggamma);
+  unary("special_factorial", &special::factorial);
+  binary("special_beta", &special::beta);
+  binary("special_poch", &special::poch);
+  binary("special_rel_entr", &special::rel_entr);
+  binary("special_kl_div", &special::kl_div);
+  binary("special_boxcox", &special::boxcox);
+  binary("special_boxcox1p", &special::boxcox1p);
+  m.def("special_comb", [](py::handle n, py::handle k, bool repetition) {
+    return special::comb(to_array(n), to_array(k), repetition);
+  }, "N"_a, "k"_a, "repetition"_a = false);
+  m.def("special_multigammaln", [](py::handle a, int64_t d) { return special::multigammaln(to_array(a), d); }, "a"_a, "d"_a);
+  m.def("special_bernoulli", &special::bernoulli, "n"_a);
 }
 
 void bind_collectives_and_random(py::module_& m) {

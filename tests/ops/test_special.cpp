@@ -202,6 +202,85 @@ TEST(Special, IncompleteGammaAndBetaDerivatives) {
       [] { grad(grad([](const Array& a) { return sum(sp::gammainc(a, f64(2))); }))(f64(1)); }, "igamma_grad_a");
 }
 
+// Γ and its relatives, the entropies and Box-Cox: exact values, JAX's conventions at the poles and
+// signed zeros, derivatives against finite differences (poch's custom rule included).
+TEST(Special, GammaFamilyEntropiesAndBoxCox) {
+  const double sqrt_pi = std::sqrt(kPi), nan = std::numeric_limits<double>::quiet_NaN(), inf = INFINITY;
+  EXPECT_NEAR(at(sp::gamma(f64(0.5))), sqrt_pi, 1e-15);
+  EXPECT_NEAR(at(sp::gamma(f64(5))), 24, 1e-13);
+  EXPECT_NEAR(at(sp::gamma(f64(-0.5))), -2 * sqrt_pi, 1e-14);
+  EXPECT_NEAR(at(sp::gamma(f64(-1.5))), 4 * sqrt_pi / 3, 1e-14);
+  EXPECT_EQ(at(sp::gamma(f64(0.0))), inf);
+  EXPECT_EQ(at(sp::gamma(f64(-0.0))), -inf);
+  EXPECT_TRUE(std::isnan(at(sp::gamma(f64(-2)))));
+  EXPECT_TRUE(std::isnan(at(sp::gamma(f64(-inf)))));
+  for (auto [x, sign] : std::vector<std::pair<double, double>>{{3.2, 1}, {-0.5, -1}, {-1.5, 1}, {-2.5, -1}, {0.0, 1},
+                                                               {-0.0, -1}, {inf, 1}, {-3, nan}, {-inf, nan}, {nan, nan}}) {
+    double g = at(sp::gammasgn(f64(x)));
+    if (std::isnan(sign)) {
+      EXPECT_TRUE(std::isnan(g)) << x;
+    } else {
+      EXPECT_EQ(g, sign) << x;
+    }
+  }
+  EXPECT_NEAR(at(sp::loggamma(f64(4))), std::log(6.0), 1e-15);
+  EXPECT_TRUE(std::isnan(at(sp::loggamma(f64(-0.5)))));
+  EXPECT_NEAR(at(sp::beta(f64(2), f64(3))), 1.0 / 12, 1e-15);
+  EXPECT_NEAR(at(sp::beta(f64(-0.5), f64(2))), -4.0, 1e-13);  // Γ(-1/2) Γ(2) / Γ(3/2) = -2√π / (√π / 2)
+  EXPECT_EQ(at(sp::factorial(f64(-1))), 0);
+  EXPECT_NEAR(at(sp::factorial(f64(10))), 3628800, 1e-7);
+  EXPECT_NEAR(at(sp::comb(f64(5), f64(2))), 10, 1e-12);
+  EXPECT_EQ(at(sp::comb(f64(5), f64(6))), 0);
+  EXPECT_EQ(at(sp::comb(f64(-1), f64(0))), 0);
+  EXPECT_NEAR(at(sp::comb(f64(5), f64(2), true)), 15, 1e-12);
+  EXPECT_EQ(at(sp::comb(f64(4), f64(0), true)), 1);
+  EXPECT_NEAR(at(sp::poch(f64(3), f64(2))), 12, 1e-12);
+  EXPECT_EQ(at(sp::poch(f64(-2), f64(0))), 1);
+  EXPECT_NEAR(at(sp::multigammaln(f64(2.5), 1)), at(sp::gammaln(f64(2.5))), 1e-15);
+  EXPECT_NEAR(at(sp::multigammaln(f64(2.5), 2)), 0.5 * std::log(kPi) + std::lgamma(2.5) + std::lgamma(2.0), 1e-14);
+  EXPECT_EQ(sp::bernoulli(3).dtype(), default_float_dtype());
+  bool x64 = config::enable_x64();
+  config::set_enable_x64(true);  // computed in f64 on the host; returned in the default float dtype
+  Array b = sp::bernoulli(8);
+  Array b20 = sp::bernoulli(20);
+  config::set_enable_x64(x64);
+  ASSERT_EQ(b.dtype(), DType::f64);
+  std::vector<double> want{1, -0.5, 1.0 / 6, 0, -1.0 / 30, 0, 1.0 / 42, 0, -1.0 / 30};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(values(b)[i], want[i], 1e-16) << i;
+  EXPECT_NEAR(at(b20[20]), -174611.0 / 330, 1e-12);
+  expect_throws<ValueError>([] { sp::bernoulli(-1); }, "bernoulli");
+  expect_throws<ValueError>([] { sp::multigammaln(f64(3), 0); }, "multigammaln");
+  // entropies
+  EXPECT_NEAR(at(sp::rel_entr(f64(2), f64(3))), 2 * std::log(2.0 / 3), 1e-15);
+  EXPECT_EQ(at(sp::rel_entr(f64(0), f64(1))), 0);
+  EXPECT_EQ(at(sp::rel_entr(f64(1), f64(0))), inf);
+  EXPECT_EQ(at(sp::rel_entr(f64(-1), f64(1))), inf);
+  EXPECT_NEAR(at(sp::kl_div(f64(2), f64(3))), 2 * std::log(2.0 / 3) + 1, 1e-15);
+  // Box-Cox
+  EXPECT_NEAR(at(sp::boxcox(f64(std::exp(1.0)), f64(0))), 1, 1e-15);
+  EXPECT_NEAR(at(sp::boxcox(f64(4), f64(0.5))), 2, 1e-15);
+  EXPECT_NEAR(at(sp::boxcox1p(f64(3), f64(0.5))), 2, 1e-15);
+  EXPECT_NEAR(at(sp::boxcox1p(f64(1e-20), f64(2))), 1e-20, 1e-35);  // expm1 and log1p keep tiny x
+  // derivatives
+  auto poch_z = [](const Array& z) { return sp::poch(z, f64(1.7)); };
+  auto poch_m = [](const Array& m) { return sp::poch(f64(2.3), m); };
+  EXPECT_NEAR(ad(poch_z, 2.3), fd(poch_z, 2.3), 1e-7);
+  EXPECT_NEAR(ad(poch_m, 1.7), fd(poch_m, 1.7), 1e-7);
+  auto g = [](const Array& x) { return sp::gamma(x); };
+  EXPECT_NEAR(ad(g, -1.3), fd(g, -1.3), 1e-6);
+  EXPECT_NEAR(ad(g, 3.1), fd(g, 3.1), 1e-6);
+  auto bt = [](const Array& a) { return sp::beta(a, f64(2.5)); };
+  EXPECT_NEAR(ad(bt, 1.4), fd(bt, 1.4), 1e-7);
+  auto c = [](const Array& k) { return sp::comb(f64(7.5), k); };
+  EXPECT_NEAR(ad(c, 2.2), fd(c, 2.2), 1e-6);
+  auto kl = [](const Array& q) { return sp::kl_div(f64(0.7), q); };
+  EXPECT_NEAR(ad(kl, 0.4), fd(kl, 0.4), 1e-7);
+  auto bc = [](const Array& l) { return sp::boxcox(f64(2.5), l); };
+  EXPECT_NEAR(ad(bc, 0.3), fd(bc, 0.3), 1e-7);
+  // integers promote to the default float
+  EXPECT_TRUE(is_floating(sp::factorial(array(std::vector<int32_t>{3}, {1})).dtype()));
+}
+
 TEST(Special, JitAndVmapMatchEager) {
   Rng rng(7);
   Array x = rng.uniform({4, 5}, DType::f32, 0.2, 3);

@@ -38,3 +38,39 @@ def softmax(x, axis=-1):
 
 __all__ = ["betainc", "betaln", "gammainc", "gammaincc", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gammaln", "i0", "i0e", "i1", "i1e",
            "log_ndtr", "logit", "logsumexp", "ndtr", "ndtri", "polygamma", "softmax", "xlog1py", "xlogy", "zeta"]
+
+
+gammasgn = _graft.special_gammasgn
+gamma = _graft.special_gamma
+loggamma = _graft.special_loggamma
+beta = _graft.special_beta
+poch = _graft.special_poch
+rel_entr = _graft.special_rel_entr
+kl_div = _graft.special_kl_div
+boxcox = _graft.special_boxcox
+boxcox1p = _graft.special_boxcox1p
+bernoulli = _graft.special_bernoulli
+
+
+def factorial(n, exact=False):
+    """n! as a float (Γ(n + 1)), 0 for n < 0; exact=True (arbitrary-precision integers) is not supported,
+    as in JAX."""
+    if exact:
+        raise NotImplementedError("factorial with exact=True")
+    return _graft.special_factorial(n)
+
+
+def comb(N, k, *, exact=False, repetition=False):
+    """N choose k as a float (0 where k > N, N < 0 or k < 0); repetition=True counts multisets."""
+    if exact:
+        raise NotImplementedError("comb with exact=True")
+    return _graft.special_comb(N, k, repetition)
+
+
+def multigammaln(a, d):
+    """log of the multivariate gamma function of dimension d (a Python int)."""
+    return _graft.special_multigammaln(a, int(d))
+
+
+def log_softmax(x, axis=-1):
+    return _graft.log_softmax(x, axis)

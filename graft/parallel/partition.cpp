@@ -480,17 +480,21 @@ Step dot_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const s
   return product_rule(e, in, mesh, avail, roles);
 }
 
-// conv_general_dilated (without feature or batch groups): the lhs's batch dimension becomes the
-// result's, the kernel's output features the result's features, the input features are contracted;
-// the spatial dimensions are whole (a split one would need its neighbours' halos). The kernel's
-// gradient is such a convolution with the batch as its contraction: a partial sum over the data axis.
+// conv_general_dilated: the lhs's batch dimension becomes the result's, the kernel's output features
+// the result's features, the input features are contracted; the spatial dimensions are whole (a split
+// one would need its neighbours' halos). The kernel's gradient is such a convolution with the batch as
+// its contraction: a partial sum over the data axis. With feature groups (a depthwise convolution)
+// only the batch keeps its split (features split across groups would change the local group count);
+// with batch groups (a grouped convolution's kernel gradient) the operands are whole.
 Step conv_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, const std::vector<std::vector<VS>>& avail) {
-  if (e.params.get_int("feature_group_count") != 1 || e.params.get_int("batch_group_count") != 1) return replicate_all(e);
+  if (e.params.get_int("batch_group_count") != 1) return replicate_all(e);
   const auto& dn = e.params.get_object<lax::ConvDims>("dimension_numbers");
   auto at = [](const IntList& spec, size_t i) { return static_cast<int>(spec[i]); };
-  std::vector<Role> roles{{at(dn.lhs_spec, 0), -1, at(dn.out_spec, 0), false},
-                          {-1, at(dn.rhs_spec, 0), at(dn.out_spec, 1), false},
-                          {at(dn.lhs_spec, 1), at(dn.rhs_spec, 1), -1, true}};
+  std::vector<Role> roles{{at(dn.lhs_spec, 0), -1, at(dn.out_spec, 0), false}};
+  if (e.params.get_int("feature_group_count") == 1) {
+    roles.push_back({-1, at(dn.rhs_spec, 0), at(dn.out_spec, 1), false});
+    roles.push_back({at(dn.lhs_spec, 1), at(dn.rhs_spec, 1), -1, true});
+  }
   return product_rule(e, in, mesh, avail, roles);
 }
 

@@ -265,6 +265,23 @@ TEST(Pjit, DataParallelCnnRunsConvolutionsAndPoolingOnBlocks) {
     for (auto& [name, b] : low.collectives()) bytes += b;
     EXPECT_EQ(bytes, (3 * 2 * 3 * 3 + 3 + 27 * 4 + 4 + 1) * 8);
   }
+  // a depthwise convolution (feature groups) keeps its batch split: no collective forward; its gradients
+  // equal jit's
+  Array dk = rng.uniform({2, 1, 3, 3}, DType::f64);
+  auto depthwise = [](const Array& k, const Array& x) {
+    return sum(square(lax::conv_general_dilated(x, k, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, lax::ConvDims::nchw(2), 2)));
+  };
+  Mesh m4(cpus(4), {"data"});
+  OS data4 = ns(m4, P("data"));
+  auto fwd = pjit([&](const Array& k, const Array& x) {
+    return lax::conv_general_dilated(x, k, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, lax::ConvDims::nchw(2), 2);
+  }, {.in_shardings = {OS(), data4}, .out_shardings = {data4}});
+  EXPECT_TRUE(fwd.lower(dk, x).collectives().empty()) << fwd.lower(dk, x).plan_text();
+  auto dvg = value_and_grad(depthwise, {0, 1});
+  auto [dl, dg] = pjit(dvg, {.in_shardings = {OS(), data4}})(dk, x);
+  auto [dlr, dgr] = dvg(dk, x);
+  EXPECT_NEAR(dl.item<double>(), dlr.item<double>(), 1e-12);
+  expect_close(dg, dgr, 1e-12);
 }
 
 // Operands that split a dimension differently: the layout that moves the fewest bytes wins, whatever

@@ -222,38 +222,18 @@ def flipud(m):
 
 
 def rot90(m, k=1, axes=(0, 1)):
-    m = _arr(m)
-    k %= 4
     a0, a1 = axes
-    if k == 0:
-        return m
-    if k == 2:
-        return _np.flip(_np.flip(m, a0), a1)
-    perm = list(range(m.ndim))
-    perm[a0], perm[a1] = perm[a1], perm[a0]
-    return _np.transpose(_np.flip(m, a1), perm) if k == 1 else _np.flip(_np.transpose(m, perm), a1)
+    return _graft.np_rot90(m, int(k), int(a0), int(a1))
 
 
 def roll(a, shift, axis=None):
-    a = _arr(a)
-    if axis is None:
-        return _np.reshape(roll(_np.ravel(a), shift, 0), a.shape)
     if isinstance(axis, (tuple, list)):
         shifts = shift if isinstance(shift, (tuple, list)) else [shift] * len(axis)
+        a = _arr(a)
         for s, ax in zip(shifts, axis):
-            a = roll(a, s, ax)
+            a = _graft.np_roll(a, int(s), int(ax))
         return a
-    ax = _axis(axis, a.ndim)
-    n = a.shape[ax]
-    if n == 0:
-        return a
-    s = shift % n
-    if s == 0:
-        return a
-    lo = [slice(None)] * a.ndim
-    hi = [slice(None)] * a.ndim
-    lo[ax], hi[ax] = slice(n - s, n), slice(0, n - s)
-    return _np.concatenate([a[tuple(lo)], a[tuple(hi)]], axis=ax)
+    return _graft.np_roll(a, int(shift), None if axis is None else int(axis))
 
 
 def diff(a, n=1, axis=-1, prepend=None, append=None):
@@ -427,13 +407,7 @@ radians, degrees = deg2rad, rad2deg
 
 
 def hypot(x1, x2):
-    x1, x2 = _np.abs(x1), _np.abs(x2)
-    big, small = _np.maximum(x1, x2), _np.minimum(x1, x2)
-    safe = _np.where(big == 0, 1, big)
-    r = small / safe
-    out = _np.where(big == 0, 0 * big, big * _np.sqrt(1 + r * r))
-    # IEEE's hypot: an infinite leg makes the hypotenuse infinite, even beside a NaN
-    return _np.where(_np.isinf(x1) | _np.isinf(x2), _np.inf, out)
+    return _graft.np_hypot(x1, x2)
 
 
 def signbit(x):
@@ -460,40 +434,21 @@ def fmin(x1, x2):
 def fmod(x1, x2):
     """C's fmod: the remainder with the dividend's sign (lax.rem); an integer divisor of 0 is taken as 1,
     as JAX does (integer division by zero has no value)."""
-    x1, x2 = _arr(x1), _arr(x2)
-    dt = result_type(x1, x2)
-    x1, x2 = x1.astype(dt), x2.astype(dt)
-    if not _is_float(x1):
-        x2 = _np.where(x2 == 0, _np.ones_like(x2), x2)
-    x1, x2 = _np.broadcast_arrays(x1, x2)
-    return _graft.lax_rem(x1, x2)
+    return _graft.np_fmod(x1, x2)
 
 
 def heaviside(x1, x2):
-    x1, x2 = _arr(x1), _arr(x2)
-    dt = result_type(x1, x2, 0.0)
-    x1, x2 = x1.astype(dt), x2.astype(dt)
-    zero, one = _np.zeros_like(x1), _np.ones_like(x1)
-    return _np.where(x1 < 0, zero, _np.where(x1 > 0, one, _np.where(_np.isnan(x1), x1, x2)))
+    return _graft.np_heaviside(x1, x2)
 
 
 def sinc(x):
-    x = _arr(x)
-    # JAX 0.11's: 1 at 0 and 0 at +-inf (NumPy says NaN there), by the limits
-    inf = _np.isinf(x)
-    px = _math.pi * _np.where((x == 0) | inf, 1, x)
-    return _np.where(x == 0, _np.ones_like(px), _np.where(inf, _np.zeros_like(px), _np.sin(px) / px))
+    """sin(pi x) / (pi x): JAX 0.11's 1 at 0 and 0 at +-inf (NumPy says NaN there), by the limits."""
+    return _graft.np_sinc(x)
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    x = _arr(x)
-    if not _is_float(x):
-        return x
-    fi = finfo(x.dtype)
-    posinf = fi.max if posinf is None else posinf
-    neginf = fi.min if neginf is None else neginf
-    x = _np.where(_np.isnan(x), nan, x)
-    return _np.where(_np.isinf(x), _np.where(x > 0, posinf, neginf), x)
+    return _graft.np_nan_to_num(x, float(nan), None if posinf is None else float(posinf),
+                                None if neginf is None else float(neginf))
 
 
 def logaddexp2(x1, x2):
@@ -590,75 +545,50 @@ def count_nonzero(a, axis=None, keepdims=False):
 
 
 # ---- NaN-aware and order statistics ------------------------------------------------------------------------
-def _nan_fill(a, v):
-    a = _arr(a)
-    return _np.where(_np.isnan(a), v, a) if _is_float(a) else a
-
-
 def nansum(a, axis=None, keepdims=False):
-    return _np.sum(_nan_fill(a, 0), axis=axis, keepdims=keepdims)
+    return _graft.np_nansum(a, axis, keepdims)
 
 
 def nanprod(a, axis=None, keepdims=False):
-    return _np.prod(_nan_fill(a, 1), axis=axis, keepdims=keepdims)
-
-
-def _count(a, axis, keepdims):
-    return _np.sum(~_np.isnan(_arr(a)), axis=axis, keepdims=keepdims)
+    return _graft.np_nanprod(a, axis, keepdims)
 
 
 def nanmean(a, axis=None, keepdims=False):
-    return nansum(a, axis, keepdims) / _count(a, axis, keepdims)
+    return _graft.np_nanmean(a, axis, keepdims)
 
 
 def nanvar(a, axis=None, ddof=0, keepdims=False):
-    a = _arr(a)
-    m = nanmean(a, axis, True)
-    d = _nan_fill(a - m, 0)
-    return _np.sum(d * d, axis=axis, keepdims=keepdims) / (_count(a, axis, keepdims) - ddof)
+    return _graft.np_nanvar(a, axis, keepdims, int(ddof))
 
 
 def nanstd(a, axis=None, ddof=0, keepdims=False):
-    return _np.sqrt(nanvar(a, axis, ddof, keepdims))
+    return _graft.np_nanstd(a, axis, keepdims, int(ddof))
 
 
 def nanmax(a, axis=None, keepdims=False):
-    a = _arr(a)
-    r = _np.max(_nan_fill(a, -_np.inf), axis=axis, keepdims=keepdims)
-    return _np.where(_np.all(_np.isnan(a), axis=axis, keepdims=keepdims), _np.nan, r)
+    return _graft.np_nanmax(a, axis, keepdims)
 
 
 def nanmin(a, axis=None, keepdims=False):
-    a = _arr(a)
-    r = _np.min(_nan_fill(a, _np.inf), axis=axis, keepdims=keepdims)
-    return _np.where(_np.all(_np.isnan(a), axis=axis, keepdims=keepdims), _np.nan, r)
+    return _graft.np_nanmin(a, axis, keepdims)
 
 
 def nanargmax(a, axis=None, keepdims=False):
     """argmax over the non-NaN entries; -1 for a slice that is all NaN (JAX's)."""
-    return _nan_arg(a, axis, keepdims, _np.argmax, -_np.inf)
+    return _graft.np_nanargmax(a, axis, keepdims)
 
 
 def nanargmin(a, axis=None, keepdims=False):
     """argmin over the non-NaN entries; -1 for a slice that is all NaN (JAX's)."""
-    return _nan_arg(a, axis, keepdims, _np.argmin, _np.inf)
-
-
-def _nan_arg(a, axis, keepdims, arg, fill):
-    a = _arr(a)
-    if not _is_float(a):
-        return arg(a, axis, keepdims=keepdims)
-    nan = _np.isnan(a)
-    r = arg(_nan_fill(a, fill), axis, keepdims=keepdims)
-    return _np.where(_np.all(nan, axis=axis, keepdims=keepdims), -1, r).astype(str(r.dtype))
+    return _graft.np_nanargmin(a, axis, keepdims)
 
 
 def nancumsum(a, axis=None):
-    return _np.cumsum(_nan_fill(a, 0), axis)
+    return _graft.np_nancumsum(a, axis)
 
 
 def nancumprod(a, axis=None):
-    return _graft.cumprod(_nan_fill(a, 1), axis)
+    return _graft.np_nancumprod(a, axis)
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):

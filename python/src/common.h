@@ -61,6 +61,7 @@ void bind_devices(py::module_& m);             // operations.cpp: asarray, DLPac
 void bind_elementwise(py::module_& m);         // operations.cpp: elementwise graft.numpy functions
 void bind_operations(py::module_& m);          // operations.cpp: the rest of graft.numpy and graft.lax
 void bind_special(py::module_& m);             // operations.cpp: jax.scipy.special's functions
+void bind_numpy_more(py::module_& m);          // numpy_more.cpp: jax.numpy's rarer functions (graft/ops/numpy_more.h)
 void bind_random(py::module_& m);              // random.cpp: jax.random's samplers
 void bind_lax(py::module_& m);                 // lax.cpp: jax.lax's functions on the primitives
 void bind_linalg(py::module_& m);              // linalg.cpp: numpy.linalg, scipy.linalg, lax.linalg

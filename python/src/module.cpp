@@ -53,6 +53,7 @@ PYBIND11_MODULE(_graft, m) {
   bind_elementwise(m);
   bind_operations(m);
   bind_special(m);
+  bind_numpy_more(m);
   bind_lax(m);
   bind_linalg(m);
   bind_random(m);

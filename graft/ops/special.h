@@ -80,6 +80,15 @@ Array multigammaln(const Array& a, int64_t d);
 /// The Bernoulli numbers B_0 ... B_n (B_1 = -1/2), in the default float dtype.
 Array bernoulli(int64_t n);
 
+// ---- exponential integrals and the scaled error function ------------------------------------------------
+/// The exponential integral E1(x) = ∫_x^∞ e^-t / t dt for x > 0 (inf at 0, NaN below); its derivative -e^-x / x.
+Array exp1(const Array& x);
+/// Ei(x) = -E1(-x) for x < 0 and the principal value ∫_-∞^x e^t / t dt above (-inf at 0); derivative e^x / x.
+Array expi(const Array& x);
+/// erfcx(x) = e^(x²) erfc(x), without the overflow and underflow of that product for large x (≈ 1 / (x √π));
+/// derivative 2x erfcx(x) - 2 / √π.
+Array erfcx(const Array& x);
+
 // ---- entropies and transforms ---------------------------------------------------------------------------
 /// p log(p / q) for p, q > 0; 0 for p = 0, q >= 0; inf otherwise.
 Array rel_entr(const Array& p, const Array& q);

@@ -310,6 +310,9 @@ void bind_special(py::module_& m) {
   unary("special_gamma", &special::gamma);
   unary("special_loggamma", &special::loggamma);
   unary("special_factorial", &special::factorial);
+  unary("special_exp1", &special::exp1);
+  unary("special_expi", &special::expi);
+  unary("special_erfcx", &special::erfcx);
   binary("special_beta", &special::beta);
   binary("special_poch", &special::poch);
   binary("special_rel_entr", &special::rel_entr);

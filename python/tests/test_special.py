@@ -194,3 +194,26 @@ def test_gamma_family_conventions_jit_vmap_and_grads():
         want = (float(fn(at + eps)) - float(fn(at - eps))) / (2 * eps)
         got = float(gf.grad(fn)(at))
         assert abs(got - want) <= 1e-7 * (1 + abs(want)), (got, want)
+
+
+def test_exponential_integrals_and_erfcx_match_scipy():
+    # each branch and its boundaries: E1's series / continued fraction at 1, Ei's series / asymptotic
+    # series at 50, erfcx's e^(x^2) erfc(x) / continued fraction at 2; Ei near its root (x ~ 0.3725) is
+    # accurate in absolute terms
+    for name, lo, hi, rtol in [("exp1", 1e-6, 1, 3e-15), ("exp1", 1, 700, 3e-15), ("expi", -700, -1e-6, 3e-15),
+                               ("expi", 0.5, 50, 5e-14), ("expi", 50, 700, 1e-14), ("erfcx", -26, 2, 2e-15),
+                               ("erfcx", 2, 1e8, 2e-15)]:
+        x = np.concatenate([RNG.uniform(lo, hi, 300), [lo, hi]])
+        np.testing.assert_allclose(np.asarray(getattr(gsp, name)(f64(x))), getattr(sps, name)(x), rtol=rtol,
+                                   err_msg=f"{name} on [{lo}, {hi}]")
+    x = np.linspace(0.3, 0.45, 200)
+    np.testing.assert_allclose(np.asarray(gsp.expi(f64(x))), sps.expi(x), rtol=1e-13, atol=1e-16)
+    assert float(gsp.exp1(0.0)) == np.inf and np.isnan(float(gsp.exp1(-1.0)))
+    assert float(gsp.expi(0.0)) == -np.inf and float(gsp.erfcx(-30.0)) == np.inf
+    for fn, at, want in [(gsp.exp1, 1.3, -np.exp(-1.3) / 1.3), (gsp.expi, 2.2, np.exp(2.2) / 2.2),
+                         (gsp.erfcx, 2.5, 2 * 2.5 * sps.erfcx(2.5) - 2 / np.sqrt(np.pi))]:
+        assert abs(float(gf.grad(fn)(at)) - want) <= 1e-13 * abs(want)
+    v = gnp.asarray(RNG.uniform(0.1, 5, (2, 3)))
+    f = lambda u: gsp.exp1(u) + gsp.expi(u) + gsp.erfcx(u)  # noqa: E731
+    np.testing.assert_allclose(np.asarray(gf.jit(f)(v)), np.asarray(f(v)), rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(gf.vmap(f)(v)), np.asarray(f(v)), rtol=1e-13)

@@ -281,6 +281,41 @@ TEST(Special, GammaFamilyEntropiesAndBoxCox) {
   EXPECT_TRUE(is_floating(sp::factorial(array(std::vector<int32_t>{3}, {1})).dtype()));
 }
 
+// The exponential integrals and the scaled complementary error function: known values, both sides of
+// each branch's boundary, the limits, and derivatives (custom rules) against finite differences.
+TEST(Special, ExponentialIntegralsAndErfcx) {
+  const double inf = INFINITY;
+  EXPECT_NEAR(at(sp::exp1(f64(1))), 0.21938393439552027368, 1e-15);
+  EXPECT_NEAR(at(sp::exp1(f64(0.5))), 0.55977359477616081175, 1e-15);
+  EXPECT_NEAR(at(sp::exp1(f64(10))), 4.1569689296853242774e-6, 1e-21);
+  EXPECT_EQ(at(sp::exp1(f64(0))), inf);
+  EXPECT_TRUE(std::isnan(at(sp::exp1(f64(-1)))));
+  EXPECT_NEAR(at(sp::expi(f64(1))), 1.8951178163559367555, 1e-15);
+  EXPECT_NEAR(at(sp::expi(f64(-1))), -0.21938393439552027368, 1e-15);
+  EXPECT_NEAR(at(sp::expi(f64(60))) / 1.9361822139292765e24, 1, 1e-14);  // the asymptotic branch
+  EXPECT_NEAR(at(sp::expi(f64(20))) / 25615652.664056595, 1, 1e-14);    // the series
+  EXPECT_EQ(at(sp::expi(f64(0))), -inf);
+  EXPECT_EQ(at(sp::expi(f64(inf))), inf);
+  EXPECT_NEAR(at(sp::erfcx(f64(0))), 1, 1e-16);
+  EXPECT_NEAR(at(sp::erfcx(f64(1))), 0.42758357615580700442, 1e-16);
+  EXPECT_NEAR(at(sp::erfcx(f64(3))), 0.17900115118138998, 1e-16);    // the continued fraction
+  EXPECT_NEAR(at(sp::erfcx(f64(1e8))) * 1e8 * std::sqrt(kPi), 1, 1e-15);  // e^(x²) erfc(x) would be 0 * inf
+  EXPECT_EQ(at(sp::erfcx(f64(-30))), inf);
+  for (double x : {0.3, 0.99, 1.01, 3.0}) {
+    auto e1 = [](const Array& v) { return sp::exp1(v); };
+    EXPECT_NEAR(ad(e1, x), -std::exp(-x) / x, 1e-14) << x;
+    EXPECT_NEAR(ad(e1, x), fd(e1, x), 1e-7) << x;
+  }
+  for (double x : {-2.0, 0.7, 45.0}) {
+    auto ei = [](const Array& v) { return sp::expi(v); };
+    EXPECT_NEAR(ad(ei, x) / (std::exp(x) / x), 1, 1e-14) << x;
+  }
+  for (double x : {-1.5, 0.4, 1.99, 2.01, 7.0}) {
+    auto ex = [](const Array& v) { return sp::erfcx(v); };
+    EXPECT_NEAR(ad(ex, x), fd(ex, x), 1e-7) << x;
+  }
+}
+
 TEST(Special, JitAndVmapMatchEager) {
   Rng rng(7);
   Array x = rng.uniform({4, 5}, DType::f32, 0.2, 3);

@@ -50,6 +50,9 @@ kl_div = _graft.special_kl_div
 boxcox = _graft.special_boxcox
 boxcox1p = _graft.special_boxcox1p
 bernoulli = _graft.special_bernoulli
+exp1 = _graft.special_exp1
+expi = _graft.special_expi
+erfcx = _graft.special_erfcx
 
 
 def factorial(n, exact=False):

@@ -55,6 +55,26 @@ std::string array_repr(const Array& x);
 FlatFn flat_fn(py::function f);
 std::vector<std::optional<int64_t>> to_axes_list(const py::handle& h);
 
+// ---- the shapes most bindings of graft's functions take ----------------------------------------------------
+/// name(x) = f(x), name(a, b) = f(a, b), and name(x, axis=None, keepdims=False) for a reduction; operands
+/// converted with to_array, axes with to_axis.
+inline void def_unary(py::module_& m, const char* name, Array (*f)(const Array&)) {
+  m.def(name, [f](py::handle x) { return f(to_array(x)); }, py::arg("x"));
+}
+inline void def_binary(py::module_& m, const char* name, Array (*f)(const Array&, const Array&)) {
+  m.def(name, [f](py::handle a, py::handle b) { return f(to_array(a), to_array(b)); }, py::arg("a"), py::arg("b"));
+}
+inline void def_reduction(py::module_& m, const char* name, Array (*f)(const Array&, AxisArg, bool)) {
+  m.def(name, [f](py::handle x, py::handle axis, bool keepdims) { return f(to_array(x), to_axis(axis), keepdims); },
+        py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdims") = false);
+}
+/// name(x, axis=None, keepdims=False, ddof=0) for var / std and their NaN-ignoring forms.
+inline void def_moment(py::module_& m, const char* name, Array (*f)(const Array&, AxisArg, bool, int64_t)) {
+  m.def(name, [f](py::handle x, py::handle axis, bool keepdims, int64_t ddof) {
+    return f(to_array(x), to_axis(axis), keepdims, ddof);
+  }, py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdims") = false, py::arg("ddof") = 0);
+}
+
 // ---- bindings, one function per topic ---------------------------------------------------------------------
 void bind_arrays(py::module_& m);              // arrays.cpp: the Array class
 void bind_devices(py::module_& m);             // operations.cpp: asarray, DLPack, device_put, dtypes

@@ -9,16 +9,10 @@ namespace graft::python {
 using namespace pybind11::literals;
 
 void bind_numpy_more(py::module_& m) {
-  using Un = Array (*)(const Array&);
-  using Bin = Array (*)(const Array&, const Array&);
-  auto unary = [&](const char* name, Un f) { m.def(name, [f](py::handle x) { return f(to_array(x)); }, "x"_a); };
-  auto binary = [&](const char* name, Bin f) {
-    m.def(name, [f](py::handle a, py::handle b) { return f(to_array(a), to_array(b)); }, "a"_a, "b"_a);
-  };
-  binary("np_hypot", &hypot);
-  binary("np_fmod", &fmod);
-  binary("np_heaviside", &heaviside);
-  unary("np_sinc", &sinc);
+  def_binary(m, "np_hypot", &hypot);
+  def_binary(m, "np_fmod", &fmod);
+  def_binary(m, "np_heaviside", &heaviside);
+  def_unary(m, "np_sinc", &sinc);
   m.def("np_nan_to_num", [](py::handle x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
     return nan_to_num(to_array(x), nan, posinf, neginf);
   }, "x"_a, "nan"_a = 0.0, "posinf"_a = py::none(), "neginf"_a = py::none());
@@ -26,32 +20,20 @@ void bind_numpy_more(py::module_& m) {
         "x"_a, "k"_a, "a0"_a, "a1"_a);
   m.def("np_roll", [](py::handle x, int64_t shift, std::optional<int64_t> axis) { return roll(to_array(x), shift, axis); },
         "x"_a, "shift"_a, "axis"_a = py::none());
-  using Red = Array (*)(const Array&, AxisArg, bool);
-  auto reduction = [&](const char* name, Red f) {
-    m.def(name, [f](py::handle x, py::handle axis, bool keepdims) { return f(to_array(x), to_axis(axis), keepdims); },
+  def_reduction(m, "np_nansum", &nansum);
+  def_reduction(m, "np_nanprod", &nanprod);
+  def_reduction(m, "np_nanmax", &nanmax);
+  def_reduction(m, "np_nanmin", &nanmin);
+  def_reduction(m, "np_nanmean", &nanmean);
+  def_moment(m, "np_nanvar", &nanvar);
+  def_moment(m, "np_nanstd", &nanstd);
+  using ArgRed = Array (*)(const Array&, std::optional<int64_t>, bool);
+  for (auto [name, f] : {std::pair<const char*, ArgRed>{"np_nanargmax", &nanargmax}, {"np_nanargmin", &nanargmin}})
+    m.def(name, [f](py::handle x, std::optional<int64_t> axis, bool keepdims) { return f(to_array(x), axis, keepdims); },
           "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
-  };
-  reduction("np_nansum", &nansum);
-  reduction("np_nanprod", &nanprod);
-  reduction("np_nanmax", &nanmax);
-  reduction("np_nanmin", &nanmin);
-  reduction("np_nanmean", &nanmean);
-  m.def("np_nanvar", [](py::handle x, py::handle axis, bool keepdims, int64_t ddof) {
-    return nanvar(to_array(x), to_axis(axis), keepdims, ddof);
-  }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0);
-  m.def("np_nanstd", [](py::handle x, py::handle axis, bool keepdims, int64_t ddof) {
-    return nanstd(to_array(x), to_axis(axis), keepdims, ddof);
-  }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0);
-  m.def("np_nanargmax", [](py::handle x, std::optional<int64_t> axis, bool keepdims) {
-    return nanargmax(to_array(x), axis, keepdims);
-  }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
-  m.def("np_nanargmin", [](py::handle x, std::optional<int64_t> axis, bool keepdims) {
-    return nanargmin(to_array(x), axis, keepdims);
-  }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
-  m.def("np_nancumsum", [](py::handle x, std::optional<int64_t> axis) { return nancumsum(to_array(x), axis); }, "x"_a,
-        "axis"_a = py::none());
-  m.def("np_nancumprod", [](py::handle x, std::optional<int64_t> axis) { return nancumprod(to_array(x), axis); }, "x"_a,
-        "axis"_a = py::none());
+  using Cum = Array (*)(const Array&, std::optional<int64_t>);
+  for (auto [name, f] : {std::pair<const char*, Cum>{"np_nancumsum", &nancumsum}, {"np_nancumprod", &nancumprod}})
+    m.def(name, [f](py::handle x, std::optional<int64_t> axis) { return f(to_array(x), axis); }, "x"_a, "axis"_a = py::none());
 }
 
 }  // namespace graft::python

@@ -140,11 +140,7 @@ void bind_operations(py::module_& m) {
     auto opt = [](py::handle h) { return h.is_none() ? std::nullopt : std::optional<Array>(to_array(h)); };
     return clip(to_array(x), opt(lo), opt(hi));
   }, "x"_a, "min"_a = py::none(), "max"_a = py::none());
-  using Red = Array (*)(const Array&, AxisArg, bool);
-  auto reduction = [&](const char* name, Red f) {
-    m.def(name, [f](py::handle x, py::handle axis, bool keepdims) { return f(to_array(x), to_axis(axis), keepdims); },
-          "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
-  };
+  auto reduction = [&](const char* name, Array (*f)(const Array&, AxisArg, bool)) { def_reduction(m, name, f); };
   reduction("sum", &sum);
   reduction("prod", &prod);
   reduction("max", &max);
@@ -154,12 +150,8 @@ void bind_operations(py::module_& m) {
   reduction("any", &any);
   reduction("logsumexp", &logsumexp);
   reduction("norm", &norm);
-  m.def("var", [](py::handle x, py::handle axis, bool keepdims, int64_t ddof) {
-    return var(to_array(x), to_axis(axis), keepdims, ddof);
-  }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0);
-  m.def("std", [](py::handle x, py::handle axis, bool keepdims, int64_t ddof) {
-    return graft::std(to_array(x), to_axis(axis), keepdims, ddof);
-  }, "x"_a, "axis"_a = py::none(), "keepdims"_a = false, "ddof"_a = 0);
+  def_moment(m, "var", &var);
+  def_moment(m, "std", &graft::std);
   m.def("argmax", [](py::handle x, std::optional<int64_t> axis, bool keepdims) { return argmax(to_array(x), axis, keepdims); },
         "x"_a, "axis"_a = py::none(), "keepdims"_a = false);
   m.def("argmin", [](py::handle x, std::optional<int64_t> axis, bool keepdims) { return argmin(to_array(x), axis, keepdims); },
@@ -276,12 +268,8 @@ void bind_operations(py::module_& m) {
 void bind_special(py::module_& m) {
   // jax.scipy.special's functions (graft/ops/special.h), as special_<name>; graft.scipy.special and
   // graft.lax name them
-  using Un = Array (*)(const Array&);
-  using Bin = Array (*)(const Array&, const Array&);
-  auto unary = [&](const char* name, Un f) { m.def(name, [f](py::handle x) { return f(to_array(x)); }, "x"_a); };
-  auto binary = [&](const char* name, Bin f) {
-    m.def(name, [f](py::handle a, py::handle b) { return f(to_array(a), to_array(b)); }, "a"_a, "b"_a);
-  };
+  auto unary = [&](const char* name, Array (*f)(const Array&)) { def_unary(m, name, f); };
+  auto binary = [&](const char* name, Array (*f)(const Array&, const Array&)) { def_binary(m, name, f); };
   unary("special_gammaln", &special::gammaln);
   unary("special_digamma", &special::digamma);
   binary("special_polygamma", &special::polygamma);

@@ -1088,12 +1088,13 @@ double plan_collective_bytes(const Jaxpr& j, const ShardingPlan& plan, const Mes
     const Step& st = plan.steps[n];
     for (size_t i = 0; i < e.inputs.size(); ++i)
       if (!e.inputs[i].is_literal()) read(e.inputs[i].var.get(), st.in[i]);
-    if (!st.subs.empty()) {  // a scan's body runs `length` times; a cond runs one branch (the dearest)
+    if (!st.subs.empty()) {
+      // a scan's body runs `length` times; a cond runs one branch (the dearest); a while's trip count is
+      // unknown: one iteration (its predicate and body)
       double sub = 0;
-      for (auto& b : st.subs) sub = std::max(sub, plan_collective_bytes(*b->body.jaxpr, b->plan, mesh));
-      if (e.prim == &while_p) {  // the trip count is unknown: one iteration (predicate and body)
-        sub = 0;
-        for (auto& b : st.subs) sub += plan_collective_bytes(*b->body.jaxpr, b->plan, mesh);
+      for (auto& b : st.subs) {
+        double c = plan_collective_bytes(*b->body.jaxpr, b->plan, mesh);
+        sub = e.prim == &while_p ? sub + c : std::max(sub, c);
       }
       bytes += e.prim == &scan_p ? sub * static_cast<double>(e.params.get_int("length")) : sub;
     }

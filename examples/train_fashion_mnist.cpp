@@ -598,7 +598,7 @@ int main(int argc, char** argv) {
         } else {
           g::Shape global = leaves[i].shape();
           for (size_t d = 0; d < sh[i]->spec.dims.size(); ++d)
-            if (sh[i]->spec.dims[d]) global[d] *= mesh->axis_size(*sh[i]->spec.dims[d]);
+            if (sh[i]->spec.dims[d]) global[d] *= mesh->split_size(sh[i]->spec.dims[d]);
           leaves[i] = g::make_array_from_single_device_arrays(global, *sh[i], {leaves[i]}).gather();
         }
       }

@@ -31,7 +31,7 @@ int64_t memory_limit(int64_t given) {
 double local_bytes(const Aval& a, const ValueSharding& s, const Mesh& mesh) {
   double b = static_cast<double>(itemsize(a.dtype));
   for (size_t d = 0; d < a.shape.size(); ++d)
-    b *= static_cast<double>(a.shape[d]) / static_cast<double>(s.dims[d] >= 0 ? mesh.shape()[static_cast<size_t>(s.dims[d])] : 1);
+    b *= static_cast<double>(a.shape[d]) / static_cast<double>(s.dims[d] >= 0 ? ValueSharding::devices_of(mesh, s.dims[d]) : 1);
   return b;
 }
 

@@ -6,9 +6,17 @@
 
 namespace graft {
 
+std::string SpecDim::str() const {
+  if (axes.empty()) return "None";
+  if (axes.size() == 1) return "'" + axes[0] + "'";
+  std::string s = "(";
+  for (size_t i = 0; i < axes.size(); ++i) s += (i ? ", '" : "'") + axes[i] + "'";
+  return s + ")";
+}
+
 std::string PartitionSpec::str() const {
   std::string s = "P(";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + (dims[i] ? "'" + *dims[i] + "'" : std::string("None"));
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i].str();
   return s + ")";
 }
 
@@ -39,6 +47,18 @@ int64_t Mesh::axis_size(const std::string& name) const {
   int k = axis_index(name);
   if (k < 0) fail<ValueError>(str(), " has no axis '", name, "'");
   return shape_[static_cast<size_t>(k)];
+}
+
+int64_t Mesh::split_size(const SpecDim& d) const {
+  int64_t n = 1;
+  for (auto& a : d.axes) n *= axis_size(a);
+  return n;
+}
+
+int64_t Mesh::block_index(const SpecDim& d, const std::vector<int64_t>& coords) const {
+  int64_t b = 0;
+  for (auto& a : d.axes) b = b * axis_size(a) + coords[static_cast<size_t>(axis_index(a))];
+  return b;
 }
 
 int Mesh::axis_index(const std::string& name) const {
@@ -76,10 +96,10 @@ Shape NamedSharding::shard_shape(const Shape& global) const {
   Shape s = global;
   for (size_t d = 0; d < spec.dims.size(); ++d) {
     if (!spec.dims[d]) continue;
-    int64_t n = mesh.axis_size(*spec.dims[d]);
+    int64_t n = mesh.split_size(spec.dims[d]);
     if (s[d] % n != 0)
       fail<ValueError>(spec.str(), ": dimension ", d, " of (", shape_str(global), ") has ", s[d],
-                       " entries, which do not divide over the ", n, " devices of axis '", *spec.dims[d], "'");
+                       " entries, which do not divide over the ", n, " devices of ", spec.dims[d].str());
     s[d] /= n;
   }
   return s;

@@ -1,5 +1,6 @@
 #include "graft/parallel/partition.h"
 
+#include <algorithm>
 #include <mutex>
 #include <sstream>
 
@@ -15,6 +16,46 @@ namespace graft {
 using VS = ValueSharding;
 
 // ---- ValueSharding --------------------------------------------------------------------------------------
+namespace {
+// A split of several axes: kMulti, and each axis + 1 in four bits, the major one lowest.
+constexpr int kMulti = 1 << 24;
+constexpr int kMaxMulti = 5;
+}  // namespace
+
+int ValueSharding::split_of(const std::vector<int>& axes) {
+  if (axes.empty()) return -1;
+  if (axes.size() == 1) return axes[0];
+  if (axes.size() > static_cast<size_t>(kMaxMulti))
+    fail<NotImplementedError>("sharded jit: a dimension split over ", axes.size(), " mesh axes (at most ", kMaxMulti, ")");
+  int code = kMulti;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= 15)
+      fail<NotImplementedError>("sharded jit: a dimension split over several axes of a mesh of more than 15 axes");
+    code |= (axes[i] + 1) << (4 * i);
+  }
+  return code;
+}
+
+std::vector<int> ValueSharding::axes_of(int split) {
+  if (split < 0) return {};
+  if (split < kMulti) return {split};
+  std::vector<int> r;
+  for (int c = split & (kMulti - 1); c; c >>= 4) r.push_back((c & 15) - 1);
+  return r;
+}
+
+uint32_t ValueSharding::bits_of(int split) {
+  uint32_t b = 0;
+  for (int k : axes_of(split)) b |= 1u << k;
+  return b;
+}
+
+int64_t ValueSharding::devices_of(const Mesh& mesh, int split) {
+  int64_t n = 1;
+  for (int k : axes_of(split)) n *= mesh.shape()[static_cast<size_t>(k)];
+  return n;
+}
+
 VS ValueSharding::from_spec(const PartitionSpec& spec, const Mesh& mesh, const Aval& a, const std::string& what) {
   if (static_cast<int64_t>(spec.dims.size()) > a.ndim())
     fail<ValueError>(what, " (", a.str(), ") has the spec ", spec.str(), ", which names ", spec.dims.size(),
@@ -22,16 +63,21 @@ VS ValueSharding::from_spec(const PartitionSpec& spec, const Mesh& mesh, const A
   VS s = replicated(a.ndim());
   uint32_t seen = 0;
   for (size_t d = 0; d < spec.dims.size(); ++d) {
-    if (!spec.dims[d]) continue;
-    int k = mesh.axis_index(*spec.dims[d]);
-    if (k < 0) fail<ValueError>(what, " has the spec ", spec.str(), ", but ", mesh.str(), " has no axis '", *spec.dims[d], "'");
-    if (seen & (1u << k)) fail<ValueError>(what, " has the spec ", spec.str(), ", which splits two dimensions over axis '", *spec.dims[d], "'");
-    seen |= 1u << k;
-    int64_t n = mesh.shape()[static_cast<size_t>(k)];
+    std::vector<int> axes;
+    for (auto& name : spec.dims[d].axes) {
+      int k = mesh.axis_index(name);
+      if (k < 0) fail<ValueError>(what, " has the spec ", spec.str(), ", but ", mesh.str(), " has no axis '", name, "'");
+      if (seen & (1u << k)) fail<ValueError>(what, " has the spec ", spec.str(), ", which splits over axis '", name, "' twice");
+      seen |= 1u << k;
+      axes.push_back(k);
+    }
+    if (axes.empty()) continue;
+    int split = split_of(axes);
+    int64_t n = devices_of(mesh, split);
     if (a.shape[d] % n != 0)
       fail<ValueError>(what, " (", a.str(), "): dimension ", d, " has ", a.shape[d], " entries, which do not divide over the ",
-                       n, " devices of axis '", *spec.dims[d], "' of ", mesh.str(), " (spec ", spec.str(), ")");
-    s.dims[d] = k;
+                       n, " devices of ", spec.dims[d].str(), " of ", mesh.str(), " (spec ", spec.str(), ")");
+    s.dims[d] = split;
   }
   return s;
 }
@@ -41,15 +87,17 @@ PartitionSpec ValueSharding::spec(const Mesh& mesh) const {
   size_t last = 0;
   for (size_t d = 0; d < dims.size(); ++d)
     if (dims[d] >= 0) last = d + 1;
-  for (size_t d = 0; d < last; ++d)
-    p.dims.push_back(dims[d] >= 0 ? std::optional<std::string>(mesh.axis_names()[static_cast<size_t>(dims[d])]) : std::nullopt);
+  for (size_t d = 0; d < last; ++d) {
+    SpecDim sd;
+    for (int k : axes_of(dims[d])) sd.axes.push_back(mesh.axis_names()[static_cast<size_t>(k)]);
+    p.dims.push_back(std::move(sd));
+  }
   return p;
 }
 
 uint32_t ValueSharding::used() const {
   uint32_t u = partial;
-  for (int k : dims)
-    if (k >= 0) u |= 1u << k;
+  for (int k : dims) u |= bits_of(k);
   return u;
 }
 
@@ -117,7 +165,7 @@ BatchResult constraint_batch(const Primitive& p, std::span<const Array> vals, st
   // the spec with a whole dimension at the batch's place
   const auto& old = s.spec.dims;
   size_t bd = static_cast<size_t>(dims[0]);
-  std::vector<std::optional<std::string>> spec(std::max(old.size(), bd) + 1);
+  std::vector<SpecDim> spec(std::max(old.size(), bd) + 1);
   for (size_t i = 0, j = 0; i < spec.size(); ++i)
     if (i != bd && j < old.size()) spec[i] = old[j++];
   s.spec.dims = std::move(spec);
@@ -144,7 +192,17 @@ namespace {
 
 using Step = ShardingPlan::Step;
 
-int64_t axis_n(const Mesh& m, int k) { return m.shape()[static_cast<size_t>(k)]; }
+// The number of devices split `k` divides a dimension over.
+int64_t axis_n(const Mesh& m, int k) { return VS::devices_of(m, k); }
+
+// How many leading axes two splits of a dimension share (a block split as `from` is split as that prefix
+// once its other axes are gathered).
+size_t common_prefix(int from, int to) {
+  std::vector<int> a = VS::axes_of(from), b = VS::axes_of(to);
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
 
 VS whole(const VS& s) { return {s.dims, 0}; }
 
@@ -172,9 +230,9 @@ Step elementwise(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, cons
     if (!same_shape(i)) continue;
     for (size_t d = 0; d < static_cast<size_t>(r); ++d) {
       int k = in[i].dims[d];
-      if (k >= 0 && t.dims[d] < 0 && !(used & (1u << k))) {
+      if (k >= 0 && t.dims[d] < 0 && !(used & VS::bits_of(k))) {
         t.dims[d] = k;
-        used |= 1u << k;
+        used |= VS::bits_of(k);
       }
     }
   }
@@ -331,7 +389,7 @@ Step reduce_rule(const Eqn& e, const VS& x) {
     int k = in.dims[static_cast<size_t>(a)];
     if (k < 0) continue;
     if (q == &prims::reduce_sum_p || q == &prims::reduce_max_p || q == &prims::reduce_min_p) {
-      over |= 1u << k;
+      over |= VS::bits_of(k);
     } else {
       in.dims[static_cast<size_t>(a)] = -1;
     }
@@ -368,8 +426,11 @@ double move_cost(const Aval& a, const VS& from, const VS& to, const Mesh& mesh) 
   double cost = 0;
   for (size_t d = 0; d < a.shape.size(); ++d)
     if (from.dims[d] >= 0 && from.dims[d] != to.dims[d]) {
-      local *= static_cast<double>(axis_n(mesh, from.dims[d]));
-      cost += local;
+      std::vector<int> axes = VS::axes_of(from.dims[d]);
+      for (size_t i = axes.size(); i-- > common_prefix(from.dims[d], to.dims[d]);) {  // one gather per axis
+        local *= static_cast<double>(axis_n(mesh, axes[i]));
+        cost += local;
+      }
     }
   return cost;
 }
@@ -407,9 +468,15 @@ Step product_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, con
   const Aval& la = e.inputs[0].aval();
   const Aval& ra = e.inputs[1].aval();
   const Aval& oa = e.outputs[0]->aval;
+  // the splits the operands have (a mesh axis, or several), each taking one role
+  std::vector<int> splits;
+  for (const VS* s : {&in[0], &in[1]})
+    for (int k : s->dims)
+      if (k >= 0 && std::find(splits.begin(), splits.end(), k) == splits.end()) splits.push_back(k);
+  std::sort(splits.begin(), splits.end());
   std::vector<int> axes;
   std::vector<std::vector<Role>> options;
-  for (int k = 0; k < static_cast<int>(mesh.axis_names().size()); ++k) {
+  for (int k : splits) {
     auto has = [&](const VS& s, int d) { return d >= 0 && s.dims[static_cast<size_t>(d)] == k; };
     std::vector<Role> o;
     for (const Role& ro : roles)
@@ -427,11 +494,14 @@ Step product_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, con
     VS l = VS::replicated(la.ndim()), r = VS::replicated(ra.ndim()), out = VS::replicated(oa.ndim());
     bool ok = true;
     int used = 0;
+    uint32_t taken = 0;  // two splits sharing a mesh axis cannot both take a role
     for (size_t a = 0; a < axes.size() && ok; ++a) {
       const Role& ro = options[a][pick[a]];
       int k = axes[a];
       if (ro.l < 0 && ro.r < 0) continue;
       ++used;
+      ok = !(taken & VS::bits_of(k));
+      taken |= VS::bits_of(k);
       if (ro.l >= 0) {
         ok = ok && l.dims[static_cast<size_t>(ro.l)] < 0;
         l.dims[static_cast<size_t>(ro.l)] = k;
@@ -444,7 +514,7 @@ Step product_rule(const Eqn& e, const std::vector<VS>& in, const Mesh& mesh, con
         ok = ok && out.dims[static_cast<size_t>(ro.out)] < 0;
         out.dims[static_cast<size_t>(ro.out)] = k;
       }
-      if (ro.partial) out.partial |= 1u << k;
+      if (ro.partial) out.partial |= VS::bits_of(k);
     }
     if (ok) {
       double cost = cost_of(0, l) + cost_of(1, r) +
@@ -533,20 +603,20 @@ Step gather_rule(const Eqn& e, const std::vector<VS>& in) {
     if (!contains(g.offset_dims, d)) batch_out.push_back(d);
   for (size_t b = 0; b + 1 < static_cast<size_t>(ia.ndim()) && b < batch_out.size(); ++b) {
     int k = in[1].dims[b];
-    if (k < 0 || (used & (1u << k))) continue;
+    if (k < 0 || (used & VS::bits_of(k))) continue;
     idx.dims[b] = k;
     out.dims[static_cast<size_t>(batch_out[b])] = k;
-    used |= 1u << k;
+    used |= VS::bits_of(k);
   }
   size_t o = 0;
   for (int64_t d = 0; d < oa.ndim(); ++d) {
     if (contains(g.collapsed_slice_dims, d)) continue;
     int k = in[0].dims[static_cast<size_t>(d)];
     bool whole_slice = ss[static_cast<size_t>(d)] == oa.shape[static_cast<size_t>(d)];
-    if (k >= 0 && whole_slice && !contains(g.start_index_map, d) && !(used & (1u << k)) && o < g.offset_dims.size()) {
+    if (k >= 0 && whole_slice && !contains(g.start_index_map, d) && !(used & VS::bits_of(k)) && o < g.offset_dims.size()) {
       op.dims[static_cast<size_t>(d)] = k;
       out.dims[static_cast<size_t>(g.offset_dims[o])] = k;
-      used |= 1u << k;
+      used |= VS::bits_of(k);
     }
     ++o;
   }
@@ -569,10 +639,10 @@ Step scatter_add_rule(const Eqn& e, const std::vector<VS>& in) {
   for (size_t b = 0; b + 1 < static_cast<size_t>(ia.ndim()) && b < batch_up.size(); ++b) {
     int k = in[2].dims[static_cast<size_t>(batch_up[b])];
     if (k < 0) k = in[1].dims[b];
-    if (k < 0 || (used & (1u << k))) continue;
+    if (k < 0 || (used & VS::bits_of(k))) continue;
     idx.dims[b] = k;
     up.dims[static_cast<size_t>(batch_up[b])] = k;
-    used |= 1u << k;
+    used |= VS::bits_of(k);
   }
   op.partial = used;
   VS out = op;
@@ -797,9 +867,9 @@ ShardingRule aligned_dims_rule(std::vector<std::vector<int>> in_dims, std::vecto
         int d = in_dims[i][j];
         if (d < 0 || axis[j] >= 0) continue;
         int k = in[i].dims[static_cast<size_t>(d)];
-        if (k >= 0 && !(used & (1u << k))) {
+        if (k >= 0 && !(used & VS::bits_of(k))) {
           axis[j] = k;
-          used |= 1u << k;
+          used |= VS::bits_of(k);
         }
       }
     auto layout = [&](const Aval& a, const std::vector<int>* dims) {
@@ -869,33 +939,54 @@ ShardingPlan propagate_shardings(const Jaxpr& j, const Mesh& mesh, const std::ve
 }
 
 // ---- the partitioner ------------------------------------------------------------------------------------
+namespace {
+
+// How the partial sums a move does not keep are summed: scattered at once (psum_scatter) over the
+// dimensions the target splits over axes the sum runs over and the source keeps whole, psum'd over the
+// sum's other axes.
+struct SumPlan {
+  std::vector<std::pair<size_t, int>> scatter;  // (dimension, its target split)
+  uint32_t psum = 0;
+};
+
+SumPlan plan_sum(const VS& from, const VS& to) {
+  SumPlan p;
+  uint32_t sum = from.partial & ~to.partial;
+  for (size_t d = 0; d < to.dims.size(); ++d) {
+    uint32_t b = VS::bits_of(to.dims[d]);
+    if (b && from.dims[d] < 0 && (b & ~sum) == 0) {
+      p.scatter.push_back({d, to.dims[d]});
+      sum &= ~b;
+    }
+  }
+  p.psum = sum;
+  return p;
+}
+
+}  // namespace
+
 Array reshard(const Array& x, const VS& from, const VS& to, const Mesh& mesh) {
   const auto& names = mesh.axis_names();
   Array y = x;
   VS cur = from;
-  // partial sums the target does not keep: summed, and scattered at once where the target splits a
-  // dimension over the axis that is whole here
-  uint32_t sum = cur.partial & ~to.partial;
-  std::vector<std::string> psum_axes;
-  for (size_t k = 0; k < names.size(); ++k) {
-    if (!(sum & (1u << k))) continue;
-    int scatter = -1;
-    for (size_t d = 0; d < to.dims.size(); ++d)
-      if (to.dims[d] == static_cast<int>(k) && cur.dims[d] < 0) scatter = static_cast<int>(d);
-    if (scatter >= 0) {
-      y = lax::psum_scatter(y, names[k], scatter, true);
-      cur.dims[static_cast<size_t>(scatter)] = static_cast<int>(k);
-    } else {
-      psum_axes.push_back(names[k]);
-    }
+  SumPlan sp = plan_sum(from, to);
+  for (auto [d, split] : sp.scatter) {
+    for (int k : VS::axes_of(split))  // the major axis first: its blocks are the outer ones
+      y = lax::psum_scatter(y, names[static_cast<size_t>(k)], static_cast<int64_t>(d), true);
+    cur.dims[d] = split;
   }
-  if (!psum_axes.empty()) y = lax::psum(y, psum_axes);
+  if (sp.psum) y = lax::psum(y, names_of(sp.psum, mesh));
   cur.partial &= to.partial;
-  // splits the target does not have: gathered
+  // splits the target does not have: gathered, the minor axis first (each gather joins the blocks that
+  // differ only along its axis) down to the axes the target's split starts with
   for (size_t d = 0; d < cur.dims.size(); ++d) {
     if (cur.dims[d] >= 0 && cur.dims[d] != to.dims[d]) {
-      y = lax::all_gather_invariant(y, names[static_cast<size_t>(cur.dims[d])], static_cast<int64_t>(d), true);
-      cur.dims[d] = -1;
+      std::vector<int> axes = VS::axes_of(cur.dims[d]);
+      size_t keep = common_prefix(cur.dims[d], to.dims[d]);
+      for (size_t i = axes.size(); i-- > keep;)
+        y = lax::all_gather_invariant(y, names[static_cast<size_t>(axes[i])], static_cast<int64_t>(d), true);
+      axes.resize(keep);
+      cur.dims[d] = VS::split_of(axes);
     }
   }
   // a whole value becomes a partial sum by staying on the first device of each new axis (zeros elsewhere)
@@ -905,12 +996,18 @@ Array reshard(const Array& x, const VS& from, const VS& to, const Mesh& mesh) {
     y = lax::select(lax::broadcast_in_dim(first, y.shape(), {}), y, lax::broadcast_in_dim(lax::scalar(0.0, y.dtype()), y.shape(), {}));
     cur.partial |= 1u << k;
   }
-  // splits the target adds: each device keeps its block
+  // splits the target adds (past those the block has): each device keeps its block
   for (size_t d = 0; d < cur.dims.size(); ++d) {
     if (to.dims[d] < 0 || cur.dims[d] == to.dims[d]) continue;
-    const std::string& a = names[static_cast<size_t>(to.dims[d])];
-    int64_t b = y.shape()[d] / axis_n(mesh, to.dims[d]);
-    Array idx = lax::axis_index(a);
+    std::vector<int> add = VS::axes_of(to.dims[d]);
+    add.erase(add.begin(), add.begin() + static_cast<std::ptrdiff_t>(VS::axes_of(cur.dims[d]).size()));
+    int64_t b = y.shape()[d] / axis_n(mesh, VS::split_of(add));
+    // the device's position along the added axes, the major first
+    Array idx;
+    for (int k : add) {
+      Array i = lax::axis_index(names[static_cast<size_t>(k)]);
+      idx = idx.valid() ? lax::add(lax::mul(idx, lax::scalar(static_cast<double>(axis_n(mesh, k)), i.dtype())), i) : i;
+    }
     std::vector<Array> start(static_cast<size_t>(y.ndim()), lax::scalar(0.0, idx.dtype()));
     start[d] = lax::mul(idx, lax::scalar(static_cast<double>(b), idx.dtype()));
     Shape sizes = y.shape();
@@ -1044,27 +1141,23 @@ double reshard_bytes(const Aval& a, const VS& from, const VS& to, const Mesh& me
   for (size_t d = 0; d < a.shape.size(); ++d)
     local *= static_cast<double>(a.shape[d]) / static_cast<double>(from.dims[d] >= 0 ? axis_n(mesh, from.dims[d]) : 1);
   double bytes = 0;
-  uint32_t sum = from.partial & ~to.partial;
   VS cur = from;
-  bool psum = false;
-  for (size_t k = 0; k < mesh.axis_names().size(); ++k) {
-    if (!(sum & (1u << k))) continue;
-    int scatter = -1;
-    for (size_t d = 0; d < to.dims.size(); ++d)
-      if (to.dims[d] == static_cast<int>(k) && cur.dims[d] < 0) scatter = static_cast<int>(d);
-    if (scatter >= 0) {
+  SumPlan sp = plan_sum(from, to);
+  for (auto [d, split] : sp.scatter) {
+    for (int k : VS::axes_of(split)) {
       bytes += local;
-      local /= static_cast<double>(axis_n(mesh, static_cast<int>(k)));
-      cur.dims[static_cast<size_t>(scatter)] = static_cast<int>(k);
-    } else {
-      psum = true;
+      local /= static_cast<double>(axis_n(mesh, k));
     }
+    cur.dims[d] = split;
   }
-  if (psum) bytes += local;
+  if (sp.psum) bytes += local;
   for (size_t d = 0; d < cur.dims.size(); ++d)
     if (cur.dims[d] >= 0 && cur.dims[d] != to.dims[d]) {
-      bytes += local;
-      local *= static_cast<double>(axis_n(mesh, cur.dims[d]));
+      std::vector<int> axes = VS::axes_of(cur.dims[d]);
+      for (size_t i = axes.size(); i-- > common_prefix(cur.dims[d], to.dims[d]);) {  // one gather per axis
+        bytes += local;
+        local *= static_cast<double>(axis_n(mesh, axes[i]));
+      }
     }
   return bytes;
 }

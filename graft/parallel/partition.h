@@ -4,7 +4,7 @@
 //   ShardingPlan plan = propagate_shardings(*j.jaxpr, mesh, in, out);   // every value's layout
 //   std::vector<Array> mine = run_partitioned(j, plan, blocks);         // inside shard_map: one device
 //
-// A value's layout (ValueSharding) names, per dimension, the mesh axis it is split over, and the mesh
+// A value's layout (ValueSharding) names, per dimension, the mesh axes it is split over, and the mesh
 // axes over which it is a partial sum (each device holds a term; what a product leaves when its
 // contraction is split). Propagation walks the equations forward: each primitive's rule picks its
 // operands' layouts (from theirs: an elementwise op follows its most split operand, a product keeps
@@ -34,11 +34,20 @@ namespace graft {
 
 /// How one value of a program lies over a mesh.
 struct ValueSharding {
-  /// Per dimension: the index of the mesh axis it is split over, or -1 (whole).
+  /// Per dimension: how it is split (a split: the index of the mesh axis it is split over, or several
+  /// axes packed by split_of), or -1 (whole).
   std::vector<int> dims;
   /// Bit k set: the value is the sum over mesh axis k of the devices' values (a partial sum).
   uint32_t partial = 0;
 
+  /// The split over `axes` (mesh axis indices, major first): the index itself for one axis.
+  static int split_of(const std::vector<int>& axes);
+  /// A split's mesh axes, major first.
+  static std::vector<int> axes_of(int split);
+  /// A split's mesh axes as bits (bit k: axis k).
+  static uint32_t bits_of(int split);
+  /// The number of devices a split divides a dimension over.
+  static int64_t devices_of(const Mesh& mesh, int split);
   static ValueSharding replicated(int64_t rank) { return {std::vector<int>(static_cast<size_t>(rank), -1), 0}; }
   /// From a PartitionSpec for a value of this aval (ValueError naming `what` when the spec names more
   /// dimensions than the value has, an axis the mesh lacks, an axis twice, or a split that does not divide).

@@ -30,7 +30,7 @@ std::vector<Aval> global_avals(const Mesh& mesh, const std::vector<std::optional
     a.vma = 0;
     if (!mesh.is_local() && in[i])
       for (size_t d = 0; d < in[i]->dims.size() && d < a.shape.size(); ++d)
-        if (in[i]->dims[d]) a.shape[d] *= mesh.axis_size(*in[i]->dims[d]);
+        if (in[i]->dims[d]) a.shape[d] *= mesh.split_size(in[i]->dims[d]);
     r.push_back(a);
   }
   return r;
@@ -78,10 +78,10 @@ ClosedJaxpr local_program(const Partitioned& p, const Mesh& mesh) {
   for (size_t i = 0; i < p.plan->inputs.size(); ++i) {
     Aval a = p.global->jaxpr->invars[i]->aval;
     for (size_t d = 0; d < a.shape.size(); ++d) {
-      int k = p.plan->inputs[i].dims[d];
-      if (k < 0) continue;
-      a.shape[d] /= mesh.shape()[static_cast<size_t>(k)];
-      a.vma |= axis_bit(mesh.axis_names()[static_cast<size_t>(k)]);
+      for (int k : ValueSharding::axes_of(p.plan->inputs[i].dims[d])) {
+        a.shape[d] /= mesh.shape()[static_cast<size_t>(k)];
+        a.vma |= axis_bit(mesh.axis_names()[static_cast<size_t>(k)]);
+      }
     }
     blocks.push_back(a);
   }
@@ -274,7 +274,7 @@ ShardedArray sharded_result(const Array& x, const Mesh& mesh, const PartitionSpe
   if (mesh.is_local()) return device_put(x, s);
   Shape global = x.shape();
   for (size_t d = 0; d < spec.dims.size(); ++d)
-    if (spec.dims[d]) global[d] *= mesh.axis_size(*spec.dims[d]);
+    if (spec.dims[d]) global[d] *= mesh.split_size(spec.dims[d]);
   return make_array_from_single_device_arrays(global, s, {x});
 }
 

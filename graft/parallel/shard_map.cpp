@@ -1,5 +1,6 @@
 #include "graft/parallel/shard_map.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -20,13 +21,13 @@ std::vector<bool> split_axes(const Mesh& mesh, const PartitionSpec& spec, int64_
   if (static_cast<int64_t>(spec.dims.size()) > ndim)
     fail<ValueError>("shard_map: ", what, " has spec ", spec.str(), " for an array of rank ", ndim);
   std::vector<bool> has(mesh.axis_names().size(), false);
-  for (auto& d : spec.dims) {
-    if (!d) continue;
-    int k = mesh.axis_index(*d);
-    if (k < 0) fail<ValueError>("shard_map: ", what, " has spec ", spec.str(), ", but ", mesh.str(), " has no axis '", *d, "'");
-    if (has[static_cast<size_t>(k)]) fail<ValueError>("shard_map: ", what, " splits two dimensions over axis '", *d, "'");
-    has[static_cast<size_t>(k)] = true;
-  }
+  for (auto& d : spec.dims)
+    for (auto& a : d.axes) {
+      int k = mesh.axis_index(a);
+      if (k < 0) fail<ValueError>("shard_map: ", what, " has spec ", spec.str(), ", but ", mesh.str(), " has no axis '", a, "'");
+      if (has[static_cast<size_t>(k)]) fail<ValueError>("shard_map: ", what, " has spec ", spec.str(), ", which splits over axis '", a, "' twice");
+      has[static_cast<size_t>(k)] = true;
+    }
   return has;
 }
 
@@ -37,21 +38,23 @@ const PartitionSpec& out_spec(const std::vector<PartitionSpec>& specs, size_t j,
 }
 
 // ---- every device in this process: nested vmap over the blocks ------------------------------------------
-// x with each split dimension d (over an axis of n devices) as [n, d / n], the n's moved to the front in
-// the mesh's axis order.
+// x with each split dimension d (over axes of n1, n2, ... devices) as [n1, n2, ..., d / (n1 n2 ...)], the
+// n's moved to the front in the mesh's axis order.
 Array blocks_in_front(const Array& x, const Mesh& mesh, const PartitionSpec& spec, const std::string& what) {
   Shape s;
   std::vector<std::pair<int, int64_t>> member;  // (mesh axis, position in s)
   for (int64_t d = 0; d < x.ndim(); ++d) {
     int64_t size = x.shape()[d];
     if (d < static_cast<int64_t>(spec.dims.size()) && spec.dims[static_cast<size_t>(d)]) {
-      const std::string& a = *spec.dims[static_cast<size_t>(d)];
-      int64_t n = mesh.axis_size(a);
+      const SpecDim& a = spec.dims[static_cast<size_t>(d)];
+      int64_t n = mesh.split_size(a);
       if (size % n != 0)
         fail<ValueError>("shard_map: ", what, " (", x.aval().str(), ") has ", size, " entries along dimension ", d,
-                         ", which do not divide over the ", n, " devices of axis '", a, "' (spec ", spec.str(), ")");
-      member.push_back({mesh.axis_index(a), static_cast<int64_t>(s.size())});
-      s.push_back(n);
+                         ", which do not divide over the ", n, " devices of ", a.str(), " (spec ", spec.str(), ")");
+      for (auto& name : a.axes) {
+        member.push_back({mesh.axis_index(name), static_cast<int64_t>(s.size())});
+        s.push_back(mesh.axis_size(name));
+      }
       s.push_back(size / n);
     } else {
       s.push_back(size);
@@ -78,9 +81,11 @@ Array merge_blocks(const Array& y, const Mesh& mesh, const PartitionSpec& spec, 
   for (int64_t d = 0; d < nb; ++d) {
     int64_t size = y.shape()[r + d];
     if (d < static_cast<int64_t>(spec.dims.size()) && spec.dims[static_cast<size_t>(d)]) {
-      int k = mesh.axis_index(*spec.dims[static_cast<size_t>(d)]);
-      perm.push_back(member_pos[static_cast<size_t>(k)]);
-      size *= mesh.shape()[static_cast<size_t>(k)];
+      for (auto& a : spec.dims[static_cast<size_t>(d)].axes) {
+        int k = mesh.axis_index(a);
+        perm.push_back(member_pos[static_cast<size_t>(k)]);
+        size *= mesh.shape()[static_cast<size_t>(k)];
+      }
     }
     perm.push_back(r + d);
     merged.push_back(size);
@@ -116,7 +121,8 @@ std::vector<Array> run_local(const FlatFn& f, const Mesh& mesh, const std::vecto
     std::vector<std::optional<int64_t>> out_axes;
     for (auto& spec : out_specs) {
       bool named = false;
-      for (auto& d : spec.dims) named = named || (d && *d == mesh.axis_names()[k]);
+      for (auto& d : spec.dims)
+        named = named || std::find(d.axes.begin(), d.axes.end(), mesh.axis_names()[k]) != d.axes.end();
       out_axes.push_back(named ? std::optional<int64_t>(0) : std::nullopt);
     }
     const std::string& name = mesh.axis_names()[k];

@@ -32,7 +32,7 @@ std::vector<std::pair<int64_t, int64_t>> shard_index(const NamedSharding& s, con
   for (size_t d = 0; d < global.size(); ++d) {
     int64_t start = 0;
     if (d < s.spec.dims.size() && s.spec.dims[d])
-      start = coords[static_cast<size_t>(s.mesh.axis_index(*s.spec.dims[d]))] * block[d];
+      start = s.mesh.block_index(s.spec.dims[d], coords) * block[d];
     index.push_back({start, start + block[d]});
   }
   return index;

@@ -5,7 +5,8 @@ from ._graft import Mesh, NamedSharding, ShardedArray, devices, local_devices, p
 
 
 class PartitionSpec(tuple):
-    """For each dimension, the mesh axis it is split over (None: not split): P("data", None)."""
+    """For each dimension, the mesh axis it is split over (None: not split; a tuple: several axes, the
+    major first): P("data", None), P(("data", "model"))."""
 
     def __new__(cls, *dims):
         return super().__new__(cls, dims)

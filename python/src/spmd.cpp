@@ -31,12 +31,28 @@ void bind_spmd(py::module_& m) {
   auto to_spec = [](py::handle h) {
     PartitionSpec p;
     if (h.is_none()) return p;
-    for (auto e : h) p.dims.push_back(e.is_none() ? std::nullopt : std::optional<std::string>(e.cast<std::string>()));
+    for (auto e : h) {
+      SpecDim d;  // None, an axis name, or a tuple of them (one dimension over several axes, the major first)
+      if (py::isinstance<py::str>(e)) {
+        d.axes.push_back(e.cast<std::string>());
+      } else if (!e.is_none()) {
+        for (auto a : e) d.axes.push_back(a.cast<std::string>());
+      }
+      p.dims.push_back(std::move(d));
+    }
     return p;
   };
   auto spec_tuple = [](const PartitionSpec& p) {
     py::list l;
-    for (auto& d : p.dims) l.append(d ? py::object(py::str(*d)) : py::object(py::none()));
+    for (auto& d : p.dims) {
+      if (d.axes.size() == 1) {
+        l.append(py::str(d.axes[0]));
+      } else if (d.axes.empty()) {
+        l.append(py::none());
+      } else {
+        l.append(py::tuple(py::cast(d.axes)));
+      }
+    }
     return py::tuple(l);
   };
   py::class_<NamedSharding>(m, "NamedSharding")

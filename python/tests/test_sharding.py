@@ -77,6 +77,28 @@ def test_sharded_jit():
     np.testing.assert_allclose(np.asarray(lax.with_sharding_constraint(x, batch)), np.asarray(x))
 
 
+def test_dimension_over_several_axes():
+    """P(("data", "model")): one dimension over both axes of a 2-D mesh, the first named the major."""
+    from graft.sharding import NamedSharding
+    if len(gf.devices()) < 4:
+        return  # needs a 2 x 2 mesh (ctest runs with GRAFT_CPU_DEVICES=4)
+    mesh = Mesh(gf.devices()[:4], ["data", "model"], (2, 2))
+    both = NamedSharding(mesh, P(("data", "model")))
+    assert both.spec == (("data", "model"),) and "('data', 'model')" in repr(both)
+    x = gnp.arange(16.0).reshape(8, 2)
+    xs = gf.device_put(x, both)
+    _, index, block = xs.addressable_shards[1]  # device (0, 1): block 1
+    assert index == (slice(2, 4, 1), slice(0, 2, 1))
+    np.testing.assert_allclose(np.asarray(block), np.asarray(x)[2:4])
+    tag = gf.shard_map(lambda b: b * 0 + lax.axis_index("data") * 2 + lax.axis_index("model"), mesh,
+                       P(("model", "data")), P(("model", "data")))(x)
+    np.testing.assert_allclose(np.asarray(tag)[::2, 0], [0, 2, 1, 3])  # block m * 2 + d holds d * 2 + m
+    w = gnp.asarray(np.random.RandomState(1).randn(2, 3))
+    loss = lambda w, x: gnp.mean(gnp.tanh(x @ w) ** 2)
+    g = gf.jit(gf.grad(loss), in_shardings=(NamedSharding(mesh, P()), both))(w, xs)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(gf.grad(loss)(w, x)), rtol=1e-6)
+
+
 def test_sharded_jit_donation():
     # a fresh interpreter, as test_transforms.test_jit_donation (an earlier requires_grad_() would stage it)
     code = """

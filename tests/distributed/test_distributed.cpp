@@ -317,6 +317,28 @@ TEST(Distributed, ShardedJitMatchesOneProcess) {
   }
 }
 
+// On four processes as a 2 x 2 mesh: the batch, and FSDP's parameter rows, split over both axes
+// (P(('data', 'model'))); the gathers and reduce-scatters run per axis over MPI.
+TEST(Distributed, ShardedJitOverTwoAxesOfProcesses) {
+  if (R() != 4) GTEST_SKIP() << "needs 4 processes";
+  Rng rng(22);
+  Array w1 = rng.uniform({12, 24}, DType::f64), b1 = rng.uniform({24}, DType::f64);
+  Array x = rng.uniform({16, 12}, DType::f64);
+  auto loss = [](const Array& w1, const Array& b1, const Array& x) { return mean(square(tanh(matmul(x, w1) + b1))); };
+  auto vg = value_and_grad(loss, {0, 1});
+  auto [lr, gr] = jit(vg)(w1, b1, x);
+  Mesh m(devices(), {"data", "model"}, {2, 2});
+  NamedSharding rep{m, P()}, both{m, P(SpecDim{"data", "model"})};
+  for (const NamedSharding& ps : {rep, both}) {
+    auto f = pjit(vg, {.out_shardings = {std::optional<NamedSharding>(rep), ps, ps}});
+    std::vector<ShardedArray> r = f(device_put(w1, ps), device_put(b1, ps), device_put(x, both));
+    EXPECT_NEAR(r[0].gather().item<double>(), lr.item<double>(), 1e-12);
+    EXPECT_TRUE(close(r[1].gather(), gr[0], 1e-12, 1e-12)) << ps.spec.str();
+    EXPECT_TRUE(close(r[2].gather(), gr[1], 1e-12, 1e-12)) << ps.spec.str();
+    EXPECT_EQ(r[1].addressable_data(0).shape(), ps.shard_shape({12, 24}));
+  }
+}
+
 // A scan whose body all-reduces, inside the jitted SPMD program.
 TEST(Distributed, ScanWithPsum) {
   Array x = block(me());  // [2, 3]: 2 steps

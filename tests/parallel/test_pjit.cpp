@@ -309,7 +309,7 @@ TEST(Pjit, ElementwiseConflictsMoveTheFewestBytes) {
 TEST(Pjit, RandomShardingsEqualJit) {
   Rng rng(4);
   std::mt19937 gen(5);
-  // meshes of 1, 2 and 4 devices on one axis and of 8 on three
+  // meshes of 1, 2 and 4 devices on one axis and of 8 on three (where a dimension may split over two)
   std::vector<Mesh> meshes{Mesh(cpus(1), {"a"}), Mesh(cpus(2), {"a"}), Mesh(cpus(4), {"a"}),
                            Mesh(cpus(8), {"a", "b", "c"}, {2, 2, 2})};
   auto random_spec = [&](const Mesh& m, const Shape& s) {
@@ -317,13 +317,17 @@ TEST(Pjit, RandomShardingsEqualJit) {
     size_t na = m.axis_names().size();
     std::vector<bool> used(na, false);
     for (size_t d = 0; d < s.size(); ++d) {
-      int k = static_cast<int>(gen() % (na + 1)) - 1;
-      if (k >= 0 && !used[static_cast<size_t>(k)] && s[d] % m.shape()[static_cast<size_t>(k)] == 0) {
-        used[static_cast<size_t>(k)] = true;
-        p.dims.push_back(m.axis_names()[static_cast<size_t>(k)]);
-      } else {
-        p.dims.push_back(std::nullopt);
+      // none, one or (on a mesh of several axes) two axes, in a random order
+      SpecDim sd;
+      int64_t n = 1;
+      for (size_t i = 0, want = gen() % 3; i < want; ++i) {
+        size_t k = gen() % na;
+        if (used[k] || s[d] % (n * m.shape()[k]) != 0) continue;
+        used[k] = true;
+        n *= m.shape()[k];
+        sd.axes.push_back(m.axis_names()[k]);
       }
+      p.dims.push_back(sd);
     }
     return p;
   };
@@ -541,7 +545,7 @@ TEST(Pjit, TransformerTrainingStepUnderLayouts) {
     return std::optional<NamedSharding>(NamedSharding{Mesh(cpus(1), {"x"}), P(path.c_str())});
   });
   for (size_t i = 0; i < ps.size(); ++i) {
-    const std::string& path = *paths[i]->spec.dims[0];
+    const std::string& path = paths[i]->spec.dims[0].axes[0];
     if (path == "blocks.0.fc1.w") {
       EXPECT_EQ(ps[i]->spec, P("data", "model"));
     } else if (path == "blocks.0.fc2.w") {
@@ -578,6 +582,86 @@ TEST(Pjit, ShardedArraysInAndOut) {
   auto r3 = g(sa, sb);  // a cache hit still knows the layouts
   EXPECT_EQ(r3[0].sharding().spec, P(std::nullopt, "data"));
   EXPECT_EQ(g.num_traces(), 1u);
+}
+
+// One dimension split over several mesh axes (P(('data', 'model')), the major first): data parallelism
+// over a whole 2 x 2 mesh, FSDP over both axes, and moves between such splits and single-axis ones;
+// values equal jit, and the cost model counts the bytes the program sends.
+TEST(Pjit, DimensionsSplitOverSeveralAxes) {
+  Rng rng(12);
+  Mlp p = init(rng, 8, 16, 4);
+  Array x = rng.uniform({8, 8}, DType::f64), y = softmax(rng.uniform({8, 4}, DType::f64), -1);
+  Mesh m(cpus(4), {"data", "model"}, {2, 2});
+  const SpecDim both{"data", "model"};
+  auto loss4 = [](const Array& w1, const Array& b1, const Array& w2, const Array& b2, const Array& x, const Array& y) {
+    return mlp_loss(Mlp{w1, b1, w2, b2}, x, y);
+  };
+  auto vg = value_and_grad(loss4, {0, 1, 2, 3});
+  auto [lr, gr] = jit(vg)(p[0], p[1], p[2], p[3], x, y);
+  auto plan_bytes = [&](const PjitLowered& l) { return plan_collective_bytes(*l.global.jaxpr, l.plan, l.mesh); };
+  auto sent = [](const PjitLowered& l) {
+    int64_t b = 0;
+    for (auto& [n, v] : l.collectives()) b += v;
+    return b;
+  };
+  OS batch = ns(m, P(both));
+  {
+    // data parallel over all four devices: the gradients and the loss all-reduced once each, over both axes
+    auto f = pjit(vg, {.in_shardings = {OS(), OS(), OS(), OS(), batch, batch}, .out_shardings = {OS(ns(m, P()))}});
+    auto l = f.lower(p[0], p[1], p[2], p[3], x, y);
+    auto c = count(l);
+    EXPECT_EQ(c["psum"], 5) << l.as_text();
+    EXPECT_EQ(c.size(), 1u) << l.as_text();
+    EXPECT_EQ(sent(l), (8 * 16 + 16 + 16 * 4 + 4 + 1) * 8);
+    EXPECT_DOUBLE_EQ(plan_bytes(l), static_cast<double>(sent(l)));
+    EXPECT_NE(l.plan_text().find("P(('data', 'model'))"), std::string::npos) << l.plan_text();
+    auto [lv, g] = f(p[0], p[1], p[2], p[3], x, y);
+    EXPECT_NEAR(lv.item<double>(), lr.item<double>(), 1e-12);
+    expect_close(g, gr);
+  }
+  {
+    // FSDP over both axes: each parameter's first dimension in four blocks, gathered minor axis first
+    // (two gathers), its gradient reduce-scattered major axis first (two)
+    OS p0 = ns(m, P(both));
+    auto f = pjit(vg, {.in_shardings = {p0, p0, p0, p0, batch, batch}, .out_shardings = {OS(ns(m, P())), p0, p0, p0, p0}});
+    auto l = f.lower(p[0], p[1], p[2], p[3], x, y);
+    auto c = count(l);
+    EXPECT_EQ(c["all_gather_invariant"], 8) << l.plan_text() << l.as_text();
+    EXPECT_EQ(c["reduce_scatter"], 8) << l.plan_text() << l.as_text();
+    EXPECT_EQ(c["psum"], 1) << l.as_text();
+    EXPECT_DOUBLE_EQ(plan_bytes(l), static_cast<double>(sent(l)));
+    auto [lv, g] = f(p[0], p[1], p[2], p[3], x, y);
+    EXPECT_NEAR(lv.item<double>(), lr.item<double>(), 1e-12);
+    expect_close(g, gr);
+    EXPECT_EQ(l.local.jaxpr->invars[0]->aval.shape, (Shape{2, 16}));  // a quarter of w1 per device
+  }
+  // moves: from both axes to "data" alone gathers over "model" only; to ("model", "data") gathers whole
+  // and slices; from "data" to both slices (no collective)
+  auto ident = [](const Array& a) { return a * 2.0; };
+  Array a = rng.uniform({8, 3}, DType::f64);
+  for (auto [from, to, gathers] : std::vector<std::tuple<PartitionSpec, PartitionSpec, int>>{
+           {P(both), P("data"), 1}, {P(both), P(SpecDim{"model", "data"}), 2}, {P("data"), P(both), 0},
+           {P(both), P(), 2}, {P("model"), P(both), 1}}) {
+    auto f = pjit(ident, {.in_shardings = {OS(ns(m, from))}, .out_shardings = {OS(ns(m, to))}});
+    auto l = f.lower(a);
+    EXPECT_EQ(count(l)["all_gather_invariant"], gathers) << from.str() << " -> " << to.str() << l.as_text();
+    EXPECT_DOUBLE_EQ(plan_bytes(l), static_cast<double>(sent(l)));
+    ShardedArray r = f(device_put(a, ns(m, from)))[0];
+    EXPECT_EQ(r.sharding().spec, to);
+    EXPECT_TRUE(close(r.gather(), a * 2.0, 0, 0)) << from.str() << " -> " << to.str();
+  }
+  // a partial sum scattered over both axes: the gradient of a split contraction
+  auto mm = [](const Array& a, const Array& b) { return matmul(a, b); };
+  Array b = rng.uniform({8, 8}, DType::f64), c = rng.uniform({8, 4}, DType::f64);
+  auto f = pjit(mm, {.in_shardings = {OS(ns(m, P(std::nullopt, both))), OS(ns(m, P(both)))}, .out_shardings = {batch}});
+  auto l = f.lower(b, c);
+  EXPECT_EQ(count(l)["reduce_scatter"], 2) << l.as_text();
+  EXPECT_EQ(count(l).size(), 1u) << l.as_text();
+  EXPECT_DOUBLE_EQ(plan_bytes(l), static_cast<double>(sent(l)));
+  EXPECT_TRUE(close(f(b, c), matmul(b, c), 1e-12, 1e-12));
+  // errors: an axis twice, a dimension that does not divide over both
+  EXPECT_THROW(pjit(ident, {.in_shardings = {OS(ns(m, P(SpecDim{"data", "data"})))}})(a), ValueError);
+  EXPECT_THROW(pjit(ident, {.in_shardings = {OS(ns(m, P(std::nullopt, both)))}})(a), ValueError);
 }
 
 // Donation (a training step's parameters and optimizer state): the donated arguments are deleted after

@@ -72,6 +72,28 @@ TEST(ShardMap, BlocksAndTwoAxes) {
   EXPECT_THROW(shard_map(f, mesh, {P("x")}, {P()})(a), ValueError);                          // no axis x
 }
 
+// One dimension over two axes: device (r, c) holds block r * 2 + c of it ("r" major), or c * 2 + r when
+// the spec names "c" first; psum over both axes sums every block.
+TEST(ShardMap, OneDimensionOverTwoAxes) {
+  Array a = arange(8, DType::f64);
+  Mesh mesh(cpus(4), {"r", "c"}, {2, 2});
+  auto tag = [](const Array& blk) {
+    return full_like(blk, 0.0) + (axis_index("r") * 2 + axis_index("c")).astype(DType::f64);
+  };
+  const SpecDim rc{"r", "c"}, cr{"c", "r"};
+  EXPECT_TRUE(close(shard_map(tag, mesh, {P(rc)}, {P(rc)})(a), array(std::vector<double>{0, 0, 1, 1, 2, 2, 3, 3}), 0, 0));
+  EXPECT_TRUE(close(shard_map(tag, mesh, {P(rc)}, {P(cr)})(a), array(std::vector<double>{0, 0, 2, 2, 1, 1, 3, 3}), 0, 0));
+  // each device sees its own block of the input
+  auto first = [](const Array& blk) { return blk[{slice(0, 1)}]; };
+  EXPECT_TRUE(close(shard_map(first, mesh, {P(rc)}, {P(rc)})(a), array(std::vector<double>{0, 2, 4, 6}), 0, 0));
+  EXPECT_TRUE(close(shard_map(first, mesh, {P(cr)}, {P(rc)})(a), array(std::vector<double>{0, 4, 2, 6}), 0, 0));
+  auto total = [](const Array& blk) { return psum(sum(blk), std::vector<std::string>{"r", "c"}); };
+  EXPECT_NEAR(shard_map(total, mesh, {P(rc)}, {P()})(a).item<double>(), 28.0, 1e-12);
+  EXPECT_EQ(P(rc, std::nullopt).str(), "P(('r', 'c'), None)");
+  EXPECT_THROW(shard_map(tag, mesh, {P(SpecDim{"r", "r"})}, {P(rc)})(a), ValueError);
+  EXPECT_THROW(shard_map(tag, mesh, {P(rc)}, {P(rc)})(arange(6, DType::f64)), ValueError);  // 6 over 4
+}
+
 // grad through a shard_map (outside it): the whole mapped function's derivative.
 TEST(ShardMap, GradOutside) {
   Rng rng(5);

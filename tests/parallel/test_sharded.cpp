@@ -29,6 +29,31 @@ TEST(Sharded, BlocksOverTwoAxes) {
   EXPECT_EQ(xs.str(), "ShardedArray(f32[8,6], NamedSharding(Mesh('data': 4, 'model': 2), P('data', 'model')))");
 }
 
+// P(('data', 'model')): the rows in eight blocks, device (d, m) holding block d * 2 + m.
+TEST(Sharded, OneDimensionOverTwoAxes) {
+  Mesh m(cpus(8), {"data", "model"}, {4, 2});
+  Array x = reshape(arange(48, DType::f32), {16, 3});
+  NamedSharding s{m, P(SpecDim{"data", "model"})};
+  EXPECT_EQ(s.shard_shape({16, 3}), (Shape{2, 3}));
+  ShardedArray xs = device_put(x, s);
+  ASSERT_EQ(xs.addressable_shards().size(), 8u);
+  for (size_t i = 0; i < 8; ++i) {
+    const Shard& sh = xs.addressable_shards()[i];
+    int64_t b = static_cast<int64_t>(i);  // the devices are row-major over (data, model): block i
+    EXPECT_EQ(sh.index, (Index{{2 * b, 2 * b + 2}, {0, 3}}));
+    EXPECT_TRUE(close(sh.data, x[{slice(2 * b, 2 * b + 2)}], 0, 0));
+  }
+  EXPECT_TRUE(close(xs.gather(), x, 0, 0));
+  // the other order: device (d, m) holds block m * 4 + d
+  ShardedArray ys = device_put(x, NamedSharding{m, P(SpecDim{"model", "data"})});
+  for (size_t i = 0; i < 8; ++i) {
+    int64_t b = static_cast<int64_t>(i % 2) * 4 + static_cast<int64_t>(i / 2);
+    EXPECT_EQ(ys.addressable_shards()[i].index[0], (std::pair<int64_t, int64_t>{2 * b, 2 * b + 2}));
+  }
+  EXPECT_TRUE(close(ys.gather(), x, 0, 0));
+  EXPECT_THROW(device_put(reshape(arange(12, DType::f32), {4, 3}), s), ValueError);  // 4 rows over 8
+}
+
 TEST(Sharded, ReplicatedAlongTheAxesTheSpecDoesNotName) {
   Mesh m(cpus(4), {"data", "model"}, {2, 2});
   Array x = reshape(arange(12, DType::i32), {4, 3});

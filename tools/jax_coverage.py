@@ -45,7 +45,7 @@ MODULES = {  # JAX module: (graft module, C++ headers, the scope's filter)
     "jax": ("graft", ["graft/transforms/api.h", "graft/transforms/*.h", "include/graft/graft.h"],
             lambda n: n in TOP_LEVEL),
     "jax.numpy": ("graft.numpy", ["graft/ops/ops.h", "graft/ops/numpy_more.h", "graft/ops/numpy_stats.h",
-                                  "graft/ops/linalg.h", "graft/core/dtype.h"],
+                                  "graft/ops/numpy_shape.h", "graft/ops/linalg.h", "graft/core/dtype.h"],
                   lambda n: n not in COMPLEX_ONLY | NO_DTYPE | PRINTING),
     "jax.lax": ("graft.lax", ["graft/prims/lax.h", "graft/transforms/control.h", "graft/ops/ops.h",
                               "graft/parallel/*.h"],

@@ -21,6 +21,7 @@
 #include "graft/ir/jaxpr.h"
 #include "graft/ops/linalg.h"
 #include "graft/ops/numpy_more.h"
+#include "graft/ops/numpy_shape.h"
 #include "graft/ops/numpy_stats.h"
 #include "graft/ops/ops.h"
 #include "graft/ops/special.h"

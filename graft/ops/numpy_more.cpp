@@ -164,7 +164,129 @@ Array ldexp(const Array& x, const Array& n) {
   if (!is_integer(checked(n, "ldexp").dtype()))
     fail<TypeError>("ldexp: the exponent must be an integer array, got ", n.aval().str());
   Array f = as_float(checked(x, "ldexp"));
-  return multiply(f, power(Array::scalar(2, f.dtype()), convert(n, f.dtype())));
+  // in two halves, so that 2^n alone neither overflows nor underflows where x 2^n is representable
+  Array e = convert(n, f.dtype()), two = Array::scalar(2, f.dtype());
+  Array h = floor(e * 0.5);
+  return multiply(multiply(f, power(two, h)), power(two, e - h));
+}
+
+Array around(const Array& x, int64_t decimals) {
+  checked(x, "around");
+  if (x.dtype() == DType::bool_ || (!is_floating(x.dtype()) && decimals >= 0)) return x;
+  Array f = as_float(x);
+  Array scale = scalar_like(std::pow(10.0, static_cast<double>(std::abs(decimals))), f);
+  Array r = decimals >= 0 ? round(f * scale) / scale : round(f / scale) * scale;
+  return is_floating(x.dtype()) ? r : convert(r, x.dtype());
+}
+
+namespace {
+// Euclid's algorithm: as many steps as consecutive Fibonacci numbers fit the integer type (its worst
+// case), fewer when the concrete values finish sooner.
+Array euclid(const Array& a0, const Array& b0, const char* op) {
+  auto [a, b] = promote_broadcast(a0, b0, op);
+  if (is_floating(a.dtype()) || a.dtype() == DType::bool_)
+    fail<TypeError>(op, ": operands must be integers, got ", a0.aval().str(), " and ", b0.aval().str());
+  Array x = abs(a), y = abs(b);
+  int steps = 12 * static_cast<int>(itemsize(a.dtype())) + 2;
+  Array zero = scalar_like(0, x), one = scalar_like(1, x);
+  for (int i = 0; i < steps; ++i) {
+    if (y.is_concrete() && !any(y != zero).item<bool>()) break;
+    Array nz = y != zero;
+    Array r = remainder(x, where(nz, y, one));
+    x = where(nz, y, x);
+    y = where(nz, r, y);
+  }
+  return x;
+}
+}  // namespace
+
+Array gcd(const Array& a, const Array& b) { return euclid(a, b, "gcd"); }
+
+Array lcm(const Array& a, const Array& b) {
+  Array g = euclid(a, b, "lcm");
+  auto [x, y] = promote_broadcast(a, b, "lcm");
+  Array zero = scalar_like(0, g);
+  return where(g == zero, zeros_like(g), floor_divide(abs(x), where(g == zero, scalar_like(1, g), g)) * abs(y));
+}
+
+std::pair<Array, Array> frexp(const Array& x0) {
+  Array x = as_float(checked(x0, "frexp"));
+  Array ax = abs(x);
+  Array plain = (ax != scalar_like(0, x)) & isfinite(x);
+  Array safe = where(plain, ax, ones_like(ax));
+  Array e = floor(log2(safe)) + 1.0;
+  // scaled in two halves so that neither power overflows or underflows (subnormals, the largest values)
+  Array h = floor(e * 0.5);
+  Array two = scalar_like(2, x);
+  Array m = where(plain, x, ones_like(x)) * power(two, -h) * power(two, h - e);
+  // log2's rounding next to powers of two
+  Array hi = abs(m) >= 1.0, lo = abs(m) < 0.5;
+  m = where(hi, m * 0.5, where(lo, m * 2.0, m));
+  e = where(hi, e + 1.0, where(lo, e - 1.0, e));
+  return {where(plain, m, x), where(plain, e, zeros_like(e)).astype(DType::i32)};
+}
+
+std::pair<Array, Array> modf(const Array& x0) {
+  Array x = as_float(checked(x0, "modf"));
+  Array whole = trunc(x);
+  Array frac = where(isinf(x), copysign(zeros_like(x), x), x - whole);
+  return {frac, whole};
+}
+
+std::pair<Array, Array> divmod(const Array& a, const Array& b) { return {floor_divide(a, b), remainder(a, b)}; }
+
+Array nextafter(const Array& a, const Array& b) {
+  auto [x, y] = float_pair(a, b, "nextafter");
+  return lax::nextafter(x, y);
+}
+
+Array spacing(const Array& x0) {
+  Array x = as_float(checked(x0, "spacing"));
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  Array toward = where(signbit(x), full_like(x, -inf), full_like(x, inf));
+  return lax::nextafter(x, toward) - x;
+}
+
+Array vecdot(const Array& a, const Array& b, int64_t axis) { return sum(a * b, {axis}); }
+
+Array matvec(const Array& m, const Array& v) {
+  if (checked(m, "matvec").ndim() < 2 || checked(v, "matvec").ndim() < 1)
+    fail<ValueError>("matvec: needs a matrix and a vector, got ", m.aval().str(), " and ", v.aval().str());
+  return sum(m * expand_dims(v, -2), {-1});
+}
+
+Array vecmat(const Array& v, const Array& m) {
+  if (checked(m, "vecmat").ndim() < 2 || checked(v, "vecmat").ndim() < 1)
+    fail<ValueError>("vecmat: needs a vector and a matrix, got ", v.aval().str(), " and ", m.aval().str());
+  return sum(expand_dims(v, -1) * m, {-2});
+}
+
+Array cross(const Array& a0, const Array& b0, int64_t axis) {
+  Array a = moveaxis(checked(a0, "cross"), axis, -1), b = moveaxis(checked(b0, "cross"), axis, -1);
+  if (a.shape().back() != 3 || b.shape().back() != 3)
+    fail<ValueError>("cross: both operands need 3-vectors along axis ", axis, ", got ", a0.aval().str(), " and ",
+                     b0.aval().str());
+  auto c = [](const Array& x, int64_t i) { return squeeze(lax::slice_in_dim(x, i, i + 1, 1, x.ndim() - 1), {-1}); };
+  Array a0c = c(a, 0), a1 = c(a, 1), a2 = c(a, 2), b0c = c(b, 0), b1 = c(b, 1), b2 = c(b, 2);
+  Array r = stack({a1 * b2 - a2 * b1, a2 * b0c - a0c * b2, a0c * b1 - a1 * b0c}, -1);
+  // the vectors along `axis` of the result, as NumPy places them
+  int64_t at = axis < 0 ? axis + r.ndim() : axis;
+  if (at < 0 || at >= r.ndim()) fail<ValueError>("cross: axis ", axis, " is out of range for the result ", r.aval().str());
+  return moveaxis(r, -1, at);
+}
+
+Array unwrap(const Array& p0, std::optional<double> discont, int64_t axis, double period) {
+  Array p = as_float(checked(p0, "unwrap"));
+  int64_t ax = axis < 0 ? axis + p.ndim() : axis;
+  if (ax < 0 || ax >= p.ndim()) fail<ValueError>("unwrap: axis ", axis, " is out of range for ", p.aval().str());
+  Array d = diff(p, 1, ax);
+  double half = period / 2;
+  Array dd = remainder(d + half, scalar_like(period, d)) - half;
+  dd = where((dd == -half) & (d > 0.0), full_like(dd, half), dd);
+  Array corr = where(abs(d) < discont.value_or(half), zeros_like(d), dd - d);
+  Shape first = p.shape();
+  first[static_cast<size_t>(ax)] = 1;
+  return p + concatenate({zeros(first, p.dtype()), cumsum(corr, ax)}, ax);
 }
 
 // ---- shapes --------------------------------------------------------------------------------------------

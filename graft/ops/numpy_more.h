@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "graft/ops/ops.h"
@@ -69,6 +70,38 @@ Array logaddexp2(const Array& a, const Array& b);
 Array float_power(const Array& a, const Array& b);
 /// x * 2**n.
 Array ldexp(const Array& x, const Array& n);
+
+/// x rounded to `decimals` places, halves to even (negative decimals: to tens, hundreds, ...); integers
+/// stay integers.
+Array around(const Array& x, int64_t decimals = 0);
+/// The greatest common divisor and least common multiple of integers (non-negative; gcd(0, 0) = 0).
+Array gcd(const Array& a, const Array& b);
+Array lcm(const Array& a, const Array& b);
+/// (mantissa, exponent) with x = mantissa 2^exponent, |mantissa| in [0.5, 1), exponent i32; zeros,
+/// infinities and NaN give (x, 0).
+std::pair<Array, Array> frexp(const Array& x);
+/// (fractional part, integral part), both with x's sign (an infinity: (+-0, x)).
+std::pair<Array, Array> modf(const Array& x);
+/// (floor_divide(a, b), remainder(a, b)).
+std::pair<Array, Array> divmod(const Array& a, const Array& b);
+/// The representable value next to a in the direction of b (a's float type).
+Array nextafter(const Array& a, const Array& b);
+/// The distance from x to the next representable value away from zero (negative for negative x).
+Array spacing(const Array& x);
+
+// ---- products -------------------------------------------------------------------------------------------
+/// The sum over `axis` of a * b (broadcast): batched dot products.
+Array vecdot(const Array& a, const Array& b, int64_t axis = -1);
+/// Matrix [..., m, n] times vector [..., n] -> [..., m], batched by broadcasting.
+Array matvec(const Array& m, const Array& v);
+/// Vector [..., m] times matrix [..., m, n] -> [..., n].
+Array vecmat(const Array& v, const Array& m);
+/// The cross product of 3-vectors along `axis` of each (broadcast).
+Array cross(const Array& a, const Array& b, int64_t axis = -1);
+/// p with jumps larger than `discont` (default period / 2) along `axis` replaced by their complement
+/// modulo `period` (phase unwrapping).
+Array unwrap(const Array& p, std::optional<double> discont = std::nullopt, int64_t axis = -1,
+             double period = 6.283185307179586);
 
 // ---- shapes --------------------------------------------------------------------------------------------
 /// Swaps the last two axes.

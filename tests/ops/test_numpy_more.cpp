@@ -152,5 +152,55 @@ TEST(NumpyMore, BadInputIsAClearError) {
   EXPECT_THROW(hstack({}), ValueError);
 }
 
+TEST(NumpyMore, RoundingIntegerAndFloatDecomposition) {
+  EXPECT_TRUE(is(around(arr({1.25, 2.5, -0.125, 1234.5}, {4}), 1), f64, {4}, {1.2, 2.5, -0.1, 1234.5}));
+  EXPECT_TRUE(is(around(arr({1250, -350, 449}, {3}, i32), -2), i32, {3}, {1200, -400, 400}));
+  EXPECT_TRUE(is(around(arr({1.5, 2.5, -0.5}, {3})), f64, {3}, {2, 2, -0.0}));
+  Array a = arr({12, -18, 0, 7}, {4}, i32);
+  EXPECT_TRUE(is(gcd(a, arr({8, 24, 0, 0}, {4}, i32)), i32, {4}, {4, 6, 0, 7}));
+  EXPECT_TRUE(is(lcm(a, arr({8, 24, 5, 3}, {4}, i32)), i32, {4}, {24, 72, 0, 21}));
+  // gcd's worst case (consecutive Fibonacci numbers) under jit, where the loop cannot stop early
+  Array fib = arr({1836311903}, {1}, i32), fib1 = arr({1134903170}, {1}, i32);
+  EXPECT_TRUE(is(jit([](const Array& x, const Array& y) { return gcd(x, y); })(fib, fib1), i32, {1}, {1}));
+  EXPECT_TRUE(is(gcd(arr({1836311903 * 2.0}, {1}, i64), arr({1134903170 * 2.0}, {1}, i64)), i64, {1}, {2}));
+  expect_throws<TypeError>([] { gcd(ones({2}), ones({2})); }, "integers");
+  auto [m, e] = frexp(arr({8, -0.3, 0, 1e-310, kInf, 1.7976931348623157e308}, {6}));
+  EXPECT_TRUE(is(m, f64, {6}, {0.5, -0.6, 0, 0.5752618031559393, kInf, 0.9999999999999999}));
+  EXPECT_TRUE(is(e, i32, {6}, {4, -1, 0, -1029, 0, 1024}));
+  EXPECT_TRUE(close(ldexp(m, e), arr({8, -0.3, 0, 1e-310, kInf, 1.7976931348623157e308}, {6}), 0, 0));
+  auto [fr, wh] = modf(arr({2.5, -1.25, kInf, -kInf}, {4}));
+  EXPECT_TRUE(is(fr, f64, {4}, {0.5, -0.25, 0, -0.0}));
+  EXPECT_TRUE(is(wh, f64, {4}, {2, -1, kInf, -kInf}));
+  EXPECT_TRUE(signbit(fr[{3}]).item<bool>());
+  auto [q, r] = divmod(arr({7, -7}, {2}, i32), arr({2, 2}, {2}, i32));
+  EXPECT_TRUE(is(q, i32, {2}, {3, -4}));
+  EXPECT_TRUE(is(r, i32, {2}, {1, 1}));
+  EXPECT_TRUE(is(spacing(arr({1, -1, 0}, {3})), f64, {3}, {2.220446049250313e-16, -2.220446049250313e-16, 5e-324}, 0, 0));
+  EXPECT_TRUE(is(nextafter(arr({1}, {1}, f32), arr({2}, {1}, f32)), f32, {1}, {1.0000001192092896}, 0, 0));
+}
+
+TEST(NumpyMore, VectorProductsAndUnwrap) {
+  Rng rng(9);
+  Array m = rng.uniform({2, 3, 4}, DType::f64), v = rng.uniform({4}, DType::f64), w = rng.uniform({2, 3}, DType::f64);
+  EXPECT_TRUE(close(matvec(m, v), matmul(m, v), 1e-12, 1e-12));
+  EXPECT_TRUE(close(vecmat(w, m), squeeze(matmul(expand_dims(w, 1), m), {1}), 1e-12, 1e-12));
+  EXPECT_TRUE(close(vecdot(m, v), matmul(m, v), 1e-12, 1e-12));
+  EXPECT_TRUE(close(vecdot(w, w, 0), sum(w * w, {0}), 1e-12, 1e-12));
+  EXPECT_TRUE(is(cross(arr({1, 2, 3}, {3}), arr({4, 5, 6}, {3})), f64, {3}, {-3, 6, -3}));
+  // along another axis, broadcast: each column of a against b
+  Array a3 = rng.uniform({3, 5}, DType::f64), b3 = rng.uniform({3}, DType::f64);
+  Array c = cross(a3, expand_dims(b3, 1), 0);
+  EXPECT_EQ(c.shape(), (Shape{3, 5}));
+  EXPECT_TRUE(close(c[{slice(0, 3), 2}], cross(a3[{slice(0, 3), 2}], b3), 1e-12, 1e-12));
+  EXPECT_TRUE(close(cross(a3, expand_dims(b3, 1), 0), moveaxis(cross(moveaxis(a3, 0, -1), b3), -1, 0), 1e-12, 1e-12));
+  EXPECT_NEAR(sum(c * expand_dims(b3, 1)).item<double>(), 0.0, 1e-12);  // orthogonal to b
+  expect_throws<ValueError>([] { cross(ones({2}), ones({2})); }, "3-vectors");
+  EXPECT_TRUE(is(unwrap(arr({0, 3, 6.5, 1, -2.5}, {5})), f64, {5}, {0, 3, 0.21681469282041377, 1, 3.7831853071795862}));
+  EXPECT_TRUE(is(unwrap(arr({0, 1, 2, 3, 0}, {5}), std::nullopt, -1, 4), f64, {5}, {0, 1, 2, 3, 4}));
+  auto f = [](const Array& x) { return sum(square(cross(x, x * 2.0 + 1.0))); };
+  Array x = arr({0.5, -1, 2}, {3});
+  EXPECT_TRUE(close(grad(f)(x), num_grad(f, x), 1e-6, 1e-8));
+}
+
 }  // namespace
 }  // namespace graft::testing

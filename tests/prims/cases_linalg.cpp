@@ -19,7 +19,7 @@ using Mat = std::vector<std::vector<double>>;
 Mat zeros_m(int64_t r, int64_t c) { return Mat(static_cast<size_t>(r), std::vector<double>(static_cast<size_t>(c), 0)); }
 
 // The matrices of a stack [..., r, c].
-std::vector<Mat> unstack(const Array& a) {
+std::vector<Mat> to_mats(const Array& a) {
   std::vector<double> v = values(a);
   int64_t r = a.shape()[a.ndim() - 2], c = a.shape().back(), nb = (r * c != 0) ? a.size() / (r * c) : 0;
   std::vector<Mat> out;
@@ -285,9 +285,9 @@ double sign_of_largest(const std::vector<double>& v) {
 }
 Inputs canonical_columns(const Inputs& out, size_t col_out, std::optional<size_t> row_out) {
   Inputs r = out;
-  std::vector<Mat> cs = unstack(out[col_out]);
+  std::vector<Mat> cs = to_mats(out[col_out]);
   std::vector<Mat> rs;
-  if (row_out) rs = unstack(out[*row_out]);
+  if (row_out) rs = to_mats(out[*row_out]);
   for (size_t b = 0; b < cs.size(); ++b) {
     Mat& m = cs[b];
     for (size_t c = 0; c < m[0].size(); ++c) {
@@ -309,7 +309,7 @@ Inputs canonical_columns(const Inputs& out, size_t col_out, std::optional<size_t
 std::function<Inputs(Rng&, DType)> spd(Shape s) {
   return [s](Rng& r, DType d) {
     Array b = r.uniform(s, DType::f64);
-    std::vector<Mat> ms = unstack(b);
+    std::vector<Mat> ms = to_mats(b);
     for (auto& m : ms) {
       Mat p = zeros_m(static_cast<int64_t>(m.size()), static_cast<int64_t>(m.size()));
       for (size_t i = 0; i < m.size(); ++i)
@@ -324,7 +324,7 @@ std::function<Inputs(Rng&, DType)> spd(Shape s) {
 }
 // Random with the diagonal pushed away from zero (well conditioned as a triangular matrix).
 Array dominant(Rng& r, Shape s, DType d) {
-  std::vector<Mat> ms = unstack(r.uniform(s, DType::f64));
+  std::vector<Mat> ms = to_mats(r.uniform(s, DType::f64));
   for (auto& m : ms)
     for (size_t i = 0; i < std::min(m.size(), m[0].size()); ++i) m[i][i] += m[i][i] < 0 ? -2.5 : 2.5;
   return stack_of(ms, Shape(s.begin(), s.end() - 2), d);
@@ -332,7 +332,7 @@ Array dominant(Rng& r, Shape s, DType d) {
 // Symmetric with separated eigenvalues: B + B^T + diag(0, 3, 6, ...).
 std::function<Inputs(Rng&, DType)> separated(Shape s) {
   return [s](Rng& r, DType d) {
-    std::vector<Mat> ms = unstack(r.uniform(s, DType::f64));
+    std::vector<Mat> ms = to_mats(r.uniform(s, DType::f64));
     for (auto& m : ms) {
       Mat t = transpose_m(m);
       for (size_t i = 0; i < m.size(); ++i)
@@ -362,7 +362,7 @@ std::vector<Case> linalg_cases() {
 
   for (Shape s : {Shape{4, 4}, Shape{2, 3, 3}}) {
     v.push_back(row("cholesky_" + dims(s), cholesky_p, {}, spd(s), [](const Inputs& in) {
-      std::vector<Mat> ms = unstack(in[0]);
+      std::vector<Mat> ms = to_mats(in[0]);
       for (auto& m : ms) m = ref_cholesky(m);
       return Inputs{stack_of(ms, batch_of(in[0]), in[0].dtype())};
     }, {true}));
@@ -381,7 +381,7 @@ std::vector<Case> linalg_cases() {
                     trsm_params(t.left, t.lower, t.trans, t.unit),
                     [t](Rng& r, DType d) { return Inputs{dominant(r, t.a, d), r.uniform(t.b, d)}; },
                     [t](const Inputs& in) {
-                      std::vector<Mat> as = unstack(in[0]), bs = unstack(in[1]), xs;
+                      std::vector<Mat> as = to_mats(in[0]), bs = to_mats(in[1]), xs;
                       for (size_t b = 0; b < as.size(); ++b)
                         xs.push_back(ref_trsm(as[b], bs[b], t.left, t.lower, t.trans, t.unit));
                       return Inputs{stack_of(xs, batch_of(in[1]), in[1].dtype())};
@@ -392,7 +392,7 @@ std::vector<Case> linalg_cases() {
   for (Shape s : {Shape{4, 4}, Shape{2, 3, 3}, Shape{3, 5}, Shape{5, 3}}) {
     v.push_back(row("lu_" + dims(s), lu_p, {}, [s](Rng& r, DType d) { return Inputs{r.uniform(s, d)}; },
                     [](const Inputs& in) {
-                      std::vector<Mat> ms = unstack(in[0]);
+                      std::vector<Mat> ms = to_mats(in[0]);
                       std::vector<std::vector<double>> piv, perm;
                       for (auto& m : ms) {
                         RefLu f = ref_lu(m);
@@ -433,7 +433,7 @@ std::vector<Case> linalg_cases() {
 
   for (Shape s : {Shape{4, 4}, Shape{2, 3, 3}}) {
     Case c = row("eigh_" + dims(s), eigh_p, {}, separated(s), [](const Inputs& in) {
-      std::vector<Mat> ms = unstack(in[0]);
+      std::vector<Mat> ms = to_mats(in[0]);
       std::vector<std::vector<double>> ws;
       for (auto& m : ms) {
         auto [w, vecs] = ref_eigh(m);
@@ -455,7 +455,7 @@ std::vector<Case> linalg_cases() {
     v.push_back(row("qr_" + dims(q.s) + (q.full ? "_full" : ""), qr_p, {{"full_matrices", q.full}},
                     [q](Rng& r, DType d) { return Inputs{r.uniform(q.s, d)}; },
                     [q](const Inputs& in) {
-                      std::vector<Mat> ms = unstack(in[0]), qs, rs;
+                      std::vector<Mat> ms = to_mats(in[0]), qs, rs;
                       for (auto& m : ms) {
                         auto [qm, rm] = ref_qr(m, q.full);
                         qs.push_back(qm);
@@ -476,13 +476,13 @@ std::vector<Case> linalg_cases() {
                  {{"full_matrices", false}, {"compute_uv", q.uv}},
                  [q](Rng& r, DType d) {
                    // distinct singular values: a dominant diagonal of different sizes
-                   std::vector<Mat> ms = unstack(r.uniform(q.s, DType::f64));
+                   std::vector<Mat> ms = to_mats(r.uniform(q.s, DType::f64));
                    for (auto& m : ms)
                      for (size_t i = 0; i < std::min(m.size(), m[0].size()); ++i) m[i][i] += 2.0 * static_cast<double>(i + 1);
                    return Inputs{stack_of(ms, Shape(q.s.begin(), q.s.end() - 2), d)};
                  },
                  [q](const Inputs& in) {
-                   std::vector<Mat> ms = unstack(in[0]), us, vts;
+                   std::vector<Mat> ms = to_mats(in[0]), us, vts;
                    std::vector<std::vector<double>> ss;
                    for (auto& m : ms) {
                      RefSvd f = ref_svd(m);

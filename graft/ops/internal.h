@@ -21,5 +21,9 @@ Array broadcast_to(const Array& x, const Shape& shape, const char* op);
 const Array& checked(const Array& x, const char* op);
 /// Floating dtype for x (int/bool promote to the default float).
 DType float_dtype(const Array& x);
+/// x itself when floating, else converted to float_dtype(x).
+inline Array as_float(const Array& x) { return is_floating(x.dtype()) ? x : convert(x, float_dtype(x)); }
+/// The scalar v in x's dtype.
+inline Array scalar_like(double v, const Array& x) { return Array::scalar(v, x.dtype()); }
 
 }  // namespace graft::ops_detail

@@ -10,14 +10,14 @@
 
 namespace graft {
 
+using ops_detail::as_float;
 using ops_detail::checked;
 using ops_detail::convert;
 using ops_detail::float_dtype;
 using ops_detail::promote_broadcast;
+using ops_detail::scalar_like;
 
 namespace {
-Array as_float(const Array& x) { return is_floating(x.dtype()) ? x : convert(x, float_dtype(x)); }
-Array scalar_like(double v, const Array& x) { return Array::scalar(v, x.dtype()); }
 // The largest finite value of a floating dtype (finfo.max).
 double finite_max(DType d) {
   switch (d) {

@@ -11,14 +11,13 @@
 
 namespace graft {
 
+using ops_detail::as_float;
 using ops_detail::checked;
 using ops_detail::convert;
 using ops_detail::float_dtype;
+using ops_detail::scalar_like;
 
 namespace {
-
-Array as_float(const Array& x) { return is_floating(x.dtype()) ? x : convert(x, float_dtype(x)); }
-Array scalar_like(double v, const Array& x) { return Array::scalar(v, x.dtype()); }
 
 // ---- quantiles ---------------------------------------------------------------------------------------------
 // x with the reduced axes moved last and flattened into one, and the keepdims shape (1 where reduced).

@@ -4,22 +4,13 @@
 #include <limits>
 #include <vector>
 
-#include "testing.h"
+#include "ops/numpy_testing.h"
 
 namespace graft::testing {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-Array arr(const std::vector<double>& v, const Shape& shape, DType d = f64) { return concrete(v, shape, d); }
-
-::testing::AssertionResult is(const Array& a, DType d, const Shape& shape, const std::vector<double>& v,
-                              double rtol = 1e-12, double atol = 1e-12) {
-  if (!a.valid()) return ::testing::AssertionFailure() << "null array";
-  if (a.dtype() != d) return ::testing::AssertionFailure() << "dtype " << a.dtype() << ", expected " << d;
-  return close(a, concrete(v, shape, f64), rtol, atol);
-}
 
 TEST(NumpyMore, AliasesAreTheirNamesakes) {
   Array x = arr({-0.5, 0.25, 0.75}, {3});

@@ -2,19 +2,10 @@
 // differentiable ones' derivatives against finite differences in f64.
 #include <vector>
 
-#include "testing.h"
+#include "ops/numpy_testing.h"
 
 namespace graft::testing {
 namespace {
-
-Array arr(const std::vector<double>& v, const Shape& shape, DType d = f64) { return concrete(v, shape, d); }
-
-::testing::AssertionResult is(const Array& a, DType d, const Shape& shape, const std::vector<double>& v,
-                              double rtol = 1e-12, double atol = 1e-12) {
-  if (!a.valid()) return ::testing::AssertionFailure() << "null array";
-  if (a.dtype() != d) return ::testing::AssertionFailure() << "dtype " << a.dtype() << ", expected " << d;
-  return close(a, concrete(v, shape, f64), rtol, atol);
-}
 
 TEST(NumpyShape, Construction) {
   EXPECT_TRUE(is(identity(2, f64), f64, {2, 2}, {1, 0, 0, 1}));

@@ -6,21 +6,12 @@
 #include <limits>
 #include <vector>
 
-#include "testing.h"
+#include "ops/numpy_testing.h"
 
 namespace graft::testing {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-Array arr(const std::vector<double>& v, const Shape& shape, DType d = f64) { return concrete(v, shape, d); }
-
-::testing::AssertionResult is(const Array& a, DType d, const Shape& shape, const std::vector<double>& v,
-                              double rtol = 1e-12, double atol = 1e-12) {
-  if (!a.valid()) return ::testing::AssertionFailure() << "null array";
-  if (a.dtype() != d) return ::testing::AssertionFailure() << "dtype " << a.dtype() << ", expected " << d;
-  return close(a, concrete(v, shape, f64), rtol, atol);
-}
 
 // NumPy's linear quantile of one row, by a sort and the definition.
 double ref_quantile(std::vector<double> v, double q) {

@@ -19,8 +19,19 @@ class Rng {
  public:
   explicit Rng(uint64_t seed = 0) : gen_(seed) {}
   /// Uniform values in [lo, hi) of dtype d.
+  /// Complex d: both parts uniform in [lo, hi).
   Array uniform(const Shape& shape, DType d = DType::f32, double lo = -1, double hi = 1) {
     std::uniform_real_distribution<double> u(lo, hi);
+    if (is_complex(d)) {
+      std::vector<complex128> z(static_cast<size_t>(numel(shape)));
+      for (auto& x : z) {
+        double re = u(gen_);
+        x = complex128(re, u(gen_));
+      }
+      Array out = Array::empty(Aval(shape, d));
+      convert_elements(z.data(), DType::c128, out.concrete()->data(), d, static_cast<int64_t>(z.size()));
+      return out;
+    }
     std::vector<double> v(static_cast<size_t>(numel(shape)));
     for (auto& x : v) x = u(gen_);
     return from_doubles(v, shape, d);
@@ -45,7 +56,15 @@ class Rng {
   std::mt19937_64 gen_;
 };
 
-inline std::vector<double> values(const Array& a) { return a.to_vector<double>(); }
+/// The elements as doubles; a complex array's as (real, imaginary) pairs, so that comparisons check both parts.
+inline std::vector<double> values(const Array& a) {
+  if (!is_complex(a.dtype())) return a.to_vector<double>();
+  auto z = a.to_vector<complex128>();
+  std::vector<double> v;
+  v.reserve(2 * z.size());
+  for (auto& e : z) v.push_back(e.real()), v.push_back(e.imag());
+  return v;
+}
 
 /// Asserts same shape and |a - b| <= atol + rtol * |b| elementwise (NaNs must match).
 /// Expects fn() to throw E with `words` in its message.
@@ -63,6 +82,8 @@ inline ::testing::AssertionResult close(const Array& a, const Array& b, double r
   if (!a.valid() || !b.valid()) return ::testing::AssertionFailure() << "null array";
   if (a.shape() != b.shape())
     return ::testing::AssertionFailure() << "shapes differ: " << a.aval().str() << " vs " << b.aval().str();
+  if (is_complex(a.dtype()) != is_complex(b.dtype()))
+    return ::testing::AssertionFailure() << "one is complex, the other not: " << a.aval().str() << " vs " << b.aval().str();
   auto x = values(a), y = values(b);
   for (size_t i = 0; i < x.size(); ++i) {
     bool both_nan = std::isnan(x[i]) && std::isnan(y[i]);

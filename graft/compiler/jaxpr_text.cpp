@@ -220,6 +220,31 @@ class Parser {
       if (r.ec != std::errc() || r.ptr != e) bad();
       return Array::scalar(static_cast<double>(v), d);
     }
+    if (is_complex(d)) {
+      // Python's repr: (1+2j), (-0.5-1e-08j), 2j (a zero real part), inf and nan spelled out
+      auto part = [&](std::string_view t) {
+        if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+        double v = 0;
+        auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (t.empty() || r.ec != std::errc() || r.ptr != t.data() + t.size()) bad();
+        return v;
+      };
+      complex128 z;
+      if (value.size() >= 2 && value.front() != '(' && value.back() == 'j') {
+        z = complex128(0, part(value.substr(0, value.size() - 1)));
+      } else {
+        if (value.size() < 4 || value.front() != '(' || value.back() != ')' || value[value.size() - 2] != 'j') bad();
+        std::string_view body = value.substr(1, value.size() - 3);
+        size_t cut = std::string_view::npos;
+        for (size_t i = 1; i < body.size(); ++i)
+          if ((body[i] == '+' || body[i] == '-') && body[i - 1] != 'e' && body[i - 1] != 'E') cut = i;
+        if (cut == std::string_view::npos) bad();
+        z = complex128(part(body.substr(0, cut)), part(body.substr(cut)));
+      }
+      Array out = Array::empty(Aval({}, d));
+      convert_elements(&z, DType::c128, out.concrete()->data(), d, 1);
+      return out;
+    }
     if (is_unsigned(d)) {
       uint64_t v = 0;
       auto r = std::from_chars(b, e, v);
@@ -254,6 +279,10 @@ class Parser {
 
   Atom atom(const Scope& scope) {
     size_t start = p_;
+    if (!eof() && t_[p_] == '(') {  // a complex literal, (1+2j): through its closing parenthesis
+      while (!eof() && t_[p_] != ')') ++p_;
+      if (!eof()) ++p_;
+    }
     while (!eof() && !space(t_[p_]) && t_[p_] != ',' && t_[p_] != ')' && t_[p_] != ';' && t_[p_] != ':') ++p_;
     std::string tok(t_.substr(start, p_ - start));
     if (tok.empty()) error("expected a variable or a literal");

@@ -141,26 +141,37 @@ Array Array::scalar(double v, DType d, bool weak) {
 
 namespace {
 template <class To, class From>
-void convert_loop(const From* in, To* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<To, bool>) {
-      out[i] = static_cast<compute_t<From>>(in[i]) != compute_t<From>(0);
-    } else if constexpr (std::is_integral_v<To> && !std::is_same_v<From, bool> && !std::is_integral_v<From>) {
-      // float -> int: NaN becomes 0 and out-of-range values saturate (XLA's CPU convert clamps too).
-      double x = static_cast<double>(static_cast<compute_t<From>>(in[i]));
-      if (std::isnan(x)) {
-        out[i] = 0;
-      } else if (x <= static_cast<double>(std::numeric_limits<To>::lowest())) {
-        out[i] = std::numeric_limits<To>::lowest();
-      } else if (x >= static_cast<double>(std::numeric_limits<To>::max())) {
-        out[i] = std::numeric_limits<To>::max();
-      } else {
-        out[i] = static_cast<To>(x);
-      }
+To convert_one(From v) {
+  if constexpr (is_complex_v<From>) {
+    // complex -> complex keeps both parts; -> bool tests both; -> real keeps the real part (JAX's
+    // convert_element_type, NumPy's ComplexWarning cast)
+    if constexpr (is_complex_v<To>) {
+      return static_cast<To>(v);
+    } else if constexpr (std::is_same_v<To, bool>) {
+      return v.real() != 0 || v.imag() != 0;
     } else {
-      out[i] = static_cast<To>(static_cast<compute_t<To>>(static_cast<compute_t<From>>(in[i])));
+      return convert_one<To>(v.real());
     }
+  } else if constexpr (is_complex_v<To>) {
+    using R = typename To::value_type;
+    return To(static_cast<R>(static_cast<compute_t<From>>(v)), R(0));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return static_cast<compute_t<From>>(v) != compute_t<From>(0);
+  } else if constexpr (std::is_integral_v<To> && !std::is_same_v<From, bool> && !std::is_integral_v<From>) {
+    // float -> int: NaN becomes 0 and out-of-range values saturate (XLA's CPU convert clamps too).
+    double x = static_cast<double>(static_cast<compute_t<From>>(v));
+    if (std::isnan(x)) return To(0);
+    if (x <= static_cast<double>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    if (x >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(x);
+  } else {
+    return static_cast<To>(static_cast<compute_t<To>>(static_cast<compute_t<From>>(v)));
   }
+}
+
+template <class To, class From>
+void convert_loop(const From* in, To* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = convert_one<To>(in[i]);
 }
 }  // namespace
 
@@ -170,9 +181,9 @@ void convert_elements(const void* in, DType from, void* out, DType to, int64_t n
     std::memcpy(out, in, static_cast<size_t>(n) * itemsize(from));
     return;
   }
-  visit_dtype(from, [&](auto ft) {
+  visit_any_dtype(from, [&](auto ft) {
     using F = typename decltype(ft)::type;
-    visit_dtype(to, [&](auto tt) {
+    visit_any_dtype(to, [&](auto tt) {
       using T = typename decltype(tt)::type;
       convert_loop<T, F>(static_cast<const F*>(in), static_cast<T*>(out), n);
     });
@@ -186,8 +197,15 @@ void print_elems(std::ostream& os, const Array& a) {
   std::vector<std::string> strs(vals.size());
   bool fl = is_floating(a.dtype());
   size_t width = 0;
+  std::vector<complex128> zs;
+  if (is_complex(a.dtype())) zs = a.to_vector<complex128>();
   for (size_t i = 0; i < vals.size(); ++i) {
-    if (is_bool(a.dtype())) {
+    if (!zs.empty()) {
+      // NumPy's form: 1.+2.j, 3.-0.5j
+      double im = zs[i].imag();
+      strs[i] = format_float_numpy(zs[i].real()) + (std::signbit(im) && !std::isnan(im) ? "-" : "+") +
+                format_float_numpy(std::abs(im)) + "j";
+    } else if (is_bool(a.dtype())) {
       strs[i] = vals[i] != 0 ? "True" : "False";
     } else if (fl) {
       strs[i] = format_float_numpy(vals[i]);

@@ -24,11 +24,13 @@ constexpr std::array<Info, kNumDTypes> kInfo = {{{1, "bool", "bool"},
                                                  {2, "f16", "float16"},
                                                  {2, "bf16", "bfloat16"},
                                                  {4, "f32", "float32"},
-                                                 {8, "f64", "float64"}}};
+                                                 {8, "f64", "float64"},
+                                                 {8, "c64", "complex64"},
+                                                 {16, "c128", "complex128"}}};
 
 // JAX's promotion lattice (jax/_src/dtypes.py, "standard" mode) over our dtypes plus the two weak
-// kinds i* and f*. Nodes 0..12 are the DTypes, 13 = i*, 14 = f*. An edge a -> b means a < b.
-constexpr int kIW = 13, kFW = 14, kNodes = 15;
+// kinds i*, f* and c*. Nodes 0..14 are the DTypes, 15 = i*, 16 = f*, 17 = c*. An edge a -> b means a < b.
+constexpr int kIW = kNumDTypes, kFW = kNumDTypes + 1, kCW = kNumDTypes + 2, kNodes = kNumDTypes + 3;
 using D = DType;
 constexpr int n(D d) { return static_cast<int>(d); }
 
@@ -57,6 +59,11 @@ struct Lattice {
     edge(n(D::bf16), n(D::f32));
     edge(n(D::f16), n(D::f32));
     edge(n(D::f32), n(D::f64));
+    edge(kFW, kCW);
+    edge(kCW, n(D::c64));
+    edge(n(D::f32), n(D::c64));
+    edge(n(D::f64), n(D::c128));
+    edge(n(D::c64), n(D::c128));
     for (int a = 0; a < kNodes; ++a) up[a] = 1u << a;
     // transitive closure (the graph is tiny)
     for (int iter = 0; iter < kNodes; ++iter)
@@ -69,7 +76,7 @@ struct Lattice {
     // the least element of `common` is the one whose upper set contains all of `common`
     for (int c = 0; c < kNodes; ++c)
       if ((common & (1u << c)) && (up[c] & common) == common) return c;
-    return n(D::f64);
+    return n(D::c128);
   }
 };
 constexpr Lattice kLattice;
@@ -88,6 +95,11 @@ DType parse_dtype(std::string_view s) {
 
 DType default_int_dtype() { return config::enable_x64() ? DType::i64 : default_int; }
 DType default_float_dtype() { return config::enable_x64() ? DType::f64 : default_float; }
+DType default_complex_dtype() { return config::enable_x64() ? DType::c128 : DType::c64; }
+
+void complex_unsupported(DType d, std::string_view what) {
+  fail<TypeError>(what, ": complex dtypes (", short_name(d), ") are not supported");
+}
 
 DType promote_types(DType a, bool weak_a, DType b, bool weak_b, bool* weak_out) {
   if (weak_a && weak_b) {
@@ -97,11 +109,12 @@ DType promote_types(DType a, bool weak_a, DType b, bool weak_b, bool* weak_out) 
   }
   auto node = [](DType d, bool weak) {
     if (!weak || is_bool(d)) return n(d);
-    return is_floating(d) ? kFW : kIW;
+    return is_complex(d) ? kCW : is_floating(d) ? kFW : kIW;
   };
   int j = kLattice.join(node(a, weak_a), node(b, weak_b));
-  if (weak_out) *weak_out = (j == kIW || j == kFW);
-  if (j != kIW && j != kFW) return static_cast<DType>(j);
+  if (weak_out) *weak_out = (j == kIW || j == kFW || j == kCW);
+  if (j != kIW && j != kFW && j != kCW) return static_cast<DType>(j);
+  if (j == kCW) return default_complex_dtype();
   // A weak result is JAX's default dtype of its kind in the running mode (a C++ double is a weak f64,
   // yet i32 * 1.5 is f32 without x64, as in JAX)
   return j == kIW ? default_int_dtype() : default_float_dtype();

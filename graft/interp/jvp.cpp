@@ -48,7 +48,7 @@ Arrays JVPTrace::process(const Primitive& p, std::span<const Array> in, const Pa
   Arrays out;
   for (size_t i = 0; i < r.primals.size(); ++i) {
     const Array& t = i < r.tangents.size() ? r.tangents[i] : Array();
-    if (t.valid() && !is_floating(r.primals[i].dtype())) {
+    if (t.valid() && !is_inexact(r.primals[i].dtype())) {
       out.push_back(r.primals[i]);  // integer results have no tangent
     } else {
       out.push_back(make(r.primals[i], t));

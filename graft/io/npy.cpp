@@ -32,6 +32,8 @@ std::string descr_of(DType d) {
     case DType::f16: return "<f2";
     case DType::f32: return "<f4";
     case DType::f64: return "<f8";
+    case DType::c64: return "<c8";
+    case DType::c128: return "<c16";
     default: break;
   }
   fail<TypeError>("save_npy: NumPy has no ", d, " type; cast the array (e.g. to float32) first");
@@ -53,10 +55,11 @@ DType dtype_of_descr(const std::string& descr, bool* big, const std::string& nam
   static const Known known[] = {{'b', "1", DType::bool_}, {'i', "1", DType::i8},  {'i', "2", DType::i16},
                                 {'i', "4", DType::i32},   {'i', "8", DType::i64}, {'u', "1", DType::u8},
                                 {'u', "2", DType::u16},   {'u', "4", DType::u32}, {'u', "8", DType::u64},
-                                {'f', "2", DType::f16},   {'f', "4", DType::f32}, {'f', "8", DType::f64}};
+                                {'f', "2", DType::f16},   {'f', "4", DType::f32}, {'f', "8", DType::f64},
+                                {'c', "8", DType::c64},   {'c', "16", DType::c128}};
   for (const Known& k : known)
     if (k.kind == kind && size == k.size) return k.d;
-  fail<TypeError>("'", name, "': NumPy's dtype '", descr, "' has no graft type (graft reads bool, int, uint and float)");
+  fail<TypeError>("'", name, "': NumPy's dtype '", descr, "' has no graft type (graft reads bool, int, uint, float and complex)");
 }
 
 // The value of `key` in the header's dict literal, as its raw text (a quoted string, True/False, or a
@@ -198,8 +201,11 @@ Array parse_npy(const std::string& b, const std::string& name) {
   Array out = Array::empty(Aval(stored, d));
   char* dst = static_cast<char*>(out.concrete()->data());
   if (n > 0) std::memcpy(dst, b.data() + data, static_cast<size_t>(n) * isz);
-  if (big && isz > 1)
-    for (int64_t e = 0; e < n; ++e) std::reverse(dst + e * static_cast<int64_t>(isz), dst + (e + 1) * static_cast<int64_t>(isz));
+  if (big && isz > 1) {
+    // a complex number is two floats, each byte-swapped on its own
+    int64_t w = static_cast<int64_t>(itemsize(real_dtype(d))), parts = n * static_cast<int64_t>(isz) / w;
+    for (int64_t e = 0; e < parts; ++e) std::reverse(dst + e * w, dst + (e + 1) * w);
+  }
   if (d == DType::bool_)
     for (int64_t e = 0; e < n; ++e) dst[e] = dst[e] != 0;  // any nonzero byte is true
   if (fortran) {

@@ -62,6 +62,8 @@ int onnx_type(DType d) {
     case DType::u32: return 12;
     case DType::u64: return 13;
     case DType::bf16: return 16;
+    case DType::c64: return 14;
+    case DType::c128: return 15;
   }
   return 0;
 }
@@ -215,6 +217,10 @@ class Writer {
     using namespace prims;
     const Primitive* p = e.prim;
     const Aval& out = e.outputs[0]->aval;
+    // ONNX's operators take no complex tensors (the type exists for storage only)
+    bool cplx = is_complex(out.dtype);
+    for (auto& a : in_avals) cplx = cplx || is_complex(a.dtype);
+    if (cplx) unsupported(e, "of complex values (ONNX's operators have no complex forms)");
     static const std::unordered_map<const Primitive*, const char*> simple = {
         {&add_p, "Add"},     {&sub_p, "Sub"},         {&mul_p, "Mul"},       {&div_p, "Div"},
         {&max_p, "Max"},     {&min_p, "Min"},         {&pow_p, "Pow"},       {&neg_p, "Neg"},

@@ -33,6 +33,8 @@ const char* st_dtype(DType d) {
     case DType::bf16: return "BF16";
     case DType::f32: return "F32";
     case DType::f64: return "F64";
+    case DType::c64: return "C64";  // safetensors has complex64, not complex128
+    case DType::c128: return "?";
   }
   return "?";
 }
@@ -153,6 +155,9 @@ std::string tensors_to_bytes(const TensorMap& tensors, const Metadata& metadata)
   for (auto& [name, a] : tensors) {
     if (name == "__metadata__") fail<ValueError>("safetensors: '__metadata__' is not a valid tensor name");
     Array c = a.concretize("save");
+    if (c.dtype() == DType::c128)
+      fail<TypeError>("safetensors: the format has no complex128 type (tensor '", name,
+                      "'); save it as complex64, or as two float64 tensors of its parts");
     header[name] = {{"dtype", st_dtype(c.dtype())},
                     {"shape", std::vector<int64_t>(c.shape().begin(), c.shape().end())},
                     {"data_offsets", {offset, offset + c.nbytes()}}};

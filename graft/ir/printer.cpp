@@ -1,4 +1,5 @@
 // The jaxpr printer: JAX's text format (see the grammar in jaxpr.h).
+#include <cmath>
 #include <deque>
 #include <mutex>
 #include <sstream>
@@ -58,6 +59,20 @@ std::string literal_str(const Array& v) {
   DType d = v.dtype();
   if (is_floating(d)) {
     s = format_float_repr(v.item<double>(), d);
+  } else if (is_complex(d)) {
+    // Python's repr of a complex (JAX prints NumPy's complex scalars): (1.5-2j), 2j; whole parts lose ".0"
+    auto z = v.item<complex128>();
+    DType r = real_dtype(d);
+    auto part = [&](double x) {
+      std::string p = format_float_repr(x, r);
+      if (p.size() > 2 && p.compare(p.size() - 2, 2, ".0") == 0) p.resize(p.size() - 2);
+      return p;
+    };
+    if (z.real() == 0 && !std::signbit(z.real())) {
+      s = part(z.imag()) + "j";
+    } else {
+      s = "(" + part(z.real()) + (std::signbit(z.imag()) ? "-" : "+") + part(std::abs(z.imag())) + "j)";
+    }
   } else if (is_bool(d)) {
     s = v.item<bool>() ? "True" : "False";
   } else if (is_unsigned(d)) {

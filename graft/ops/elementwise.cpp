@@ -69,7 +69,7 @@ std::pair<Array, Array> promote_broadcast(const Array& a0, const Array& b0, cons
   return {broadcast_to(x, s, op), broadcast_to(y, s, op)};
 }
 
-DType float_dtype(const Array& x) { return is_floating(x.dtype()) ? x.dtype() : default_float_dtype(); }
+DType float_dtype(const Array& x) { return is_inexact(x.dtype()) ? x.dtype() : default_float_dtype(); }
 
 }  // namespace ops_detail
 
@@ -79,7 +79,7 @@ namespace {
 // float ops on integer inputs promote to the default float (as jnp.sin(int) does)
 Array to_float(const Array& x, const char* op) {
   const Array& c = checked(x, op);
-  return is_floating(c.dtype()) ? c : convert(c, default_float_dtype(), c.weak_type());
+  return is_inexact(c.dtype()) ? c : convert(c, default_float_dtype(), c.weak_type());
 }
 Array c_like(double v, const Array& x) { return Array::scalar(v, x.dtype(), false); }
 Array as_bool(const Array& x) { return x.dtype() == DType::bool_ ? x : lax::ne(x, Array::scalar(0, x.dtype())); }
@@ -89,6 +89,22 @@ Array as_bool(const Array& x) { return x.dtype() == DType::bool_ ? x : lax::ne(x
 Array negative(const Array& x) { return lax::neg(checked(x, "negative")); }
 Array abs(const Array& x) { return lax::abs(checked(x, "abs")); }
 Array sign(const Array& x) { return lax::sign(checked(x, "sign")); }
+Array real(const Array& x) { return is_complex(checked(x, "real").dtype()) ? lax::real(x) : x; }
+Array imag(const Array& x) {
+  return is_complex(checked(x, "imag").dtype()) ? lax::imag(x) : lax::full(x.shape(), 0, x.dtype());
+}
+Array conj(const Array& x) { return is_complex(checked(x, "conj").dtype()) ? lax::conj(x) : x; }
+Array angle(const Array& x, bool deg) {
+  Array z = to_float(x, "angle");
+  Array a = lax::atan2(imag(z), real(z));
+  return deg ? lax::mul(a, Array::scalar(180.0 / 3.14159265358979323846, a.dtype())) : a;
+}
+Array complex(const Array& re, const Array& im) {
+  auto [x, y] = promote_broadcast(to_float(re, "complex"), to_float(im, "complex"), "complex");
+  if (is_complex(x.dtype())) fail<TypeError>("complex: the parts must be real, got ", x.aval().str(), " and ", y.aval().str());
+  DType d = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  return lax::complex(convert(x, d), convert(y, d));
+}
 Array floor(const Array& x) {
   return is_floating(checked(x, "floor").dtype()) ? lax::floor(x) : x;
 }
@@ -242,7 +258,7 @@ Array right_shift(const Array& a, const Array& b) {
 
 Array divide(const Array& a, const Array& b) {
   auto [x, y] = promote_broadcast(a, b, "divide");
-  if (!is_floating(x.dtype())) {
+  if (!is_inexact(x.dtype())) {
     x = convert(x, default_float_dtype(), x.weak_type());
     y = convert(y, default_float_dtype(), y.weak_type());
   }
@@ -290,13 +306,13 @@ Array power(const Array& a, const Array& b) {
     double e = b.item<double>();
     bool rd;
     DType rt = result_type({&a, &b}, &rd);
-    if (e == std::floor(e) && std::fabs(e) <= 64 && (e >= 0 || is_floating(rt))) {
+    if (e == std::floor(e) && std::fabs(e) <= 64 && (e >= 0 || is_inexact(rt))) {
       Array base = convert(a, rt, a.weak_type() && rd);
       return lax::integer_pow(base, static_cast<int64_t>(e));
     }
   }
   auto [x, y] = promote_broadcast(a, b, "power");
-  if (is_floating(x.dtype())) return lax::pow(x, y);
+  if (is_inexact(x.dtype())) return lax::pow(x, y);
   // integer ** integer array: square-and-multiply over the exponent's bits
   Array acc = lax::full(x.shape().empty() ? y.shape() : x.shape(), 1, x.dtype());
   Array base = x.shape() == acc.shape() ? x : broadcast_to(x, acc.shape(), "power");

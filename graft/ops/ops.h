@@ -96,7 +96,16 @@ Array iota(DType d, const Shape& shape, int64_t dimension = 0);
 
 // ---- elementwise: unary --------------------------------------------------------------------------------
 Array negative(const Array& x);
+/// |x|; the modulus of complex x (a real array: c64 -> f32).
 Array abs(const Array& x);
+/// NumPy's real / imag / conj / angle: the parts of complex x (real x: x itself, zeros, x, 0 or pi);
+/// angle in radians, or degrees with deg = true. complex(re, im) promotes re and im to one floating dtype
+/// (integers to the default float) and builds c64 (c128 from f64).
+Array real(const Array& x);
+Array imag(const Array& x);
+Array conj(const Array& x);
+Array angle(const Array& x, bool deg = false);
+Array complex(const Array& re, const Array& im);
 Array sign(const Array& x);
 Array floor(const Array& x);
 Array ceil(const Array& x);

@@ -77,7 +77,7 @@ Array mean(const Array& x, AxisArg axis, bool keepdims) {
   Axes ax = axis.resolve(checked(x, "mean").ndim(), "mean");
   int64_t n = 1;
   for (auto a : ax) n *= x.shape()[a];
-  Array xf = is_floating(x.dtype()) ? x : convert(x, default_float_dtype());
+  Array xf = is_inexact(x.dtype()) ? x : convert(x, default_float_dtype());
   Array s = keep(lax::reduce_sum(xf, ax), x.shape(), ax, keepdims);
   return lax::div(s, Array::scalar(static_cast<double>(n), s.dtype()));
 }

@@ -9,8 +9,9 @@
 namespace graft::prims {
 
 namespace {
+// floating point or complex: the types with true division
 template <class C>
-constexpr bool is_fp = std::is_floating_point_v<C>;
+constexpr bool is_fp = std::is_floating_point_v<C> || is_complex_v<C>;
 
 struct Add {
   template <class C>
@@ -81,6 +82,10 @@ struct Min {
     }
     return a < b ? a : b;
   }
+};
+struct MakeComplex {
+  template <class C>
+  static std::complex<C> apply(C re, C im) { return {re, im}; }
 };
 struct Atan2 {
   template <class C>
@@ -236,6 +241,11 @@ Array jvp_atan2(const Array& a, const Array& b, const Array& y, const Array& ta,
   return sum_terms(ea, eb, y.aval());
 }
 
+// complex(re, im) is linear in both.
+Array jvp_complex(const Array& a, const Array& b, const Array&, const Array& ta, const Array& tb) {
+  return lax::complex(is_zero(ta) ? lax::zeros_like(a) : ta, is_zero(tb) ? lax::zeros_like(b) : tb);
+}
+
 // As in JAX: polygamma(m, x) and zeta(x, q) are differentiable in their second argument only.
 Array jvp_polygamma(const Array& m, const Array& x, const Array& y, const Array& tm, const Array& tx) {
   if (!is_zero(tm))
@@ -304,16 +314,24 @@ Arrays div_transpose(const Primitive&, std::span<const Array> cts, std::span<con
   return {unbroadcast(lax::div(cts[0], args[1].value), args[0].aval), Array()};
 }
 
+// JAX's convention: cotangents of complex values are not conjugated, so complex(re, im)'s transpose
+// takes the real part and minus the imaginary part.
+Arrays complex_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg> args, const Params&) {
+  return {args[0].linear ? unbroadcast(lax::real(cts[0]), args[0].aval) : Array(),
+          args[1].linear ? unbroadcast(lax::neg(lax::imag(cts[0])), args[1].aval) : Array()};
+}
+
 constexpr uint32_t kIB = kMaskInt | kMaskBool;
+constexpr uint32_t kNC = kMaskNum | kMaskComplex;
 constexpr uint32_t kF64F32 = bit(DType::f32) | bit(DType::f64);
 
 #define BINARY_INFO(id, F, mask, jvp) const BinaryInfo id##_info{mask, false, binary_kernels<F, mask>(), binary_tiles<F, mask>(), jvp};
-BINARY_INFO(add, Add, kMaskNum, &jvp_add)
-BINARY_INFO(sub, Sub, kMaskNum, &jvp_sub)
-BINARY_INFO(mul, Mul, kMaskNum, &jvp_mul)
-BINARY_INFO(div, Div, kMaskNum, &jvp_div)
+BINARY_INFO(add, Add, kNC, &jvp_add)
+BINARY_INFO(sub, Sub, kNC, &jvp_sub)
+BINARY_INFO(mul, Mul, kNC, &jvp_mul)
+BINARY_INFO(div, Div, kNC, &jvp_div)
 BINARY_INFO(rem, Rem, kMaskNum, &jvp_rem)
-BINARY_INFO(pow, Pow, kMaskFloat, &jvp_pow)
+BINARY_INFO(pow, Pow, kMaskInexact, &jvp_pow)
 BINARY_INFO(max, Max, kMaskAll, &jvp_minmax)
 BINARY_INFO(min, Min, kMaskAll, &jvp_minmax)
 BINARY_INFO(atan2, Atan2, kMaskFloat, &jvp_atan2)
@@ -330,8 +348,10 @@ BINARY_INFO(xor_, Xor, kIB, nullptr)
 BINARY_INFO(shift_left, ShiftLeft, kMaskInt, nullptr)
 BINARY_INFO(shift_right_logical, ShiftRightLogical, kMaskInt, nullptr)
 BINARY_INFO(shift_right_arithmetic, ShiftRightArithmetic, kMaskInt, nullptr)
-BINARY_INFO(add_any, Add, kMaskNum, &jvp_add)
+BINARY_INFO(add_any, Add, kNC, &jvp_add)
 #undef BINARY_INFO
+const BinaryInfo complex_info{kF64F32, false, binary_kernels<MakeComplex, kF64F32>(), binary_tiles<MakeComplex, kF64F32>(),
+                              &jvp_complex, true};
 }  // namespace
 
 Avals binary_shape(const Primitive& p, AvalPtrs in, const Params&) {
@@ -345,6 +365,7 @@ Avals binary_shape(const Primitive& p, AvalPtrs in, const Params&) {
     type_error(p, in, "requires " + mask_str(info.mask) + " operands, got " + std::string(short_name(d)));
   Shape s = elementwise_shape(p, in);
   if (info.bool_out) return {Aval(std::move(s), DType::bool_, false)};
+  if (info.complex_out) return {Aval(std::move(s), complex_dtype(d), false)};
   return {Aval(std::move(s), d, in[0]->weak_type && in[1]->weak_type)};
 }
 
@@ -391,6 +412,7 @@ BINARY_PRIM(shift_left, "shift_left", nullptr)
 BINARY_PRIM(shift_right_logical, "shift_right_logical", nullptr)
 BINARY_PRIM(shift_right_arithmetic, "shift_right_arithmetic", nullptr)
 BINARY_PRIM(add_any, "add_any", &add_transpose)
+BINARY_PRIM(complex, "complex", &complex_transpose)
 #undef BINARY_PRIM
 
 }  // namespace graft::prims
@@ -422,5 +444,6 @@ LAX_BINARY(shift_left, shift_left)
 LAX_BINARY(shift_right_logical, shift_right_logical)
 LAX_BINARY(shift_right_arithmetic, shift_right_arithmetic)
 LAX_BINARY(add_any, add_any)
+LAX_BINARY(complex, complex)
 #undef LAX_BINARY
 }  // namespace graft::lax

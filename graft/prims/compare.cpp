@@ -19,14 +19,17 @@ GRAFT_CMP(Gt, >)
 GRAFT_CMP(Ge, >=)
 #undef GRAFT_CMP
 
-#define CMP_INFO(id, F) const BinaryInfo id##_info{kMaskAll, true, binary_kernels<F, kMaskAll>(), binary_tiles<F, kMaskAll>(), nullptr};
-CMP_INFO(eq, Eq)
-CMP_INFO(ne, Ne)
+#define CMP_INFO_M(id, F, M) const BinaryInfo id##_info{M, true, binary_kernels<F, M>(), binary_tiles<F, M>(), nullptr};
+#define CMP_INFO(id, F) CMP_INFO_M(id, F, kMaskAll)
+// complex numbers are equal or not; they have no order (as in NumPy's == and XLA's EQ / NE)
+CMP_INFO_M(eq, Eq, kMaskAny)
+CMP_INFO_M(ne, Ne, kMaskAny)
 CMP_INFO(lt, Lt)
 CMP_INFO(le, Le)
 CMP_INFO(gt, Gt)
 CMP_INFO(ge, Ge)
 #undef CMP_INFO
+#undef CMP_INFO_M
 
 }  // namespace
 

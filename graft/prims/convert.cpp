@@ -56,7 +56,7 @@ TileKernel convert_tile_rule(const Primitive&, std::span<const Aval> in, const P
 JvpResult convert_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
                       const Params& params) {
   Array y = bind1(p, primals, params);
-  if (is_zero(tangents[0]) || !is_floating(y.dtype()) || !is_floating(primals[0].dtype())) return {{y}, {Array()}};
+  if (is_zero(tangents[0]) || !is_inexact(y.dtype()) || !is_inexact(primals[0].dtype())) return {{y}, {Array()}};
   return {{y}, {lax::convert_element_type(tangents[0], y.dtype(), false)}};
 }
 

@@ -75,7 +75,14 @@ Arrays cum_impl(const Primitive& p, std::span<const Array> in, std::span<const A
     if (i > axis) inner *= x.shape()[i];
   }
   Array r = Array::empty(out[0]);
-  visit_dtype(x.dtype(), [&](auto tag) {
+  // a complex cumsum is the cumsums of the parts: the (re, im) pairs read as reals, twice the inner extent
+  DType elem = x.dtype();
+  if (is_complex(elem)) {
+    if (&p != &cumsum_p) fail<TypeError>(p.name, ": complex numbers have no order (operand ", x.aval().str(), ")");
+    elem = real_dtype(elem);
+    inner *= 2;
+  }
+  visit_dtype(elem, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* xd = static_cast<const T*>(x.raw_data());
     T* od = static_cast<T*>(r.concrete()->data());

@@ -72,8 +72,25 @@ inline void run_tiles(const TileKernel& k, Array& out, std::span<const Array> in
 // graft/core/primitive.h's TileKernel); the eager kernel runs the same function over parallel chunks.
 using UnaryKernel = void (*)(const void* in, void* out, int64_t n, int64_t iparam);
 
+/// The stored type of a kernel's result R for operands of stored type T: bool for predicates, the real
+/// part's type for a real result of complex operands (abs, real, imag), the complex type for a complex
+/// result of real operands (complex), T otherwise (the 16-bit floats computed in f32 store as T).
+template <class T>
+struct real_part {
+  using type = T;
+};
+template <class V>
+struct real_part<std::complex<V>> {
+  using type = V;
+};
+template <class T, class R>
+using stored_result_t =
+    std::conditional_t<std::is_same_v<R, bool>, bool,
+                       std::conditional_t<is_complex_v<T> && !is_complex_v<R>, typename real_part<T>::type,
+                                          std::conditional_t<!is_complex_v<T> && is_complex_v<R>, R, T>>>;
+
 template <class F, class T>
-using unary_out_t = std::conditional_t<std::is_same_v<decltype(F::apply(compute_t<T>{}, int64_t{})), bool>, bool, T>;
+using unary_out_t = stored_result_t<T, decltype(F::apply(compute_t<T>{}, int64_t{}))>;
 
 template <class F, class T>
 void unary_tile(const TileKernel& k, void* out, const void* const* in, const uint8_t* step, int64_t n) {
@@ -141,7 +158,7 @@ constexpr std::array<UnaryKernel, kNumDTypes> unary_kernels() {
 using BinaryKernel = void (*)(const void* a, const void* b, void* out, int64_t n, int a_step, int b_step);
 
 template <class F, class T>
-using binary_out_t = std::conditional_t<std::is_same_v<decltype(F::apply(compute_t<T>{}, compute_t<T>{})), bool>, bool, T>;
+using binary_out_t = stored_result_t<T, decltype(F::apply(compute_t<T>{}, compute_t<T>{}))>;
 
 template <class F, class T>
 void binary_tile(const TileKernel&, void* out, const void* const* in, const uint8_t* step, int64_t n) {
@@ -217,6 +234,8 @@ struct BinaryInfo {
   std::array<MapTileFn, kNumDTypes> tiles;
   /// Forward derivative given primals a, b, output y and tangents (either may be null).
   Array (*jvp)(const Array& a, const Array& b, const Array& y, const Array& ta, const Array& tb);
+  /// The result is the complex dtype of real operands (the complex primitive).
+  bool complex_out = false;
 };
 Avals binary_shape(const Primitive& p, AvalPtrs in, const Params& params);
 Arrays binary_impl(const Primitive& p, std::span<const Array> in, std::span<const Aval> out, const Params& params);

@@ -339,7 +339,9 @@ Arrays scatter_run(std::span<const Array> in, std::span<const Aval> outv, const 
   const char* src = static_cast<const char*>(upd.raw_data());
   int64_t nb = numel(bshape);
   std::vector<int64_t> bidx(bshape.size(), 0);
-  visit_dtype(op.dtype(), [&](auto tag) {
+  if (is_complex(op.dtype()) && (K == Combine::min || K == Combine::max))
+    fail<TypeError>("scatter_min / scatter_max: complex numbers have no order (operand ", op.aval().str(), ")");
+  visit_any_dtype(op.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     for (int64_t b = 0; b < nb; ++b) {
@@ -361,6 +363,8 @@ Arrays scatter_run(std::span<const Array> in, std::span<const Aval> outv, const 
               dst_e = static_cast<T>(a + b);
             } else if constexpr (K == Combine::mul) {
               dst_e = static_cast<T>(a * b);
+            } else if constexpr (is_complex_v<C>) {
+              // min / max refused above
             } else if constexpr (K == Combine::min) {
               dst_e = static_cast<T>((b < a || b != b) ? b : a);
             } else {

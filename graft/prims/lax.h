@@ -120,7 +120,15 @@ Array atanh(const Array& x);
 Array sqrt(const Array& x);
 Array rsqrt(const Array& x);
 Array cbrt(const Array& x);
+/// |x|; for complex x the modulus, a real array (c64 -> f32).
 Array abs(const Array& x);
+/// The real and imaginary parts of a complex array (c64 -> f32, c128 -> f64); conj(x) its complex
+/// conjugate; complex(re, im) builds one from two f32 or f64 arrays of one dtype (JAX's lax.real,
+/// lax.imag, lax.conj, lax.complex).
+Array real(const Array& x);
+Array imag(const Array& x);
+Array conj(const Array& x);
+Array complex(const Array& re, const Array& im);
 Array erf(const Array& x);
 Array erfc(const Array& x);
 Array erf_inv(const Array& x);

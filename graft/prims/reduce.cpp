@@ -431,7 +431,9 @@ Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<cons
   while (suf < static_cast<int64_t>(axes.size()) - pre &&
          axes[axes.size() - 1 - static_cast<size_t>(suf)] == nd - 1 - suf)
     ++suf;
-  bool ends = pre > 0 && suf > 0 && pre + suf == static_cast<int64_t>(axes.size()) && pre + suf < nd;
+  // (complex sums take the one-block paths below: their parts interleave innermost)
+  bool ends = pre > 0 && suf > 0 && pre + suf == static_cast<int64_t>(axes.size()) && pre + suf < nd &&
+              !is_complex(x.dtype());
   int64_t a = 1, kept = 1, b = 1;
   if (ends) {
     for (int64_t i = 0; i < nd; ++i) (i < pre ? a : i >= nd - suf ? b : kept) *= x.shape()[i];
@@ -446,11 +448,18 @@ Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<cons
     if (numel(out[0].shape) == 0) L.red = 0;
   }
   Array r = Array::empty(out[0]);
-  visit_dtype(x.dtype(), [&](auto tag) {
+  // A complex sum is the sums of the real and the imaginary parts: the array read as its real parts,
+  // (re, im) pairs innermost, reduces over the same axes with twice the inner extent.
+  DType elem = x.dtype();
+  if (is_complex(elem)) {
+    elem = real_dtype(elem);
+    L.inner *= 2;
+  }
+  visit_dtype(elem, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* xd = static_cast<const T*>(x.raw_data());
     T* od = static_cast<T*>(r.concrete()->data());
-    if (!(info.mask & bit(dtype_v<T>))) return;
+    if (!(info.mask & bit(x.dtype()))) return;
     with_kind<T>(info.kind, [&]<RKind K>() {
       if (ends) {
         reduce_ends_kernel<K>(xd, od, a, kept, b);
@@ -475,6 +484,7 @@ TileKernel reduce_tile_rule(const Primitive& p, std::span<const Aval> in, const 
   const ReduceInfo& info = *static_cast<const ReduceInfo*>(p.data);
   TileKernel k;
   k.num_inputs = 1;
+  if (is_complex(in[0].dtype)) return k;  // no tile form: complex reductions run eagerly
   visit_dtype(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
@@ -641,7 +651,7 @@ Arrays arg_impl(const Primitive& p, std::span<const Array> in, std::span<const A
   return {r};
 }
 
-const ReduceInfo sum_info{RKind::sum, kMaskNum};
+const ReduceInfo sum_info{RKind::sum, kMaskNum | kMaskComplex};
 const ReduceInfo max_info{RKind::max, kMaskAll};
 const ReduceInfo min_info{RKind::min, kMaskAll};
 const ReduceInfo prod_info{RKind::prod, kMaskNum};

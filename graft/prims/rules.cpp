@@ -32,6 +32,10 @@ std::string mask_str(uint32_t mask) {
   if (mask == (kMaskInt | kMaskBool)) return "integer or boolean";
   if (mask == kMaskNum) return "numeric (non-boolean)";
   if (mask == (kMaskFloat | kMaskSInt)) return "floating-point or signed integer";
+  if (mask == kMaskInexact) return "floating-point or complex";
+  if (mask == kMaskComplex) return "complex";
+  if (mask == (kMaskNum | kMaskComplex)) return "numeric (non-boolean)";
+  if (mask == (kMaskFloat | kMaskSInt | kMaskComplex)) return "floating-point, complex or signed integer";
   std::string s;
   for (int i = 0; i < kNumDTypes; ++i)
     if (mask & (1u << i)) {

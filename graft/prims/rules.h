@@ -31,6 +31,11 @@ constexpr uint32_t kMaskInt = kMaskSInt | kMaskUInt;
 constexpr uint32_t kMaskBool = bit(DType::bool_);
 constexpr uint32_t kMaskNum = kMaskFloat | kMaskInt;
 constexpr uint32_t kMaskAll = kMaskNum | kMaskBool;
+constexpr uint32_t kMaskComplex = bit(DType::c64) | bit(DType::c128);
+/// Floating or complex (NumPy's inexact).
+constexpr uint32_t kMaskInexact = kMaskFloat | kMaskComplex;
+/// Every dtype, complex included (kMaskAll is the real ones: the ordered types).
+constexpr uint32_t kMaskAny = kMaskAll | kMaskComplex;
 /// "floating", "integer or boolean", ... for error messages.
 std::string mask_str(uint32_t mask);
 

@@ -86,6 +86,7 @@ MapTileFn select_tile_for(size_t size) {
     case 1: return &select_tile<1>;
     case 2: return &select_tile<2>;
     case 4: return &select_tile<4>;
+    case 16: return &select_tile<16>;  // c128
     default: return &select_tile<8>;
   }
 }

@@ -24,6 +24,7 @@ struct UnaryInfo {
   std::array<MapTileFn, kNumDTypes> tiles;
   UnaryJvp jvp;              ///< nullptr: the derivative is zero
   const char* iparam;        ///< name of an integer parameter passed to the kernel, or nullptr
+  bool real_out = false;     ///< the result is the operand's real dtype (abs, real, imag: c64 -> f32)
 };
 
 // ---- kernels --------------------------------------------------------------------------------------
@@ -34,7 +35,7 @@ struct Neg {
   template <class C>
   static C apply(C x, int64_t) {
     // floats flip the sign bit (-(+0.0) is -0.0, as XLA and the fused loops' fneg); integers wrap
-    if constexpr (is_fp<C>) {
+    if constexpr (is_fp<C> || is_complex_v<C>) {
       return -x;
     } else {
       return wrap_sub(C(0), x);
@@ -44,7 +45,11 @@ struct Neg {
 struct Sign {
   template <class C>
   static C apply(C x, int64_t) {
-    if constexpr (is_fp<C>) {
+    if constexpr (is_complex_v<C>) {
+      // x / |x|, 0 at 0 (XLA's complex sign)
+      auto m = std::abs(x);
+      return m == 0 ? C(0) : x / m;
+    } else if constexpr (is_fp<C>) {
       return std::isnan(x) ? x : C((x > 0) - (x < 0));
     } else if constexpr (std::is_unsigned_v<C>) {
       return C(x > 0);
@@ -149,8 +154,10 @@ struct Rsqrt {
 };
 struct Abs {
   template <class C>
-  static C apply(C x, int64_t) {
-    if constexpr (is_fp<C>) {
+  static auto apply(C x, int64_t) {
+    if constexpr (is_complex_v<C>) {
+      return std::abs(x);  // hypot: no overflow for parts near the largest finite value
+    } else if constexpr (is_fp<C>) {
       return std::fabs(x);
     } else if constexpr (std::is_unsigned_v<C>) {
       return x;
@@ -158,6 +165,18 @@ struct Abs {
       return x < 0 ? wrap_sub(C(0), x) : x;
     }
   }
+};
+struct Real {
+  template <class C>
+  static auto apply(C x, int64_t) { return x.real(); }
+};
+struct Imag {
+  template <class C>
+  static auto apply(C x, int64_t) { return x.imag(); }
+};
+struct Conj {
+  template <class C>
+  static C apply(C x, int64_t) { return std::conj(x); }
 };
 // Inverse error function: Giles' single-precision approximation ("Approximating the erfinv function",
 // 2010), refined by two Newton steps on erf so that f64 results are accurate too.
@@ -228,7 +247,7 @@ struct IntegerPow {
       base = wrap_mul(base, base);
       e >>= 1;
     }
-    if constexpr (is_fp<C>) {
+    if constexpr (is_fp<C> || is_complex_v<C>) {
       return inv ? C(1) / acc : acc;
     } else {
       return acc;
@@ -310,7 +329,13 @@ Array jvp_rsqrt(const Array& x, const Array& y, const Array& t, const Params&) {
 Array jvp_cbrt(const Array&, const Array& y, const Array& t, const Params&) {
   return lax::mul(t, lax::mul(c(1.0 / 3.0, y), lax::integer_pow(y, -2)));
 }
-Array jvp_abs(const Array& x, const Array&, const Array& t, const Params&) {
+Array jvp_abs(const Array& x, const Array& y, const Array& t, const Params&) {
+  if (is_complex(x.dtype())) {
+    // d|x| = Re(conj(x) t) / |x|, with |x| = 0 read as 1 (JAX's rule: the derivative at 0 is 0)
+    Array m = lax::convert_element_type(y, x.dtype());
+    Array safe = lax::select(lax::eq(m, c(0, m)), lax::full(m.shape(), 1, m.dtype()), m);
+    return lax::real(lax::mul(t, lax::div(lax::conj(x), safe)));
+  }
   return lax::select(lax::ge(x, c(0, x)), t, lax::neg(t));
 }
 Array jvp_erf(const Array& x, const Array&, const Array& t, const Params&) {
@@ -349,6 +374,9 @@ Array jvp_integer_pow(const Array& x, const Array&, const Array& t, const Params
   return lax::mul(t, lax::mul(c(static_cast<double>(y), x), d));
 }
 Array jvp_identity(const Array&, const Array&, const Array& t, const Params&) { return t; }
+Array jvp_real(const Array&, const Array&, const Array& t, const Params&) { return lax::real(t); }
+Array jvp_imag(const Array&, const Array&, const Array& t, const Params&) { return lax::imag(t); }
+Array jvp_conj(const Array&, const Array&, const Array& t, const Params&) { return lax::conj(t); }
 
 // ---- shared rules -------------------------------------------------------------------------------------
 const UnaryInfo& info_of(const Primitive& p) { return *static_cast<const UnaryInfo*>(p.data); }
@@ -361,9 +389,10 @@ Avals unary_shape(const Primitive& p, AvalPtrs in, const Params& params) {
     type_error(p, in, "requires a " + mask_str(info.mask) + " operand, got " + std::string(short_name(a.dtype)));
   if (info.iparam && !params.has(info.iparam))
     fail<ValueError>(p.name, ": missing parameter '", info.iparam, "'");
-  if (&p == &integer_pow_p && params.get_int("y") < 0 && !is_floating(a.dtype))
-    type_error(p, in, "negative exponents need a floating-point operand");
+  if (&p == &integer_pow_p && params.get_int("y") < 0 && !is_inexact(a.dtype))
+    type_error(p, in, "negative exponents need a floating-point or complex operand");
   if (info.bool_out) return {Aval(a.shape, DType::bool_, false)};
+  if (info.real_out) return {Aval(a.shape, real_dtype(a.dtype), a.weak_type)};
   return {a};
 }
 
@@ -397,37 +426,49 @@ Arrays neg_transpose(const Primitive&, std::span<const Array> cts, std::span<con
 Arrays identity_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg>, const Params&) {
   return {cts[0]};
 }
+// JAX's transposes (cotangents of complex values are not conjugated): real's is complex(ct, 0), imag's
+// complex(0, -ct), conj's conj(ct).
+Arrays real_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg>, const Params&) {
+  return {lax::complex(cts[0], lax::zeros_like(cts[0]))};
+}
+Arrays imag_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg>, const Params&) {
+  return {lax::complex(lax::zeros_like(cts[0]), lax::neg(cts[0]))};
+}
+Arrays conj_transpose(const Primitive&, std::span<const Array> cts, std::span<const TArg>, const Params&) {
+  return {lax::conj(cts[0])};
+}
 
 #define UNARY_INFO(id, Functor, mask, bool_out, jvp, iparam) \
   const UnaryInfo id##_info{mask, bool_out, unary_kernels<Functor, mask>(), unary_tiles<Functor, mask>(), jvp, iparam};
-UNARY_INFO(neg, Neg, kMaskNum, false, &jvp_neg, nullptr)
-UNARY_INFO(sign, Sign, kMaskNum, false, nullptr, nullptr)
+UNARY_INFO(neg, Neg, kMaskNum | kMaskComplex, false, &jvp_neg, nullptr)
+UNARY_INFO(sign, Sign, kMaskNum | kMaskComplex, false, nullptr, nullptr)
 UNARY_INFO(floor, Floor, kMaskFloat, false, nullptr, nullptr)
 UNARY_INFO(ceil, Ceil, kMaskFloat, false, nullptr, nullptr)
 UNARY_INFO(round, Round, kMaskFloat, false, nullptr, "rounding_method")
 UNARY_INFO(is_finite, IsFinite, kMaskFloat, true, nullptr, nullptr)
-UNARY_INFO(exp, Exp, kMaskFloat, false, &jvp_exp, nullptr)
+UNARY_INFO(exp, Exp, kMaskInexact, false, &jvp_exp, nullptr)
 UNARY_INFO(exp2, Exp2, kMaskFloat, false, &jvp_exp2, nullptr)
-UNARY_INFO(log, Log, kMaskFloat, false, &jvp_log, nullptr)
+UNARY_INFO(log, Log, kMaskInexact, false, &jvp_log, nullptr)
 UNARY_INFO(log1p, Log1p, kMaskFloat, false, &jvp_log1p, nullptr)
 UNARY_INFO(expm1, Expm1, kMaskFloat, false, &jvp_expm1, nullptr)
-UNARY_INFO(tanh, Tanh, kMaskFloat, false, &jvp_tanh, nullptr)
+UNARY_INFO(tanh, Tanh, kMaskInexact, false, &jvp_tanh, nullptr)
 UNARY_INFO(logistic, Logistic, kMaskFloat, false, &jvp_logistic, nullptr)
-UNARY_INFO(sin, Sin, kMaskFloat, false, &jvp_sin, nullptr)
-UNARY_INFO(cos, Cos, kMaskFloat, false, &jvp_cos, nullptr)
-UNARY_INFO(tan, Tan, kMaskFloat, false, &jvp_tan, nullptr)
+UNARY_INFO(sin, Sin, kMaskInexact, false, &jvp_sin, nullptr)
+UNARY_INFO(cos, Cos, kMaskInexact, false, &jvp_cos, nullptr)
+UNARY_INFO(tan, Tan, kMaskInexact, false, &jvp_tan, nullptr)
 UNARY_INFO(asin, Asin, kMaskFloat, false, &jvp_asin, nullptr)
 UNARY_INFO(acos, Acos, kMaskFloat, false, &jvp_acos, nullptr)
 UNARY_INFO(atan, Atan, kMaskFloat, false, &jvp_atan, nullptr)
-UNARY_INFO(sinh, Sinh, kMaskFloat, false, &jvp_sinh, nullptr)
-UNARY_INFO(cosh, Cosh, kMaskFloat, false, &jvp_cosh, nullptr)
+UNARY_INFO(sinh, Sinh, kMaskInexact, false, &jvp_sinh, nullptr)
+UNARY_INFO(cosh, Cosh, kMaskInexact, false, &jvp_cosh, nullptr)
 UNARY_INFO(asinh, Asinh, kMaskFloat, false, &jvp_asinh, nullptr)
 UNARY_INFO(acosh, Acosh, kMaskFloat, false, &jvp_acosh, nullptr)
 UNARY_INFO(atanh, Atanh, kMaskFloat, false, &jvp_atanh, nullptr)
-UNARY_INFO(sqrt, Sqrt, kMaskFloat, false, &jvp_sqrt, nullptr)
-UNARY_INFO(rsqrt, Rsqrt, kMaskFloat, false, &jvp_rsqrt, nullptr)
+UNARY_INFO(sqrt, Sqrt, kMaskInexact, false, &jvp_sqrt, nullptr)
+UNARY_INFO(rsqrt, Rsqrt, kMaskInexact, false, &jvp_rsqrt, nullptr)
 UNARY_INFO(cbrt, Cbrt, kMaskFloat, false, &jvp_cbrt, nullptr)
-UNARY_INFO(abs, Abs, kMaskNum, false, &jvp_abs, nullptr)
+const UnaryInfo abs_info{kMaskNum | kMaskComplex, false, unary_kernels<Abs, kMaskNum | kMaskComplex>(),
+                         unary_tiles<Abs, kMaskNum | kMaskComplex>(), &jvp_abs, nullptr, true};
 UNARY_INFO(erf, Erf, kMaskFloat, false, &jvp_erf, nullptr)
 UNARY_INFO(erfc, Erfc, kMaskFloat, false, &jvp_erfc, nullptr)
 UNARY_INFO(erf_inv, ErfInv, kMaskFloat, false, &jvp_erf_inv, nullptr)
@@ -435,13 +476,19 @@ UNARY_INFO(lgamma, Lgamma, kMaskFloat, false, &jvp_lgamma, nullptr)
 UNARY_INFO(digamma, Digamma, kMaskFloat, false, &jvp_digamma, nullptr)
 UNARY_INFO(bessel_i0e, BesselI0e, kMaskFloat, false, &jvp_bessel_i0e, nullptr)
 UNARY_INFO(bessel_i1e, BesselI1e, kMaskFloat, false, &jvp_bessel_i1e, nullptr)
-UNARY_INFO(square, Square, kMaskNum, false, &jvp_square, nullptr)
-UNARY_INFO(integer_pow, IntegerPow, kMaskNum, false, &jvp_integer_pow, "y")
+UNARY_INFO(square, Square, kMaskNum | kMaskComplex, false, &jvp_square, nullptr)
+UNARY_INFO(integer_pow, IntegerPow, kMaskNum | kMaskComplex, false, &jvp_integer_pow, "y")
 UNARY_INFO(not_, Not, kMaskInt | kMaskBool, false, nullptr, nullptr)
 UNARY_INFO(population_count, PopCount, kMaskInt, false, nullptr, nullptr)
-UNARY_INFO(copy, Identity, kMaskAll, false, &jvp_identity, nullptr)
-UNARY_INFO(stop_gradient, Identity, kMaskAll, false, nullptr, nullptr)
+UNARY_INFO(copy, Identity, kMaskAny, false, &jvp_identity, nullptr)
+UNARY_INFO(stop_gradient, Identity, kMaskAny, false, nullptr, nullptr)
 #undef UNARY_INFO
+const UnaryInfo real_info{kMaskComplex, false, unary_kernels<Real, kMaskComplex>(), unary_tiles<Real, kMaskComplex>(),
+                          &jvp_real, nullptr, true};
+const UnaryInfo imag_info{kMaskComplex, false, unary_kernels<Imag, kMaskComplex>(), unary_tiles<Imag, kMaskComplex>(),
+                          &jvp_imag, nullptr, true};
+const UnaryInfo conj_info{kMaskComplex, false, unary_kernels<Conj, kMaskComplex>(), unary_tiles<Conj, kMaskComplex>(),
+                          &jvp_conj, nullptr};
 
 }  // namespace
 
@@ -489,6 +536,9 @@ UNARY_PRIM(not_, "not", nullptr)
 UNARY_PRIM(population_count, "population_count", nullptr)
 UNARY_PRIM(copy, "copy", &identity_transpose)
 UNARY_PRIM(stop_gradient, "stop_gradient", nullptr)
+UNARY_PRIM(real, "real", &real_transpose)
+UNARY_PRIM(imag, "imag", &imag_transpose)
+UNARY_PRIM(conj, "conj", &conj_transpose)
 #undef UNARY_PRIM
 
 }  // namespace graft::prims
@@ -538,6 +588,9 @@ LAX_UNARY(bitwise_not, not_)
 LAX_UNARY(population_count, population_count)
 LAX_UNARY(copy, copy)
 LAX_UNARY(stop_gradient, stop_gradient)
+LAX_UNARY(real, real)
+LAX_UNARY(imag, imag)
+LAX_UNARY(conj, conj)
 #undef LAX_UNARY
 Array round(const Array& x, int rounding_method) {
   return bind1(round_p, {x}, {{"rounding_method", int64_t(rounding_method)}});

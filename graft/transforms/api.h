@@ -247,8 +247,8 @@ GradCore<F, Args...> grad_core(const F& f, const std::vector<int>& argnums, bool
     if (!fa.selected[static_cast<size_t>(a)])
       fail<TypeError>("grad: argument ", a, " is not an array or a pytree of arrays, so it cannot be differentiated");
   for (auto& x : fa.leaves)
-    if (!is_floating(x.dtype()))
-      fail<TypeError>("grad requires real-valued (floating-point) inputs, but an input has dtype ", x.dtype(),
+    if (!is_inexact(x.dtype()))
+      fail<TypeError>("grad requires floating-point or complex inputs, but an input has dtype ", x.dtype(),
                       "; differentiate with respect to float arrays only");
   auto out_def = std::make_shared<TreeDef>();
   VjpResult r = vjp_flat(flat_fn(f, fa, targs, out_def), fa.leaves);

@@ -90,7 +90,7 @@ JvpResult cond_linearize(const Primitive& p, std::span<const Array> primals, std
   std::vector<Aval> out_avals = br[0]->out_avals();
   std::vector<size_t> keep;
   for (size_t k = 0; k < out_avals.size(); ++k)
-    if (is_floating(out_avals[k].dtype)) keep.push_back(out_avals.size() + k);
+    if (is_inexact(out_avals[k].dtype)) keep.push_back(out_avals.size() + k);
   JaxprList tb;
   for (auto& b : br)
     tb.push_back(*b->derived<JaxprPtr>(control::mask_key("cond.lin", nz),
@@ -101,7 +101,7 @@ JvpResult cond_linearize(const Primitive& p, std::span<const Array> primals, std
   Arrays touts = bind(p, args, with_branches(tb));
   r.tangents.resize(r.primals.size());
   for (size_t k = 0, t = 0; k < out_avals.size(); ++k)
-    if (is_floating(out_avals[k].dtype)) r.tangents[k] = touts[t++];
+    if (is_inexact(out_avals[k].dtype)) r.tangents[k] = touts[t++];
   return r;
 }
 

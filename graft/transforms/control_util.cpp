@@ -115,7 +115,7 @@ std::string batch_key(const char* tag, const BatchInfo& axis, std::span<const in
 
 std::vector<bool> float_mask(const std::vector<Aval>& avals) {
   std::vector<bool> m;
-  for (auto& a : avals) m.push_back(is_floating(a.dtype));
+  for (auto& a : avals) m.push_back(is_inexact(a.dtype));
   return m;
 }
 

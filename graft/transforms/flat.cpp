@@ -38,7 +38,7 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& f, cons
     EndOnExit end{J.get()};
     std::vector<Array> ins;
     for (size_t i = 0; i < primals.size(); ++i)
-      ins.push_back(is_floating(primals[i].dtype()) ? J->make(primals[i], tangents[i]) : primals[i]);
+      ins.push_back(is_inexact(primals[i].dtype()) ? J->make(primals[i], tangents[i]) : primals[i]);
     TraceScope scope(J.get());
     outs = f(ins);
   }
@@ -64,7 +64,7 @@ Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals, co
     for (size_t i = 0; i < primals.size(); ++i) {
       if (!primals[i].valid()) fail<ValueError>("grad: argument ", i, " is a null array");
       Array t;
-      if (is_floating(primals[i].dtype()) && (diff.empty() || diff[i])) {
+      if (is_inexact(primals[i].dtype()) && (diff.empty() || diff[i])) {
         t = S->new_arg(primals[i].aval());
         r.in_index.push_back(static_cast<int>(i));
         r.in_avals.push_back(primals[i].aval());
@@ -78,7 +78,7 @@ Linearized linearize_flat(const FlatFn& f, const std::vector<Array>& primals, co
     std::vector<Array> touts;
     for (size_t i = 0; i < outs.size(); ++i) {
       auto [p, t] = L->unpack(outs[i]);
-      if (!t.valid() && instantiate && is_floating(p.dtype())) {
+      if (!t.valid() && instantiate && is_inexact(p.dtype())) {
         TraceScope eager(eval_trace());  // a constant of the linear program, not a value of the parent
         t = zeros_for(p.aval());
       }
@@ -123,7 +123,7 @@ std::pair<std::vector<Array>, FlatFn> linearize_fn(const FlatFn& f, const std::v
 
 FlatFn linear_transpose_fn(const FlatFn& f, const std::vector<Aval>& in_avals) {
   for (size_t i = 0; i < in_avals.size(); ++i)
-    if (!is_floating(in_avals[i].dtype))
+    if (!is_inexact(in_avals[i].dtype))
       fail<TypeError>("linear_transpose: argument ", i, " has type ", in_avals[i].str(),
                       "; a linear function takes floating arguments");
   auto j = std::make_shared<ClosedJaxpr>(make_jaxpr_flat(f, in_avals, "linear_transpose"));

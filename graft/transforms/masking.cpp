@@ -235,7 +235,7 @@ Array fill_scalar(Fill f, DType d) {
     case DType::u16: return make(hi ? std::numeric_limits<uint16_t>::max() : uint16_t{0});
     case DType::u32: return make(hi ? std::numeric_limits<uint32_t>::max() : uint32_t{0});
     case DType::u64: return make(hi ? std::numeric_limits<uint64_t>::max() : uint64_t{0});
-    default: fail<TypeError>("batch polymorphism: no fill value for ", d);
+    default: fail<TypeError>("batch polymorphism: no fill value for ", d, " (complex numbers have no order)");
   }
 }
 

@@ -111,7 +111,7 @@ TangentLayout tangent_layout(const ScanInfo& s, std::span<const Array> tangents)
   std::vector<Aval> in = s.body->in_avals();
   for (size_t i = 0; i < in.size(); ++i) {
     bool carry = i >= s.nconst && i < s.nconst + s.ncar;
-    bool nz = carry ? is_floating(in[i].dtype) : tangents[i].valid();
+    bool nz = carry ? is_inexact(in[i].dtype) : tangents[i].valid();
     L.body_nz.push_back(nz);
     if (carry) L.carry_float.push_back(nz);
     size_t& count = i < s.nconst ? L.nct : carry ? L.ncart : L.nxt;

@@ -65,7 +65,7 @@ class TapeTrace final : public Trace {
   TapeTracer* tape_tracer(const Array& x) const { return static_cast<TapeTracer*>(own(x)); }
 
   Array watch(const Array& x) {
-    if (!x.valid() || !is_floating(x.dtype()))
+    if (!x.valid() || !is_inexact(x.dtype()))
       fail<TypeError>("GradientTape.watch: only floating arrays have gradients, got ",
                       x.valid() ? x.aval().str() : std::string("a null array"));
     auto n = make_ref<TapeNode>();
@@ -109,7 +109,7 @@ class TapeTrace final : public Trace {
     }
     std::vector<Array> touts;
     for (size_t k = 0; k < r.primals.size(); ++k) {
-      bool has = k < r.tangents.size() && r.tangents[k].valid() && is_floating(r.primals[k].dtype());
+      bool has = k < r.tangents.size() && r.tangents[k].valid() && is_inexact(r.primals[k].dtype());
       node->out_slot.push_back(has ? static_cast<int>(touts.size()) : -1);
       if (has) {
         touts.push_back(r.tangents[k]);

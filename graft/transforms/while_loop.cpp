@@ -122,7 +122,7 @@ Layout layout_of(const WhileInfo& w, std::span<const Array> primals, std::span<c
     L.nbct += nz ? 1 : 0;
   }
   for (size_t k = 0; k < L.ncar; ++k) {
-    bool f = is_floating(primals[w.ncc + w.nbc + k].dtype());
+    bool f = is_inexact(primals[w.ncc + w.nbc + k].dtype());
     L.body_nz.push_back(f);
     L.carry_float.push_back(f);
     L.ncart += f ? 1 : 0;

@@ -59,6 +59,19 @@ def _floating(x):
     return str(x.dtype) in ("float16", "bfloat16", "float32", "float64")
 
 
+def _complex(x):
+    return str(x.dtype) in ("complex64", "complex128")
+
+
+def _check_diff_input(x, what, holomorphic):
+    """JAX's rule: real-valued functions take floating or complex inputs; holomorphic=True, complex only."""
+    if holomorphic and not _complex(x):
+        raise TypeError(f"{what} with holomorphic=True requires inputs with complex dtype, but got {x.dtype}")
+    if not holomorphic and not (_floating(x) or _complex(x)):
+        raise TypeError(f"{what} requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+                        f"np.inexact), but got {x.dtype}. If you want to use integer-valued inputs, use vjp.")
+
+
 def _argnums_tuple(argnums):
     return (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
@@ -104,8 +117,10 @@ def vjp(fun, *primals, has_aux=False):
     return res
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
-    """A function returning (fun(*args), the gradient of fun with respect to args[argnums])."""
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """A function returning (fun(*args), the gradient of fun with respect to args[argnums]). As in JAX, the
+    output must be real unless holomorphic=True (then inputs and output are complex); the gradient of a
+    real function of complex inputs is the conjugate direction: grad(lambda z: abs(z)**2)(3+4j) == 6-8j."""
     nums = _argnums_tuple(argnums)
 
     @functools.wraps(fun)
@@ -114,10 +129,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
             if i >= len(args):
                 raise TypeError(f"grad: argnums {argnums} refers to argument {i}, but the function got {len(args)}")
             for leaf in tree_flatten(args[i])[0]:
-                a = _as_array(leaf, "grad")
-                if not _floating(a):
-                    raise TypeError(f"grad requires real-valued inputs (a floating dtype), but argument {i} has "
-                                    f"dtype {a.dtype}")
+                _check_diff_input(_as_array(leaf, "grad"), "grad", holomorphic)
 
         def g(*diff):
             full = list(args)
@@ -131,8 +143,11 @@ def value_and_grad(fun, argnums=0, has_aux=False):
             shape = getattr(out, "shape", None)
             raise TypeError(f"grad requires a scalar output, got {type(out).__name__}"
                             + (f" of shape {shape}" if shape is not None else ""))
-        if not _floating(out):
-            raise TypeError(f"grad requires a real-valued output (a floating dtype), got {out.dtype}")
+        if holomorphic and not _complex(out):
+            raise TypeError(f"grad with holomorphic=True requires outputs with complex dtype, but got {out.dtype}")
+        if not holomorphic and not _floating(out):
+            raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+                            f"but got {out.dtype}. For holomorphic differentiation, pass holomorphic=True.")
         grads = pull(_graft.ones_like(out))
         g_out = grads[0] if isinstance(argnums, int) else tuple(grads)
         if has_aux:
@@ -142,9 +157,9 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     return wrapped
 
 
-def grad(fun, argnums=0, has_aux=False):
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """The gradient of a scalar function with respect to args[argnums] (JAX's jax.grad)."""
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
@@ -156,15 +171,19 @@ def grad(fun, argnums=0, has_aux=False):
     return wrapped
 
 
-def jacfwd(fun, argnums=0):
-    """The Jacobian by forward mode: one jvp per input element, vmapped."""
+def jacfwd(fun, argnums=0, holomorphic=False):
+    """The Jacobian by forward mode: one jvp per input element, vmapped (holomorphic=True: complex inputs,
+    the complex Jacobian df/dz)."""
     nums = _argnums_tuple(argnums)
 
     def wrapped(*args):
         def one(i):
             x = _as_array(args[i], "jacfwd")
-            if not _floating(x):
-                raise TypeError(f"jacfwd requires real-valued inputs (a floating dtype), got {x.dtype}")
+            if not holomorphic and _complex(x):
+                raise TypeError(f"jacfwd requires real-valued inputs (input dtype that is a sub-dtype of "
+                                f"np.floating), but got {x.dtype}. For holomorphic differentiation, pass "
+                                "holomorphic=True.")
+            _check_diff_input(x, "jacfwd", holomorphic)
             basis = _graft.reshape(_graft.eye(x.size, dtype=x.dtype), (x.size,) + x.shape)
 
             def push(t):
@@ -182,15 +201,15 @@ def jacfwd(fun, argnums=0):
     return wrapped
 
 
-def jacrev(fun, argnums=0):
-    """The Jacobian by reverse mode: one pullback per output element, vmapped."""
+def jacrev(fun, argnums=0, holomorphic=False):
+    """The Jacobian by reverse mode: one pullback per output element, vmapped (holomorphic=True: complex
+    inputs and outputs, the complex Jacobian df/dz)."""
     nums = _argnums_tuple(argnums)
 
     def wrapped(*args):
         diff = [args[i] for i in nums]
         for d in diff:
-            if not _floating(_as_array(d, "jacrev")):
-                raise TypeError(f"jacrev requires real-valued inputs (a floating dtype), got {_as_array(d, 'jacrev').dtype}")
+            _check_diff_input(_as_array(d, "jacrev"), "jacrev", holomorphic)
 
         def g(*d):
             full = list(args)
@@ -200,6 +219,11 @@ def jacrev(fun, argnums=0):
 
         out, pull = vjp(g, *diff)
         out_a = _as_array(out, "jacrev")
+        if holomorphic and not _complex(out_a):
+            raise TypeError(f"jacrev with holomorphic=True requires outputs with complex dtype, but got {out_a.dtype}")
+        if not holomorphic and _complex(out_a):
+            raise TypeError(f"jacrev requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+                            f"but got {out_a.dtype}. For holomorphic differentiation, pass holomorphic=True.")
         basis = _graft.reshape(_graft.eye(out_a.size, dtype=out_a.dtype), (out_a.size,) + out_a.shape)
         rows = vmap(pull)(basis)  # tuple over diff args of [m, *x]
         res = tuple(_graft.reshape(r, out_a.shape + r.shape[1:]) for r in rows)

@@ -57,7 +57,7 @@ def iinfo(dtype):
     return _onp.iinfo(_dtype_name(dtype))
 
 
-_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
 def promote_types(a, b):
@@ -484,40 +484,44 @@ def isposinf(x):
 
 
 def real(x):
-    return _arr(x)
+    return _graft.real(x)
 
 
 def imag(x):
-    return _np.zeros_like(x)
+    return _graft.imag(x)
 
 
 def conj(x):
-    return _arr(x)
+    return _graft.conj(x)
 
 
 conjugate = conj
 
 
 def angle(z, deg=False):
-    z = _arr(z)
-    r = _np.where(z < 0, _math.pi, 0.0) + 0 * z
-    return r * (180 / _math.pi) if deg else r
+    return _graft.angle(z, deg)
+
+
+def _is_complex_dtype(x):
+    return str(getattr(x, "dtype", _onp.asarray(x).dtype)).startswith("complex")
 
 
 def isreal(x):
-    return _np.ones_like(x).astype("bool") if hasattr(_arr(x), "shape") else True
+    x = _arr(x)
+    return imag(x) == 0
 
 
 def iscomplex(x):
-    return _np.zeros_like(x).astype("bool")
+    x = _arr(x)
+    return imag(x) != 0
 
 
 def isrealobj(x):
-    return True
+    return not _is_complex_dtype(x)
 
 
 def iscomplexobj(x):
-    return False
+    return _is_complex_dtype(x)
 
 
 # ---- comparisons of whole arrays -------------------------------------------------------------------------

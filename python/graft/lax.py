@@ -27,6 +27,15 @@ shift_left, shift_right_logical = _graft.lax_shift_left, _graft.lax_shift_right_
 shift_right_arithmetic = _graft.lax_shift_right_arithmetic
 eq, ne, lt, le, gt, ge = _graft.lax_eq, _graft.lax_ne, _graft.lax_lt, _graft.lax_le, _graft.lax_gt, _graft.lax_ge
 clamp, select_n = _graft.lax_clamp, _graft.lax_select_n
+real, imag, complex = _graft.lax_real, _graft.lax_imag, _graft.lax_complex  # noqa: A001
+
+
+def conj(x):
+    """The complex conjugate; a real operand becomes complex (JAX's lax.conj)."""
+    x = _graft.asarray(x)
+    if str(x.dtype).startswith("complex"):
+        return _graft.lax_conj(x)
+    return _graft.lax_complex(x, _graft.zeros_like(x))
 convert_element_type, bitcast_convert_type = _graft.lax_convert_element_type, _graft.lax_bitcast_convert_type
 reduce_sum, reduce_max, reduce_min = _graft.lax_reduce_sum, _graft.lax_reduce_max, _graft.lax_reduce_min
 reduce_prod, reduce_and, reduce_or = _graft.lax_reduce_prod, _graft.lax_reduce_and, _graft.lax_reduce_or

@@ -29,6 +29,10 @@ std::optional<DType> dtype_of_numpy(const py::dtype& d) {
     if (size == 4) return DType::i32;
     if (size == 8) return DType::i64;
   }
+  if (kind == 'c') {
+    if (size == 8) return DType::c64;
+    if (size == 16) return DType::c128;
+  }
   if (kind == 'u') {
     if (size == 1) return DType::u8;
     if (size == 2) return DType::u16;
@@ -53,6 +57,7 @@ DType canonical_dtype(DType d) {
     case DType::f64: return DType::f32;
     case DType::i64: return DType::i32;
     case DType::u64: return DType::u32;
+    case DType::c128: return DType::c64;
     default: return d;
   }
 }
@@ -105,6 +110,12 @@ Array to_array(py::handle h, std::optional<DType> want) {
     r = config::enable_x64() || !fits ? Array(v) : Array::scalar(static_cast<double>(v), DType::i32, /*weak=*/true);
   } else if (py::isinstance<py::float_>(h)) {
     r = config::enable_x64() ? Array(h.cast<double>()) : Array(static_cast<float>(h.cast<double>()));
+  } else if (PyComplex_Check(h.ptr())) {
+    // a Python complex is weakly typed: c64, or c128 with x64 (JAX's)
+    complex128 z(PyComplex_RealAsDouble(h.ptr()), PyComplex_ImagAsDouble(h.ptr()));
+    complex64 z32(z);
+    r = config::enable_x64() ? Array::from_data(&z, {}, DType::c128, /*weak=*/true)
+                             : Array::from_data(&z32, {}, DType::c64, /*weak=*/true);
   } else if (py::hasattr(h, "_graft_key_data")) {
     // a typed PRNG key array (graft.random.key): its raw uint32 words, what the samplers take
     r = h.attr("_graft_key_data").cast<Array>();
@@ -207,6 +218,7 @@ DLDataType dl_dtype(DType d) {
   if (d == DType::bool_) return {6, 8, 1};
   if (d == DType::bf16) return {4, 16, 1};
   if (is_floating(d)) return {2, bits, 1};
+  if (is_complex(d)) return {5, bits, 1};  // kDLComplex
   return {static_cast<uint8_t>(is_unsigned(d) ? 1 : 0), bits, 1};
 }
 

@@ -68,6 +68,9 @@ void bind_lax(py::module_& m) {
   unary("lax_erfc", &lax::erfc);
   unary("lax_sign", &lax::sign);
   unary("lax_neg", &lax::neg);
+  unary("lax_real", &lax::real);
+  unary("lax_imag", &lax::imag);
+  unary("lax_conj", &lax::conj);
   unary("lax_bitwise_not", &lax::bitwise_not);
   unary("lax_population_count", &lax::population_count);
   m.def("lax_round", [](py::handle x, int rounding_method) { return lax::round(to_array(x), rounding_method); },
@@ -95,6 +98,7 @@ void bind_lax(py::module_& m) {
   binary("lax_le", &lax::le);
   binary("lax_gt", &lax::gt);
   binary("lax_ge", &lax::ge);
+  binary("lax_complex", &lax::complex);
   m.def("lax_clamp", [](py::handle lo, py::handle x, py::handle hi) {
     auto xs = lax_operands({x, lo, hi});
     return lax::clamp(xs[1], xs[0], xs[2]);

@@ -49,6 +49,12 @@ void bind_elementwise(py::module_& m) {
   unary("negative", &negative);
   unary("abs", &abs);
   unary("sign", &sign);
+  unary("real", &graft::real);
+  unary("imag", &graft::imag);
+  unary("conj", &graft::conj);
+  m.def("angle", [](py::handle x, bool deg) { return graft::angle(to_array(x), deg); }, "x"_a, "deg"_a = false);
+  m.def("complex", [](py::handle re, py::handle im) { return graft::complex(to_array(re), to_array(im)); }, "re"_a,
+        "im"_a);
   unary("floor", &floor);
   unary("ceil", &ceil);
   // NumPy's round(a, decimals): half to even at 10^-decimals (integers are already whole for decimals >= 0)

@@ -127,7 +127,7 @@ TEST(Npy, BadFilesAreIOErrors) {
   std::string good = io::npy_bytes(arange(4, DType::f32));
   std::vector<std::string> bad = {
       "", "not npy at all", good.substr(0, 9), good.substr(0, good.size() - 1),  // short, truncated data
-      npy("<c8", false, "(2,)", std::string(16, '\0')),                           // complex: no graft type
+      npy("<c32", false, "(2,)", std::string(64, '\0')),                          // complex256: no graft type
       npy("<f4", false, "(99999999999, 99999999999)", ""),                         // a size that overflows
       npy("<f4", false, "(-1,)", ""), npy("<f4", false, "(2", ""), npy("xx", false, "(2,)", ""),
       npy("<f4", false, "(2,)", std::string(8, '\0'), 7),                          // unknown version

@@ -26,6 +26,7 @@ TEST(Safetensors, RoundTripsEveryDtype) {
   io::TensorMap m;
   for (int i = 0; i < kNumDTypes; ++i) {
     DType d = static_cast<DType>(i);
+    if (d == c128) continue;  // the format has none (below)
     m[std::string(short_name(d))] = arange(6.0, f32).reshape({2, 3}).astype(d);
   }
   m["scalar"] = array(3.5);
@@ -42,6 +43,8 @@ TEST(Safetensors, RoundTripsEveryDtype) {
     EXPECT_EQ(back.at(k).shape(), v.shape()) << k;
     EXPECT_TRUE(array_equal(back.at(k), v)) << k;
   }
+  expect_throws<TypeError>([&] { io::save_tensors(tmp("c128.safetensors"), {{"z", zeros({2}, c128)}}); },
+                           "no complex128");
 }
 
 TEST(Safetensors, LayoutFollowsTheSpec) {

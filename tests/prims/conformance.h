@@ -161,5 +161,7 @@ std::vector<Case> structural_cases();
 /// The linear-algebra rows (cases_linalg.cpp; part of structural_cases()); empty without LAPACK.
 std::vector<Case> linalg_cases();
 std::vector<Case> collective_cases();
+/// Rows over complex64 / complex128 (cases_complex.cpp): inputs(rng, d) draws the complex dtype of d.
+std::vector<Case> complex_cases();
 
 }  // namespace graft::testing

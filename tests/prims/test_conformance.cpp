@@ -11,13 +11,13 @@ constexpr double kEps = 1e-5;  // finite-difference step (f64)
 
 std::vector<Case> all_cases() {
   std::vector<Case> c = elementwise_cases();
-  for (auto& more : {structural_cases(), collective_cases()}) c.insert(c.end(), more.begin(), more.end());
+  for (auto& more : {structural_cases(), collective_cases(), complex_cases()}) c.insert(c.end(), more.begin(), more.end());
   return c;
 }
 
 class Conformance : public ::testing::TestWithParam<Case> {};
 
-bool float_out(const Array& a) { return is_floating(a.dtype()); }
+bool float_out(const Array& a) { return is_inexact(a.dtype()); }
 
 // f(x + eps * t) for the differentiable inputs.
 Inputs perturbed(const Case& c, const Inputs& x, const Inputs& t, double eps) {
@@ -34,12 +34,18 @@ Inputs random_tangents(const Case& c, const Inputs& x, Rng& rng) {
   return t;
 }
 
+// sum(a * b), or for complex values the real part of the bilinear (unconjugated) pairing: JAX's
+// transposes are taken with respect to it, so <J^T ct, t> = <ct, J t> holds in this form.
 double vdot_all(const Inputs& a, const Inputs& b) {
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     if (!a[i].valid() || !b[i].valid()) continue;
     auto x = values(a[i]), y = values(b[i]);
-    for (size_t k = 0; k < x.size(); ++k) s += x[k] * y[k];
+    if (is_complex(a[i].dtype())) {
+      for (size_t k = 0; k + 1 < x.size(); k += 2) s += x[k] * y[k] - x[k + 1] * y[k + 1];
+    } else {
+      for (size_t k = 0; k < x.size(); ++k) s += x[k] * y[k];
+    }
   }
   return s;
 }
@@ -59,10 +65,11 @@ TEST_P(Conformance, Values) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) {
       EXPECT_EQ(got[k].dtype(), want[k].dtype()) << "output " << k;
-      bool f32ish = got[k].dtype() == DType::f32 || d == DType::f32;
-      double rtol = got[k].dtype() == DType::f64 ? 1e-12 : (f32ish ? c.rtol32 : 1e-2);
-      double atol = got[k].dtype() == DType::f64 ? 1e-12 : (f32ish ? c.atol32 : 1e-2);
-      if (!is_floating(got[k].dtype())) rtol = atol = 0;
+      DType gd = real_dtype(got[k].dtype());
+      bool f32ish = gd == DType::f32 || d == DType::f32;
+      double rtol = gd == DType::f64 ? 1e-12 : (f32ish ? c.rtol32 : 1e-2);
+      double atol = gd == DType::f64 ? 1e-12 : (f32ish ? c.atol32 : 1e-2);
+      if (!is_inexact(got[k].dtype())) rtol = atol = 0;
       EXPECT_TRUE(close(got[k], want[k], rtol, atol)) << "output " << k;
     }
   }
@@ -132,7 +139,7 @@ TEST_P(Conformance, SecondOrder) {
     Inputs ty = jvp_flat(f, in, t).second;
     Array s = array(0.0);
     for (size_t k = 0; k < ty.size(); ++k)
-      if (ct[k].valid()) s = s + sum(ty[k] * ct[k]);
+      if (ct[k].valid()) s = s + real(sum(ty[k] * ct[k]));
     return Inputs{s};
   };
   VjpResult r = vjp_of_diff(c, g, x);

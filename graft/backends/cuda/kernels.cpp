@@ -203,6 +203,8 @@ std::string storage_type(DType d) {
     case DType::bf16: return "bf16";
     case DType::f32: return "float";
     case DType::f64: return "double";
+    case DType::c64: return "float2";
+    case DType::c128: return "double2";
   }
   return "?";
 }

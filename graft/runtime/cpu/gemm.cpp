@@ -60,7 +60,7 @@ void gemm_loop(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, in
           for (int64_t n = 0; n < N; ++n) row[n] = mul_add(row[n], a, static_cast<A_t>(B[n * ldb + k]));
         }
       }
-      if constexpr (std::is_floating_point_v<A_t>) {
+      if constexpr (std::is_floating_point_v<A_t> || is_complex_v<A_t>) {
         if (alpha != 1.0 || beta != 0.0) {
           A_t a = static_cast<A_t>(alpha), b = static_cast<A_t>(beta);
           for (int64_t n = 0; n < N; ++n)
@@ -242,6 +242,21 @@ void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const voi
   }
   // library call overhead dominates tiny products: they use the loop below
   bool tiny = M * N * K <= 512;
+#ifdef GRAFT_HAVE_BLAS
+  if (is_complex(dt) && !tiny) {
+    // BLAS's complex GEMM (alpha and beta passed as complex scalars)
+    use_single_threaded_blas();
+    auto tA = ta ? CblasTrans : CblasNoTrans, tB = tb ? CblasTrans : CblasNoTrans;
+    if (dt == DType::c64) {
+      complex64 a(static_cast<float>(alpha)), b(static_cast<float>(beta));
+      cblas_cgemm(CblasRowMajor, tA, tB, int(M), int(N), int(K), &a, A, int(lda), B, int(ldb), &b, C, int(ldc));
+    } else {
+      complex128 a(alpha), b(beta);
+      cblas_zgemm(CblasRowMajor, tA, tB, int(M), int(N), int(K), &a, A, int(lda), B, int(ldb), &b, C, int(ldc));
+    }
+    return;
+  }
+#endif
   [[maybe_unused]] bool plain = alpha == 1.0 && beta == 0.0;
   if ((dt == DType::bf16 || dt == DType::f16) && !tiny) {
 #ifdef GRAFT_HAVE_DNNL
@@ -299,7 +314,7 @@ void gemm(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t K, const voi
     return;
   }
 #endif
-  visit_dtype(dt, [&](auto tag) {
+  visit_any_dtype(dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
     gemm_loop<T>(ta, tb, M, N, K, static_cast<const T*>(A), lda, static_cast<const T*>(B), ldb, static_cast<T*>(C),
                  ldc, alpha, beta);

@@ -65,6 +65,7 @@ MPI_Datatype mpi_move_type(DType d) {
     case 2: return MPI_UINT16_T;
     case 4: return MPI_UINT32_T;
     case 8: return MPI_UINT64_T;
+    case 16: return MPI_C_DOUBLE_COMPLEX;  // c128
     default: break;
   }
   fail<TypeError>("MPI: no ", itemsize(d), "-byte element type to move ", d);

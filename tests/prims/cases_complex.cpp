@@ -1,0 +1,216 @@
+// Conformance rows over complex64 / complex128: the complex primitives (real, imag, conj, complex), the
+// elementwise primitives that take complex operands (references from std::complex<double>), and the
+// linear structural primitives, whose complex rows are their real rows applied to both parts.
+#include <algorithm>
+#include <complex>
+#include <set>
+
+#include "prims/conformance.h"
+
+// GCC 12 at -O1 reports Case's default value_dtypes ({f32, f64}) as maybe uninitialized once the row
+// builders inline into complex_cases(): a false positive (the other row files build the same Case).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace graft::testing {
+
+namespace {
+using namespace graft::prims;
+using Z = complex128;
+const Shape kShape{3, 4};
+
+// Elementwise reference over complex inputs (rank 0 broadcasts), computed in complex128 and stored in
+// out(in[0]'s dtype): a real output dtype keeps the real part.
+std::function<Inputs(const Inputs&)> zref(std::function<Z(const std::vector<Z>&)> f, std::function<DType(DType)> out) {
+  return [f, out](const Inputs& in) {
+    Shape s;
+    for (auto& a : in)
+      if (a.ndim() > 0) s = a.shape();
+    std::vector<std::vector<Z>> vals;
+    for (auto& a : in) vals.push_back(a.to_vector<Z>());
+    std::vector<Z> o(static_cast<size_t>(numel(s))), args(in.size());
+    for (size_t e = 0; e < o.size(); ++e) {
+      for (size_t k = 0; k < in.size(); ++k) args[k] = vals[k][in[k].ndim() == 0 ? 0 : e];
+      o[e] = f(args);
+    }
+    DType od = out(in[0].dtype());
+    Array r = Array::empty(Aval(s, od));
+    convert_elements(o.data(), DType::c128, r.concrete()->data(), od, static_cast<int64_t>(o.size()));
+    return Inputs{r};
+  };
+}
+DType same(DType d) { return d; }
+
+// Complex rows compute in float for c64: a few ulps of the parts, relative to the modulus.
+void complex_tolerance(Case& c) {
+  c.rtol32 = 2e-5;
+  c.atol32 = 2e-5;
+}
+
+// f(z) for z with both parts uniform in [lo, hi).
+Case zunary(std::string name, const Primitive& p, double lo, double hi, std::function<Z(Z)> f,
+            std::function<DType(DType)> out = same, bool smooth = true, Params params = {}) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &p;
+  c.params = std::move(params);
+  c.inputs = [lo, hi](Rng& r, DType d) { return Inputs{r.uniform(kShape, complex_dtype(d), lo, hi)}; };
+  c.reference = zref([f](const std::vector<Z>& a) { return f(a[0]); }, out);
+  c.diff = {true};
+  c.smooth = smooth;
+  complex_tolerance(c);
+  return c;
+}
+
+Case zbinary(std::string name, const Primitive& p, double alo, double ahi, double blo, double bhi,
+             std::function<Z(Z, Z)> f, bool scalar_b = false) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &p;
+  c.inputs = [=](Rng& r, DType d) {
+    DType z = complex_dtype(d);
+    return Inputs{r.uniform(kShape, z, alo, ahi), r.uniform(scalar_b ? Shape{} : kShape, z, blo, bhi)};
+  };
+  c.reference = zref([f](const std::vector<Z>& a) { return f(a[0], a[1]); }, same);
+  c.diff = {true, true};
+  complex_tolerance(c);
+  return c;
+}
+
+// Equality rows: parts drawn from {-1, 0, 1} so that ties occur.
+Case zcompare(std::string name, const Primitive& p, bool equal) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &p;
+  c.inputs = [](Rng& r, DType d) {
+    DType fd = real_dtype(complex_dtype(d));
+    auto part = [&] { return r.ints(kShape, fd, -1, 1); };
+    Array a = lax::complex(part(), part()), b = lax::complex(part(), part());
+    return Inputs{a, b};
+  };
+  c.reference = [equal](const Inputs& in) {
+    auto a = in[0].to_vector<Z>(), b = in[1].to_vector<Z>();
+    std::vector<double> o(a.size());
+    for (size_t i = 0; i < a.size(); ++i) o[i] = (a[i] == b[i]) == equal;
+    return Inputs{Rng::from_doubles(o, in[0].shape(), DType::bool_)};
+  };
+  c.diff = {false, false};
+  c.smooth = false;
+  return c;
+}
+
+// A real row's linear primitive over complex operands: its floating inputs become complex (a second
+// draw gives the imaginary parts), and the reference is the real reference applied to the real and the
+// imaginary parts.
+Case on_complex_parts(const Case& base) {
+  Case c = base;
+  c.name = base.name + "_complex";
+  c.value_dtypes = {DType::f32, DType::f64};  // complex parts are f32 or f64
+  auto inputs = base.inputs;
+  c.inputs = [inputs](Rng& r, DType d) {
+    Inputs re = inputs(r, d), im = inputs(r, d), out;
+    for (size_t i = 0; i < re.size(); ++i)
+      out.push_back(is_floating(re[i].dtype()) ? lax::complex(re[i], im[i]) : re[i]);
+    return out;
+  };
+  auto ref = base.reference;
+  c.reference = [ref](const Inputs& in) {
+    Inputs re, im, out;
+    for (auto& x : in) {
+      re.push_back(is_complex(x.dtype()) ? lax::real(x) : x);
+      im.push_back(is_complex(x.dtype()) ? lax::imag(x) : x);
+    }
+    Inputs a = ref(re), b = ref(im);
+    for (size_t k = 0; k < a.size(); ++k) out.push_back(lax::complex(a[k], b[k]));
+    return out;
+  };
+  complex_tolerance(c);
+  return c;
+}
+
+// The product of complex matrices from the real row's reference: (a + ib)(c + id) = ac - bd + i(ad + bc).
+Case dot_complex(const Case& base) {
+  Case c = on_complex_parts(base);
+  auto ref = base.reference;
+  c.reference = [ref](const Inputs& in) {
+    Array a = lax::real(in[0]), b = lax::imag(in[0]), x = lax::real(in[1]), y = lax::imag(in[1]);
+    Array re = ref({a, x})[0] - ref({b, y})[0], im = ref({a, y})[0] + ref({b, x})[0];
+    return Inputs{lax::complex(re, im)};
+  };
+  return c;
+}
+
+}  // namespace
+
+std::vector<Case> complex_cases() {
+  std::vector<Case> v;
+  auto real_of = [](DType d) { return real_dtype(d); };
+  // ---- the complex primitives -----------------------------------------------------------------------------
+  v.push_back(zunary("real", real_p, -2, 2, [](Z z) { return Z(z.real()); }, real_of));
+  v.push_back(zunary("imag", imag_p, -2, 2, [](Z z) { return Z(z.imag()); }, real_of));
+  v.push_back(zunary("conj", conj_p, -2, 2, [](Z z) { return std::conj(z); }));
+  v.push_back(make_case(
+      "complex", complex_p, {},
+      [](Rng& r, DType d) { return Inputs{r.uniform(kShape, d, -2, 2), r.uniform(kShape, d, -2, 2)}; },
+      zref([](const std::vector<Z>& a) { return Z(a[0].real(), a[1].real()); }, [](DType d) { return complex_dtype(d); }),
+      {true, true}));
+  // ---- elementwise primitives on complex operands --------------------------------------------------------
+  v.push_back(zunary("neg_complex", neg_p, -2, 2, [](Z z) { return -z; }));
+  v.push_back(zunary("exp_complex", exp_p, -1.5, 1.5, [](Z z) { return std::exp(z); }));
+  // log and the square roots keep away from their branch cut (the negative real axis)
+  v.push_back(zunary("log_complex", log_p, 0.2, 1.5, [](Z z) { return std::log(z); }));
+  v.push_back(zunary("sqrt_complex", sqrt_p, 0.2, 1.5, [](Z z) { return std::sqrt(z); }));
+  v.push_back(zunary("rsqrt_complex", rsqrt_p, 0.2, 1.5, [](Z z) { return 1.0 / std::sqrt(z); }));
+  v.push_back(zunary("sin_complex", sin_p, -1.5, 1.5, [](Z z) { return std::sin(z); }));
+  v.push_back(zunary("cos_complex", cos_p, -1.5, 1.5, [](Z z) { return std::cos(z); }));
+  v.push_back(zunary("tan_complex", tan_p, -0.7, 0.7, [](Z z) { return std::tan(z); }));
+  v.push_back(zunary("sinh_complex", sinh_p, -1.5, 1.5, [](Z z) { return std::sinh(z); }));
+  v.push_back(zunary("cosh_complex", cosh_p, -1.5, 1.5, [](Z z) { return std::cosh(z); }));
+  v.push_back(zunary("tanh_complex", tanh_p, -0.7, 0.7, [](Z z) { return std::tanh(z); }));
+  v.push_back(zunary("square_complex", square_p, -2, 2, [](Z z) { return z * z; }));
+  v.push_back(zunary("integer_pow_complex", integer_pow_p, -1.5, 1.5, [](Z z) { return z * z * z; }, same, true,
+                     {{"y", int64_t(3)}}));
+  v.push_back(zunary("integer_pow_complex_negative", integer_pow_p, 0.3, 1.5, [](Z z) { return 1.0 / (z * z); }, same,
+                     true, {{"y", int64_t(-2)}}));
+  // |z| is smooth away from 0; sign's derivative is zero (JAX's rule)
+  v.push_back(zunary("abs_complex", abs_p, 0.2, 1.5, [](Z z) { return Z(std::abs(z)); }, real_of));
+  v.push_back(zunary("abs_complex_negative", abs_p, -1.5, -0.2, [](Z z) { return Z(std::abs(z)); }, real_of));
+  v.push_back(zunary("sign_complex", sign_p, -2, 2, [](Z z) { return z / std::abs(z); }, same, false));
+  v.push_back(zbinary("add_complex", add_p, -2, 2, -2, 2, [](Z a, Z b) { return a + b; }));
+  v.push_back(zbinary("add_complex_scalar", add_p, -2, 2, -2, 2, [](Z a, Z b) { return a + b; }, true));
+  v.push_back(zbinary("sub_complex", sub_p, -2, 2, -2, 2, [](Z a, Z b) { return a - b; }));
+  v.push_back(zbinary("mul_complex", mul_p, -2, 2, -2, 2, [](Z a, Z b) { return a * b; }));
+  v.push_back(zbinary("mul_complex_scalar", mul_p, -2, 2, -2, 2, [](Z a, Z b) { return a * b; }, true));
+  v.push_back(zbinary("div_complex", div_p, -2, 2, 0.3, 1.5, [](Z a, Z b) { return a / b; }));
+  v.push_back(zbinary("add_any_complex", add_any_p, -2, 2, -2, 2, [](Z a, Z b) { return a + b; }));
+  v.push_back(zbinary("pow_complex", pow_p, 0.3, 1.5, -1, 1, [](Z a, Z b) { return std::pow(a, b); }));
+  v.push_back(zcompare("eq_complex", eq_p, true));
+  v.push_back(zcompare("ne_complex", ne_p, false));
+  {
+    Case c = zunary("convert_complex_to_real", convert_element_type_p, -2, 2, [](Z z) { return Z(z.real()); },
+                    [](DType) { return DType::f64; }, true, {{"new_dtype", DType::f64}, {"weak_type", false}});
+    v.push_back(c);
+    v.push_back(make_case(
+        "convert_real_to_complex", convert_element_type_p, {{"new_dtype", DType::c128}, {"weak_type", false}},
+        [](Rng& g, DType d) { return Inputs{g.uniform(kShape, d, -2, 2)}; },
+        zref([](const std::vector<Z>& a) { return a[0]; }, [](DType) { return DType::c128; }), {true}));
+  }
+  // ---- linear structural primitives: the real rows on both parts ------------------------------------------
+  const std::set<const Primitive*> linear = {&broadcast_in_dim_p, &reshape_p,    &transpose_p,     &squeeze_p,
+                                             &rev_p,              &slice_p,      &pad_p,           &concatenate_p,
+                                             &dynamic_slice_p,    &dynamic_update_slice_p,         &gather_p,
+                                             &scatter_add_p,      &select_n_p,   &reduce_sum_p,    &cumsum_p,
+                                             &copy_p};
+  // (rows over floating inputs: the integer rows' values have no imaginary part to draw)
+  auto floating_row = [](const Case& c) {
+    return std::find(c.value_dtypes.begin(), c.value_dtypes.end(), DType::f32) != c.value_dtypes.end();
+  };
+  for (auto& c : structural_cases())
+    if (linear.count(c.prim) && floating_row(c)) v.push_back(on_complex_parts(c));
+  for (auto& c : elementwise_cases())
+    if (linear.count(c.prim) && floating_row(c)) v.push_back(on_complex_parts(c));
+  for (auto& c : structural_cases())
+    if (c.prim == &dot_general_p) v.push_back(dot_complex(c));
+  return v;
+}
+
+}  // namespace graft::testing

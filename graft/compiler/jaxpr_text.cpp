@@ -222,8 +222,15 @@ class Parser {
     }
     if (is_complex(d)) {
       // Python's repr: (1+2j), (-0.5-1e-08j), 2j (a zero real part), inf and nan spelled out
-      auto part = [&](std::string_view t) {
+      // c64's parts print as the shortest float that reads back: read them as float (as f32 literals)
+      auto part = [&](std::string_view t) -> double {
         if (!t.empty() && t.front() == '+') t.remove_prefix(1);
+        if (d == DType::c64) {
+          float v = 0;
+          auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+          if (t.empty() || r.ec != std::errc() || r.ptr != t.data() + t.size()) bad();
+          return v;
+        }
         double v = 0;
         auto r = std::from_chars(t.data(), t.data() + t.size(), v);
         if (t.empty() || r.ec != std::errc() || r.ptr != t.data() + t.size()) bad();

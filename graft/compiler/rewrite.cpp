@@ -62,6 +62,7 @@ const Array* KnownValues::of(const Atom& a) const {
 
 bool is_scalar_value(const Array* x, double v) {
   if (!x || !x->is_concrete() || x->size() != 1 || x->ndim() != 0) return false;
+  if (is_complex(x->dtype())) return x->item<complex128>() == complex128(v, 0);  // 1+5j is not 1
   return x->item<double>() == v;
 }
 

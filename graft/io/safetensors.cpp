@@ -41,7 +41,7 @@ const char* st_dtype(DType d) {
 
 std::optional<DType> from_st_dtype(const std::string& s) {
   for (int i = 0; i < kNumDTypes; ++i)
-    if (s == st_dtype(static_cast<DType>(i))) return static_cast<DType>(i);
+    if (s != "?" && s == st_dtype(static_cast<DType>(i))) return static_cast<DType>(i);
   return std::nullopt;
 }
 

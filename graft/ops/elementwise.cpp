@@ -106,10 +106,14 @@ Array complex(const Array& re, const Array& im) {
   return lax::complex(convert(x, d), convert(y, d));
 }
 Array floor(const Array& x) {
-  return is_floating(checked(x, "floor").dtype()) ? lax::floor(x) : x;
+  return is_floating(real_only(checked(x, "floor"), "floor").dtype()) ? lax::floor(x) : x;
 }
-Array ceil(const Array& x) { return is_floating(checked(x, "ceil").dtype()) ? lax::ceil(x) : x; }
-Array round(const Array& x) { return is_floating(checked(x, "round").dtype()) ? lax::round(x, 1) : x; }
+Array ceil(const Array& x) { return is_floating(real_only(checked(x, "ceil"), "ceil").dtype()) ? lax::ceil(x) : x; }
+Array round(const Array& x) {
+  // complex: both parts (NumPy's and JAX's)
+  if (is_complex(checked(x, "round").dtype())) return lax::complex(round(lax::real(x)), round(lax::imag(x)));
+  return is_floating(x.dtype()) ? lax::round(x, 1) : x;
+}
 #define GRAFT_FLOAT_UNARY(name, laxfn) \
   Array name(const Array& x) { return lax::laxfn(to_float(x, #name)); }
 GRAFT_FLOAT_UNARY(exp, exp)
@@ -150,14 +154,17 @@ Array reciprocal(const Array& x) {
   Array f = to_float(x, "reciprocal");
   return lax::div(c_like(1, f), f);
 }
+// complex: finite when both parts are, NaN or infinite when either part is (NumPy's)
 Array isfinite(const Array& x) {
-  return is_floating(checked(x, "isfinite").dtype()) ? lax::is_finite(x) : full(x.shape(), 1, DType::bool_);
+  if (is_complex(checked(x, "isfinite").dtype())) return lax::bitwise_and(isfinite(lax::real(x)), isfinite(lax::imag(x)));
+  return is_floating(x.dtype()) ? lax::is_finite(x) : full(x.shape(), 1, DType::bool_);
 }
 Array isnan(const Array& x) {
-  return is_floating(checked(x, "isnan").dtype()) ? lax::ne(x, x) : full(x.shape(), 0, DType::bool_);
+  return is_inexact(checked(x, "isnan").dtype()) ? lax::ne(x, x) : full(x.shape(), 0, DType::bool_);
 }
 Array isinf(const Array& x) {
-  if (!is_floating(checked(x, "isinf").dtype())) return full(x.shape(), 0, DType::bool_);
+  if (is_complex(checked(x, "isinf").dtype())) return lax::bitwise_or(isinf(lax::real(x)), isinf(lax::imag(x)));
+  if (!is_floating(x.dtype())) return full(x.shape(), 0, DType::bool_);
   return lax::eq(lax::abs(x), c_like(INFINITY, x));
 }
 Array logical_not(const Array& x) { return lax::bitwise_not(as_bool(checked(x, "logical_not"))); }
@@ -328,6 +335,7 @@ Array power(const Array& a, const Array& b) {
 
 Array arctan2(const Array& a, const Array& b) {
   auto [x, y] = promote_broadcast(a, b, "arctan2");
+  real_only(x, "arctan2");
   if (!is_floating(x.dtype())) {
     x = convert(x, default_float_dtype());
     y = convert(y, default_float_dtype());
@@ -337,6 +345,7 @@ Array arctan2(const Array& a, const Array& b) {
 
 Array logaddexp(const Array& a, const Array& b) {
   auto [x, y] = promote_broadcast(a, b, "logaddexp");
+  real_only(x, "logaddexp");
   if (!is_floating(x.dtype())) {
     x = convert(x, default_float_dtype());
     y = convert(y, default_float_dtype());

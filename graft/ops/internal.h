@@ -23,6 +23,13 @@ const Array& checked(const Array& x, const char* op);
 DType float_dtype(const Array& x);
 /// x itself when floating, else converted to float_dtype(x).
 inline Array as_float(const Array& x) { return is_floating(x.dtype()) ? x : convert(x, float_dtype(x)); }
+/// x, after a TypeError naming `op` when x is complex: for the operations that have no complex form
+/// yet (their real-valued paths would silently drop the imaginary part).
+inline const Array& real_only(const Array& x, const char* op) {
+  if (x.valid() && is_complex(x.dtype()))
+    fail<TypeError>(op, ": complex inputs are not supported yet (got ", x.aval().str(), ")");
+  return x;
+}
 /// The scalar v in x's dtype.
 inline Array scalar_like(double v, const Array& x) { return Array::scalar(v, x.dtype()); }
 

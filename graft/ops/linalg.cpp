@@ -75,7 +75,8 @@ Array dot(const Array& a0, const Array& b0) {
   return lax::dot_general(a, b, lax::DotDims({a.ndim() - 1}, {b.ndim() - 2}, {}, {}));
 }
 
-Array vdot(const Array& a, const Array& b) { return dot(ravel(a), ravel(b)); }
+// NumPy's vdot conjugates its first argument
+Array vdot(const Array& a, const Array& b) { return dot(ravel(conj(a)), ravel(b)); }
 
 Array inner(const Array& a0, const Array& b0) {
   auto [a, b] = promote_only(a0, b0, "inner");

@@ -22,6 +22,7 @@ Array matrices(const Array& a, const char* op, bool square) {
   if (a.ndim() < 2) fail<ShapeError>("linalg.", op, ": needs an array of at least two dimensions, got ", a.aval().str());
   if (square && a.shape()[a.ndim() - 1] != a.shape()[a.ndim() - 2])
     fail<ShapeError>("linalg.", op, ": needs square matrices in the last two dimensions, got ", a.aval().str());
+  real_only(a, op);  // complex linear algebra: not yet
   return is_floating(a.dtype()) ? a : convert(a, default_float_dtype());
 }
 
@@ -65,8 +66,8 @@ Array take_rows(const Array& x, const Array& perm) {
 
 // Promotes a and b to one floating dtype.
 std::pair<Array, Array> promote_float(const Array& a0, const Array& b0, const char* op) {
-  checked(a0, op);
-  checked(b0, op);
+  real_only(checked(a0, op), op);
+  real_only(checked(b0, op), op);
   bool weak;
   DType d = result_type({&a0, &b0}, &weak);
   if (!is_floating(d)) d = default_float_dtype();
@@ -411,7 +412,7 @@ Array matrix_norm(const Array& x, const NormOrd& ord, int64_t r, int64_t c, bool
 }  // namespace
 
 Array norm(const Array& x0, const NormOrd& ord, AxisArg axis, bool keepdims) {
-  checked(x0, "norm");
+  real_only(checked(x0, "norm"), "norm");
   Array x = is_floating(x0.dtype()) ? x0 : convert(x0, default_float_dtype());
   if (!axis.axes) {
     if (ord.none()) {

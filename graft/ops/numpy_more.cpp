@@ -64,9 +64,9 @@ Array amin(const Array& x, AxisArg axis, bool keepdims) { return min(x, std::mov
 
 // ---- elementwise ---------------------------------------------------------------------------------------
 Array fabs(const Array& x) { return abs(as_float(checked(x, "fabs"))); }
-Array rint(const Array& x) { return is_floating(checked(x, "rint").dtype()) ? round(x) : as_float(x); }
+Array rint(const Array& x) { return is_inexact(checked(x, "rint").dtype()) ? round(x) : as_float(x); }
 Array trunc(const Array& x) {
-  if (!is_floating(checked(x, "trunc").dtype())) return x;
+  if (!is_floating(ops_detail::real_only(checked(x, "trunc"), "trunc").dtype())) return x;
   return where(less(x, scalar_like(0, x)), ceil(x), floor(x));
 }
 Array deg2rad(const Array& x) { return multiply(as_float(x), Array(std::numbers::pi / 180.0)); }
@@ -171,7 +171,7 @@ Array ldexp(const Array& x, const Array& n) {
 }
 
 Array around(const Array& x, int64_t decimals) {
-  checked(x, "around");
+  ops_detail::real_only(checked(x, "around"), "around");
   if (x.dtype() == DType::bool_ || (!is_floating(x.dtype()) && decimals >= 0)) return x;
   Array f = as_float(x);
   Array scale = scalar_like(std::pow(10.0, static_cast<double>(std::abs(decimals))), f);
@@ -247,7 +247,8 @@ Array spacing(const Array& x0) {
   return lax::nextafter(x, toward) - x;
 }
 
-Array vecdot(const Array& a, const Array& b, int64_t axis) { return sum(a * b, {axis}); }
+// the first argument conjugated, as NumPy's vecdot and vecmat
+Array vecdot(const Array& a, const Array& b, int64_t axis) { return sum(conj(a) * b, {axis}); }
 
 Array matvec(const Array& m, const Array& v) {
   if (checked(m, "matvec").ndim() < 2 || checked(v, "matvec").ndim() < 1)
@@ -258,7 +259,7 @@ Array matvec(const Array& m, const Array& v) {
 Array vecmat(const Array& v, const Array& m) {
   if (checked(m, "vecmat").ndim() < 2 || checked(v, "vecmat").ndim() < 1)
     fail<ValueError>("vecmat: needs a vector and a matrix, got ", v.aval().str(), " and ", m.aval().str());
-  return sum(expand_dims(v, -1) * m, {-2});
+  return sum(expand_dims(conj(v), -1) * m, {-2});
 }
 
 Array cross(const Array& a0, const Array& b0, int64_t axis) {

@@ -86,10 +86,12 @@ Array var(const Array& x, AxisArg axis, bool keepdims, int64_t ddof) {
   Axes ax = axis.resolve(checked(x, "var").ndim(), "var");
   int64_t n = 1;
   for (auto a : ax) n *= x.shape()[a];
-  Array xf = is_floating(x.dtype()) ? x : convert(x, default_float_dtype());
+  Array xf = is_inexact(x.dtype()) ? x : convert(x, default_float_dtype());
   Array m = mean(xf, Axes(ax), true);
   Array d = lax::sub(xf, ops_detail::broadcast_to(m, xf.shape(), "var"));
-  Array s = keep(lax::reduce_sum(lax::mul(d, d), ax), x.shape(), ax, keepdims);
+  // complex: the mean of |x - mean|^2, a real value (NumPy's and JAX's)
+  Array d2 = is_complex(d.dtype()) ? lax::real(lax::mul(d, lax::conj(d))) : lax::mul(d, d);
+  Array s = keep(lax::reduce_sum(d2, ax), x.shape(), ax, keepdims);
   return lax::div(s, Array::scalar(static_cast<double>(std::max<int64_t>(n - ddof, 0)), s.dtype()));
 }
 Array std(const Array& x, AxisArg axis, bool keepdims, int64_t ddof) { return sqrt(var(x, axis, keepdims, ddof)); }
@@ -119,7 +121,7 @@ Array argmin(const Array& x, std::optional<int64_t> axis, bool keepdims) {
 }
 
 Array logsumexp(const Array& x0, AxisArg axis, bool keepdims) {
-  Array x = is_floating(checked(x0, "logsumexp").dtype()) ? x0 : convert(x0, default_float_dtype());
+  Array x = is_floating(ops_detail::real_only(checked(x0, "logsumexp"), "logsumexp").dtype()) ? x0 : convert(x0, default_float_dtype());
   Axes ax = axis.resolve(x.ndim(), "logsumexp");
   Array m = lax::stop_gradient(lax::reduce_max(x, ax));
   // an all -inf slice would give inf - inf: shift by 0 there instead
@@ -131,7 +133,7 @@ Array logsumexp(const Array& x0, AxisArg axis, bool keepdims) {
 }
 
 Array softmax(const Array& x0, int64_t axis) {
-  Array x = is_floating(checked(x0, "softmax").dtype()) ? x0 : convert(x0, default_float_dtype());
+  Array x = is_floating(ops_detail::real_only(checked(x0, "softmax"), "softmax").dtype()) ? x0 : convert(x0, default_float_dtype());
   int64_t a = normalize_axis(axis, x.ndim(), "softmax");
   Array m = keep(lax::stop_gradient(lax::reduce_max(x, {a})), x.shape(), {a}, true);
   Array e = lax::exp(lax::sub(x, ops_detail::broadcast_to(m, x.shape(), "softmax")));
@@ -140,7 +142,7 @@ Array softmax(const Array& x0, int64_t axis) {
 }
 
 Array log_softmax(const Array& x0, int64_t axis) {
-  Array x = is_floating(checked(x0, "log_softmax").dtype()) ? x0 : convert(x0, default_float_dtype());
+  Array x = is_floating(ops_detail::real_only(checked(x0, "log_softmax"), "log_softmax").dtype()) ? x0 : convert(x0, default_float_dtype());
   int64_t a = normalize_axis(axis, x.ndim(), "log_softmax");
   Array m = keep(lax::stop_gradient(lax::reduce_max(x, {a})), x.shape(), {a}, true);
   Array shifted = lax::sub(x, ops_detail::broadcast_to(m, x.shape(), "log_softmax"));

@@ -15,13 +15,14 @@ using namespace ops_detail;
 namespace {
 
 Array to_float(const Array& x, const char* op) {
-  const Array& c = checked(x, op);
+  const Array& c = real_only(checked(x, op), op);
   return is_floating(c.dtype()) ? c : convert(c, default_float_dtype(), c.weak_type());
 }
 
 // Promoted to a common floating type and broadcast to a common shape.
 std::pair<Array, Array> float_pair(const Array& a, const Array& b, const char* op) {
   auto [x, y] = promote_broadcast(a, b, op);
+  real_only(x, op);
   if (!is_floating(x.dtype())) {
     x = convert(x, default_float_dtype(), x.weak_type());
     y = convert(y, default_float_dtype(), y.weak_type());

@@ -183,7 +183,7 @@ Arrays gather_impl(const Primitive&, std::span<const Array> in, std::span<const 
   {
     const ParamValue* fv = params.find("fill_value");
     double f = (fv && std::holds_alternative<double>(*fv)) ? std::get<double>(*fv)
-                                                             : (is_floating(op.dtype()) ? std::nan("") : 0.0);
+                                                             : (is_inexact(op.dtype()) ? std::nan("") : 0.0);
     if (!clip) convert_elements(&f, DType::f64, fillv.data(), op.dtype(), 1);
   }
   const char* src = static_cast<const char*>(op.raw_data());

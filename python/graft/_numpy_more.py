@@ -107,8 +107,8 @@ def unstack(x, /, *, axis=0):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    """Sum over `axis` of x1 * x2 (broadcast)."""
-    return _np.sum(_np.asarray(x1) * _np.asarray(x2), axis=axis)
+    """Sum over `axis` of conj(x1) * x2 (broadcast), as NumPy's."""
+    return _np.sum(_np.conj(_np.asarray(x1)) * _np.asarray(x2), axis=axis)
 
 
 def matvec(x1, x2, /):
@@ -117,8 +117,8 @@ def matvec(x1, x2, /):
 
 
 def vecmat(x1, x2, /):
-    """Vector (..., m) times matrix (..., m, n) -> (..., n)."""
-    return _np.sum(_np.expand_dims(_np.asarray(x1), -1) * _np.asarray(x2), axis=-2)
+    """Conjugated vector (..., m) times matrix (..., m, n) -> (..., n), as NumPy's."""
+    return _np.sum(_np.expand_dims(_np.conj(_np.asarray(x1)), -1) * _np.asarray(x2), axis=-2)
 
 
 def top_k(operand, k):

@@ -3,6 +3,7 @@
 // grad(|z|^2)(3+4j) = 6-8j), jit against eager, matmul against a loop, files, and the errors of the
 // operations complex numbers do not have (order, the fused loops' types).
 #include <complex>
+#include <limits>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -170,6 +171,34 @@ TEST(Complex, JitEqualsEagerAndVmapEqualsLoop) {
   EXPECT_EQ(jf(a, b).dtype(), c64);
   Array v = vmap([&](const Array& x) { return f(x, b); })(a);
   for (int64_t i = 0; i < 4; ++i) EXPECT_TRUE(close(v[i], f(a[i], b), 1e-6, 1e-6)) << i;
+}
+
+TEST(Complex, CompilerKeepsImaginaryParts) {
+  // simplify must not read 1+5j as 1 or 2j as 0; CSE must not merge literals differing in the imaginary part
+  Array z = zarr({Z(1, 2), Z(-3, 0.5)}, {2});
+  Array a = zarr({Z(1, 5)}, {}), b = zarr({Z(0, 2)}, {}), c = zarr({Z(1, 3)}, {});
+  auto f = [&](const Array& x) { return lax::add(lax::mul(x, a), lax::add(lax::mul(x, c), lax::sub(x, b))); };
+  Array want = f(z);
+  EXPECT_TRUE(close(jit(f)(z), want, 1e-15, 1e-15));
+  EXPECT_TRUE(close(want, zarr({Z(-13, 12), Z(-13, -24.5)}, {2}), 1e-15, 1e-15));
+}
+
+TEST(Complex, NumpyFunctionsOnComplex) {
+  double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  Array z = zarr({Z(1, nan), Z(inf, 0), Z(0, -inf), Z(1, 2)}, {4});
+  EXPECT_TRUE(is(isnan(z), bool_, {4}, {1, 0, 0, 0}));
+  EXPECT_TRUE(is(isinf(z), bool_, {4}, {0, 1, 1, 0}));
+  EXPECT_TRUE(is(isfinite(z), bool_, {4}, {0, 0, 0, 1}));
+  // var is the mean of |x - mean|^2, real; vdot and vecdot conjugate their first argument (NumPy's)
+  Array w = zarr({Z(1, 1), Z(3, -1)}, {2});
+  EXPECT_TRUE(is(var(w), f64, {}, {2}));
+  EXPECT_TRUE(close(vdot(w, w), zarr({Z(12, 0)}, {}), 1e-15, 1e-15));
+  EXPECT_TRUE(close(vecdot(w, w), zarr({Z(12, 0)}, {}), 1e-15, 1e-15));
+  EXPECT_TRUE(close(round(zarr({Z(1.5, -2.7)}, {1})), zarr({Z(2, -3)}, {1}), 0, 0));
+  // operations without a complex form say so instead of dropping the imaginary part
+  expect_throws<TypeError>([&] { return floor(w); }, "floor: complex");
+  expect_throws<TypeError>([&] { return logsumexp(w); }, "logsumexp: complex");
+  expect_throws<TypeError>([&] { return arctan2(w, w); }, "arctan2: complex");
 }
 
 TEST(Complex, JaxprLiteralsPrintAndParseBack) {

@@ -814,39 +814,50 @@ Arrays dot_gpu(const Primitive& p, std::span<const Array> in, std::span<const Av
   return {out};
 }
 
+// Complex values have no CUDA kernels yet (the generated sources know no complex type, and the copies
+// move at most 8-byte elements): such operations run through the host, as a dtype without a kernel does.
+template <ImplRule F>
+Arrays real_only(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params) {
+  bool cplx = false;
+  for (const Aval& o : outs) cplx = cplx || is_complex(o.dtype);
+  for (const Array& x : in) cplx = cplx || is_complex(x.dtype());
+  if (cplx) return host_fallback(p, in, outs, params, cuda_dev(dev(in, outs)));
+  return F(p, in, outs, params);
+}
+
 void register_all(int16_t cuda_type) {
   for (const Primitive* p : all_primitives()) {
     if (p->has(kElementwise) && ck::elementwise_expr(p->name, DType::f32).has_value())
-      register_device_impl(cuda_type, *p, &elementwise_gpu);
+      register_device_impl(cuda_type, *p, &real_only<&elementwise_gpu>);
   }
   // elementwise on integer/bool types only (not_, population_count, shifts, bitwise ops)
   for (const Primitive* p : {&not__p, &population_count_p, &and__p, &or__p, &xor__p, &shift_left_p,
                              &shift_right_logical_p, &shift_right_arithmetic_p})
-    register_device_impl(cuda_type, *p, &elementwise_gpu);
-  register_device_impl(cuda_type, convert_element_type_p, &convert_gpu);
-  register_device_impl(cuda_type, reshape_p, &alias_gpu);
-  register_device_impl(cuda_type, squeeze_p, &alias_gpu);
-  register_device_impl(cuda_type, bitcast_convert_type_p, &alias_gpu);
-  register_device_impl(cuda_type, broadcast_in_dim_p, &broadcast_gpu);
-  register_device_impl(cuda_type, transpose_p, &transpose_gpu);
-  register_device_impl(cuda_type, rev_p, &rev_gpu);
-  register_device_impl(cuda_type, slice_p, &slice_gpu);
-  register_device_impl(cuda_type, pad_p, &pad_gpu);
-  register_device_impl(cuda_type, concatenate_p, &concatenate_gpu);
-  register_device_impl(cuda_type, iota_p, &iota_gpu);
+    register_device_impl(cuda_type, *p, &real_only<&elementwise_gpu>);
+  register_device_impl(cuda_type, convert_element_type_p, &real_only<&convert_gpu>);
+  register_device_impl(cuda_type, reshape_p, &real_only<&alias_gpu>);
+  register_device_impl(cuda_type, squeeze_p, &real_only<&alias_gpu>);
+  register_device_impl(cuda_type, bitcast_convert_type_p, &real_only<&alias_gpu>);
+  register_device_impl(cuda_type, broadcast_in_dim_p, &real_only<&broadcast_gpu>);
+  register_device_impl(cuda_type, transpose_p, &real_only<&transpose_gpu>);
+  register_device_impl(cuda_type, rev_p, &real_only<&rev_gpu>);
+  register_device_impl(cuda_type, slice_p, &real_only<&slice_gpu>);
+  register_device_impl(cuda_type, pad_p, &real_only<&pad_gpu>);
+  register_device_impl(cuda_type, concatenate_p, &real_only<&concatenate_gpu>);
+  register_device_impl(cuda_type, iota_p, &real_only<&iota_gpu>);
   for (const Primitive* p : {&reduce_sum_p, &reduce_max_p, &reduce_min_p, &reduce_prod_p, &reduce_and_p, &reduce_or_p,
                              &argmax_p, &argmin_p})
-    register_device_impl(cuda_type, *p, &reduce_gpu);
-  register_device_impl(cuda_type, dot_general_p, &dot_gpu);
-  register_device_impl(cuda_type, dynamic_slice_p, &dynamic_slice_gpu);
-  register_device_impl(cuda_type, dynamic_update_slice_p, &dynamic_update_slice_gpu);
-  register_device_impl(cuda_type, threefry2x32_p, &threefry_gpu);
-  register_device_impl(cuda_type, gather_p, &gather_gpu);
-  register_device_impl(cuda_type, scatter_add_p, &scatter_add_gpu);
-  register_device_impl(cuda_type, sort_p, &sort_gpu);
+    register_device_impl(cuda_type, *p, &real_only<&reduce_gpu>);
+  register_device_impl(cuda_type, dot_general_p, &real_only<&dot_gpu>);
+  register_device_impl(cuda_type, dynamic_slice_p, &real_only<&dynamic_slice_gpu>);
+  register_device_impl(cuda_type, dynamic_update_slice_p, &real_only<&dynamic_update_slice_gpu>);
+  register_device_impl(cuda_type, threefry2x32_p, &real_only<&threefry_gpu>);
+  register_device_impl(cuda_type, gather_p, &real_only<&gather_gpu>);
+  register_device_impl(cuda_type, scatter_add_p, &real_only<&scatter_add_gpu>);
+  register_device_impl(cuda_type, sort_p, &real_only<&sort_gpu>);
   for (const Primitive* p : {&scatter_p, &scatter_mul_p, &scatter_min_p, &scatter_max_p})
-    register_device_impl(cuda_type, *p, &scatter_gpu);
-  for (const Primitive* p : {&cumsum_p, &cummax_p, &cummin_p}) register_device_impl(cuda_type, *p, &cumulative_gpu);
+    register_device_impl(cuda_type, *p, &real_only<&scatter_gpu>);
+  for (const Primitive* p : {&cumsum_p, &cummax_p, &cummin_p}) register_device_impl(cuda_type, *p, &real_only<&cumulative_gpu>);
   // collectives across processes: on device memory through the axis's NCCL communicator, else through
   // the host (graft/prims/collective.cpp chooses per call)
   for (const Primitive* p : {&psum_p, &pmax_p, &pmin_p, &all_gather_p, &reduce_scatter_p, &ppermute_p, &all_to_all_p})

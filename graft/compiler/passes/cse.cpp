@@ -10,19 +10,23 @@ namespace graft::compiler::passes {
 
 namespace {
 
-// The bits of a scalar literal, whatever its dtype (an i64 or u64 beyond 2^53 is not a double).
+// The bits of a scalar literal, whatever its dtype (an i64 or u64 beyond 2^53 is not a double), as a
+// hash: a c128's 16 bytes are folded.
 uint64_t literal_bits(const Array& l) {
-  uint64_t bits = 0;
-  std::memcpy(&bits, l.raw_data(), std::min<size_t>(8, itemsize(l.dtype())));
-  return bits;
+  size_t n = itemsize(l.dtype());
+  uint64_t bits = 0, hi = 0;
+  std::memcpy(&bits, l.raw_data(), std::min<size_t>(8, n));
+  if (n > 8) std::memcpy(&hi, static_cast<const char*>(l.raw_data()) + 8, std::min<size_t>(8, n - 8));
+  return bits ^ (hi * 0x9e3779b97f4a7c15ull);
 }
 
-// Literals are equal when they have the same type and the same bits (2^60 and 2^60 + 1 as i64 were
-// equal through a conversion to double).
+// Literals are equal when they have the same type and the same bytes (2^60 and 2^60 + 1 as i64 were
+// equal through a conversion to double; two c128 differing in their imaginary parts are not equal).
 bool same_atom(const Atom& a, const Atom& b) {
   if (a.is_literal() != b.is_literal()) return false;
   if (!a.is_literal()) return a.var.get() == b.var.get();
-  return a.literal.aval() == b.literal.aval() && literal_bits(a.literal) == literal_bits(b.literal);
+  return a.literal.aval() == b.literal.aval() &&
+         std::memcmp(a.literal.raw_data(), b.literal.raw_data(), itemsize(a.literal.dtype())) == 0;
 }
 
 size_t atom_hash(const Atom& a) {

@@ -3,7 +3,7 @@
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; fi
-need=(cmake ninja-build g++ libgtest-dev libopenblas-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev llvm-14-dev
+need=(cmake ninja-build g++ libgtest-dev libopenblas-dev libfftw3-dev libdnnl-dev zlib1g-dev nlohmann-json3-dev libcli11-dev llvm-14-dev
       openmpi-bin libopenmpi-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-pip python3-venv "$@")
 missing=()
 for p in "${need[@]}"; do

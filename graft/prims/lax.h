@@ -274,6 +274,20 @@ Arrays qr(const Array& x, bool full_matrices = false);
 /// {s, u, vt} with x = u diag(s) vt, s descending; {s} without compute_uv.
 Arrays svd(const Array& x, bool full_matrices = false, bool compute_uv = true);
 
+// ---- the discrete Fourier transform ------------------------------------------------------------------
+/// JAX's FftType: which transform lax::fft computes (the values are JAX's, printed in jaxprs).
+enum class FftType : int64_t {
+  FFT = 0,    ///< complex -> complex, forward (e^{-2 pi i jk / n})
+  IFFT = 1,   ///< complex -> complex, inverse, normalized by 1/N
+  RFFT = 2,   ///< real -> complex: the last dimension's n/2 + 1 non-negative frequencies
+  IRFFT = 3,  ///< those frequencies -> real, normalized by 1/N
+};
+/// The DFT over x's trailing fft_lengths.size() dimensions (1 to 3 in JAX; any number here), batched
+/// over the others. FFT and IFFT take complex x of those lengths; RFFT takes real f32 / f64 x and gives
+/// [..., n/2 + 1] complex; IRFFT takes [..., n/2 + 1] complex and gives [..., n] real, where n is the last
+/// length. graft::fft (graft/ops/fft.h) builds NumPy's functions on it.
+Array fft(const Array& x, FftType type, const Shape& fft_lengths);
+
 // ---- convolution and windows --------------------------------------------------------------------------
 /// XLA's ConvGeneralDilated. padding: one (lo, hi) per spatial dimension (may be negative).
 Array conv_general_dilated(const Array& lhs, const Array& rhs, const Shape& window_strides,

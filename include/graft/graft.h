@@ -19,6 +19,7 @@
 #include "graft/core/trace.h"
 #include "graft/core/version.h"
 #include "graft/ir/jaxpr.h"
+#include "graft/ops/fft.h"
 #include "graft/ops/linalg.h"
 #include "graft/ops/numpy_more.h"
 #include "graft/ops/numpy_shape.h"

@@ -1,5 +1,8 @@
 """JAX's lax: primitives by name, structured control flow and collectives."""
 import builtins as _builtins
+import enum as _enum
+
+import numpy as _np
 
 from . import _graft
 from ._api import _flat_arrays
@@ -9,6 +12,44 @@ from ._tree import tree_flatten, tree_unflatten
 from . import _lax_linalg as linalg  # noqa: E402  (graft.lax.linalg)
 import sys as _sys  # noqa: E402
 _sys.modules[__name__ + ".linalg"] = linalg
+
+
+class FftType(_enum.IntEnum):
+    """Which transform lax.fft computes (JAX's values)."""
+    FFT = 0
+    IFFT = 1
+    RFFT = 2
+    IRFFT = 3
+
+
+def fft(x, fft_type, fft_lengths):
+    """JAX's lax.fft: the DFT over x's trailing len(fft_lengths) dimensions (IFFT and IRFFT normalized by
+    1/N). fft_type is an FftType or its name ("fft", "IRFFT", ...)."""
+    if isinstance(fft_type, str):
+        names = {"fft": FftType.FFT, "ifft": FftType.IFFT, "rfft": FftType.RFFT, "irfft": FftType.IRFFT}
+        if fft_type.lower() not in names:
+            raise ValueError(f"Unknown FFT type '{fft_type}'")
+        fft_type = names[fft_type.lower()]
+    elif not isinstance(fft_type, FftType):
+        raise TypeError(f"Unknown FFT type value '{fft_type}'")
+    x = _graft.asarray(x)
+    real = _np.dtype(str(x.dtype))
+    if fft_type == FftType.RFFT:
+        if real.kind == "c":
+            raise ValueError("only real valued inputs supported for rfft")
+        if real.kind not in "f" or real.itemsize < 4:
+            x = x.astype("float32" if real.kind == "f" else _default_float())
+    elif real.kind != "c":
+        wide = real.kind == "f" and real.itemsize == 8 or (real.kind != "f" and _default_float() == "float64")
+        x = x.astype("complex128" if wide else "complex64")
+    if len(fft_lengths) == 0:
+        return x
+    return _graft.lax_fft(x, int(fft_type), tuple(fft_lengths))
+
+
+def _default_float():
+    from . import config
+    return "float64" if config.jax_enable_x64 else "float32"
 
 logistic = _graft.sigmoid
 # lax does not promote: a Python number takes the other operand's dtype, arrays must agree (lax.cpp)

@@ -18,6 +18,8 @@ from ._graft import tril, triu  # noqa: F401
 from . import _numpy_linalg as linalg  # noqa: E402  (graft.numpy.linalg)
 import sys as _sys  # noqa: E402
 _sys.modules[__name__ + ".linalg"] = linalg
+from . import _numpy_fft as fft  # noqa: E402  (graft.numpy.fft)
+_sys.modules[__name__ + ".fft"] = fft
 
 add = _graft.add
 absolute = abs

@@ -85,6 +85,7 @@ void bind_numpy_more(py::module_& m);          // numpy_more.cpp: jax.numpy's ra
 void bind_random(py::module_& m);              // random.cpp: jax.random's samplers
 void bind_lax(py::module_& m);                 // lax.cpp: jax.lax's functions on the primitives
 void bind_linalg(py::module_& m);              // linalg.cpp: numpy.linalg, scipy.linalg, lax.linalg
+void bind_fft(py::module_& m);                 // fft.cpp: numpy.fft, lax.fft
 void bind_collectives_and_random(py::module_& m);  // operations.cpp
 void bind_nn_and_data(py::module_& m);         // operations.cpp: layers' functional forms, datasets
 void bind_io(py::module_& m);                  // io.cpp: .npy / .npz, exported programs

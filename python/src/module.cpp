@@ -56,6 +56,7 @@ PYBIND11_MODULE(_graft, m) {
   bind_numpy_more(m);
   bind_lax(m);
   bind_linalg(m);
+  bind_fft(m);
   bind_random(m);
   bind_collectives_and_random(m);
   bind_nn_and_data(m);

@@ -139,6 +139,80 @@ Case dot_complex(const Case& base) {
   return c;
 }
 
+// ---- the FFT: naive DFTs in complex128 ------------------------------------------------------------------
+// One 1-D DFT along `axis` of a row-major array of shape `shape` (sign -1 forward, +1 inverse scaled by 1/n).
+std::vector<Z> dft_axis(const std::vector<Z>& x, const Shape& shape, int64_t axis, int sign) {
+  int64_t n = shape[axis], inner = 1, outer = 1;
+  for (int64_t i = axis + 1; i < static_cast<int64_t>(shape.size()); ++i) inner *= shape[i];
+  for (int64_t i = 0; i < axis; ++i) outer *= shape[i];
+  std::vector<Z> y(x.size());
+  const double pi = std::acos(-1.0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in)
+      for (int64_t k = 0; k < n; ++k) {
+        Z acc = 0;
+        for (int64_t j = 0; j < n; ++j)
+          acc += x[(o * n + j) * inner + in] * std::polar(1.0, sign * 2 * pi * static_cast<double>(j * k % n) / n);
+        y[(o * n + k) * inner + in] = sign > 0 ? acc / static_cast<double>(n) : acc;
+      }
+  return y;
+}
+
+// The fft primitive's reference: type 0-3 over the trailing `lens`, from the definitions (RFFT: the FFT of
+// the real input, its last axis cut to n/2 + 1; IRFFT: the inverse DFT over the leading axes, then
+// y_j = (1/n) sum_k m_k Re(X_k e^{2 pi i jk/n}) along the last, m_k = 1 for k = 0 and k = n/2, else 2).
+Inputs fft_reference(const Inputs& in, int64_t type, const IntList& lens) {
+  std::vector<Z> x = in[0].to_vector<Z>();
+  Shape shape = in[0].shape();
+  int64_t nd = static_cast<int64_t>(shape.size()), k = static_cast<int64_t>(lens.size()), n = lens.back();
+  DType part = is_complex(in[0].dtype()) ? real_dtype(in[0].dtype()) : in[0].dtype();
+  auto pack = [](const std::vector<Z>& v, const Shape& s, DType d) {
+    Array r = Array::empty(Aval(s, d));
+    convert_elements(v.data(), DType::c128, r.concrete()->data(), d, static_cast<int64_t>(v.size()));
+    return r;
+  };
+  if (type <= 2) {
+    for (int64_t a = nd - k; a < nd; ++a) x = dft_axis(x, shape, a, type == 1 ? 1 : -1);
+    if (type < 2) return Inputs{pack(x, shape, in[0].dtype())};
+    Shape out = shape;
+    out.back() = n / 2 + 1;
+    std::vector<Z> y;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (static_cast<int64_t>(i) % n <= n / 2) y.push_back(x[i]);
+    return Inputs{pack(y, out, complex_dtype(part))};
+  }
+  for (int64_t a = nd - k; a < nd - 1; ++a) x = dft_axis(x, shape, a, 1);
+  int64_t m = shape.back(), rows = static_cast<int64_t>(x.size()) / m;
+  Shape out = shape;
+  out.back() = n;
+  std::vector<Z> y(static_cast<size_t>(rows * n));
+  const double pi = std::acos(-1.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t f = 0; f < m; ++f) {
+        double mult = f == 0 || (n % 2 == 0 && f == n / 2) ? 1 : 2;
+        acc += mult * (x[r * m + f] * std::polar(1.0, 2 * pi * static_cast<double>(j * f % n) / n)).real();
+      }
+      y[r * n + j] = acc / n;
+    }
+  return Inputs{pack(y, out, part)};
+}
+
+Case fft_case(std::string name, int64_t type, Shape in_shape, IntList lens) {
+  Case c;
+  c.name = std::move(name);
+  c.prim = &fft_p;
+  c.params = {{"fft_type", type}, {"fft_lengths", lens}};
+  c.inputs = [type, in_shape](Rng& r, DType d) {
+    return Inputs{r.uniform(in_shape, type == 2 ? d : complex_dtype(d), -1, 1)};
+  };
+  c.reference = [type, lens](const Inputs& in) { return fft_reference(in, type, lens); };
+  c.diff = {true};
+  complex_tolerance(c);
+  return c;
+}
+
 }  // namespace
 
 std::vector<Case> complex_cases() {
@@ -194,6 +268,18 @@ std::vector<Case> complex_cases() {
         [](Rng& g, DType d) { return Inputs{g.uniform(kShape, d, -2, 2)}; },
         zref([](const std::vector<Z>& a) { return a[0]; }, [](DType) { return DType::c128; }), {true}));
   }
+  // ---- the FFT (odd, even and prime lengths; one to three dimensions; batched) ------------------------------
+  v.push_back(fft_case("fft", 0, {3, 5}, {5}));
+  v.push_back(fft_case("fft_2d", 0, {2, 3, 4}, {3, 4}));
+  v.push_back(fft_case("ifft", 1, {2, 6}, {6}));
+  v.push_back(fft_case("ifft_3d", 1, {2, 3, 2}, {2, 3, 2}));
+  v.push_back(fft_case("rfft_even", 2, {3, 6}, {6}));
+  v.push_back(fft_case("rfft_odd", 2, {2, 7}, {7}));
+  v.push_back(fft_case("rfft_2d", 2, {2, 3, 4}, {3, 4}));
+  v.push_back(fft_case("irfft_even", 3, {3, 4}, {6}));
+  v.push_back(fft_case("irfft_odd", 3, {2, 4}, {7}));
+  v.push_back(fft_case("irfft_2d", 3, {2, 3, 3}, {3, 4}));
+  v.push_back(fft_case("irfft_2d_odd", 3, {3, 3}, {3, 5}));
   // ---- linear structural primitives: the real rows on both parts ------------------------------------------
   const std::set<const Primitive*> linear = {&broadcast_in_dim_p, &reshape_p,    &transpose_p,     &squeeze_p,
                                              &rev_p,              &slice_p,      &pad_p,           &concatenate_p,

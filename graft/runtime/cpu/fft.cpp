@@ -1,0 +1,197 @@
+#include "graft/runtime/cpu/fft.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "graft/core/error.h"
+#include "graft/runtime/cpu/parallel.h"
+
+#ifdef GRAFT_HAVE_FFTW
+#include <fftw3.h>
+#endif
+
+namespace graft::cpu::fft {
+
+bool available() {
+#ifdef GRAFT_HAVE_FFTW
+  return true;
+#else
+  return false;
+#endif
+}
+
+#ifdef GRAFT_HAVE_FFTW
+
+namespace {
+
+// FFTW's double and float interfaces behind one name each.
+struct F64 {
+  using real = double;
+  using cplx = fftw_complex;
+  using plan = fftw_plan;
+  static plan c2c(int rank, const int* n, int howmany, void* in, void* out, int dist, int sign, unsigned flags) {
+    return fftw_plan_many_dft(rank, n, howmany, static_cast<cplx*>(in), nullptr, 1, dist, static_cast<cplx*>(out),
+                              nullptr, 1, dist, sign, flags);
+  }
+  static plan r2c(int rank, const int* n, int howmany, void* in, void* out, int idist, int odist, unsigned flags) {
+    return fftw_plan_many_dft_r2c(rank, n, howmany, static_cast<real*>(in), nullptr, 1, idist, static_cast<cplx*>(out),
+                                  nullptr, 1, odist, flags);
+  }
+  static plan c2r(int rank, const int* n, int howmany, void* in, void* out, int idist, int odist, unsigned flags) {
+    return fftw_plan_many_dft_c2r(rank, n, howmany, static_cast<cplx*>(in), nullptr, 1, idist, static_cast<real*>(out),
+                                  nullptr, 1, odist, flags);
+  }
+  static void run_c2c(plan p, void* in, void* out) {
+    fftw_execute_dft(p, static_cast<cplx*>(in), static_cast<cplx*>(out));
+  }
+  static void run_r2c(plan p, void* in, void* out) {
+    fftw_execute_dft_r2c(p, static_cast<real*>(in), static_cast<cplx*>(out));
+  }
+  static void run_c2r(plan p, void* in, void* out) {
+    fftw_execute_dft_c2r(p, static_cast<cplx*>(in), static_cast<real*>(out));
+  }
+};
+struct F32 {
+  using real = float;
+  using cplx = fftwf_complex;
+  using plan = fftwf_plan;
+  static plan c2c(int rank, const int* n, int howmany, void* in, void* out, int dist, int sign, unsigned flags) {
+    return fftwf_plan_many_dft(rank, n, howmany, static_cast<cplx*>(in), nullptr, 1, dist, static_cast<cplx*>(out),
+                              nullptr, 1, dist, sign, flags);
+  }
+  static plan r2c(int rank, const int* n, int howmany, void* in, void* out, int idist, int odist, unsigned flags) {
+    return fftwf_plan_many_dft_r2c(rank, n, howmany, static_cast<real*>(in), nullptr, 1, idist, static_cast<cplx*>(out),
+                                  nullptr, 1, odist, flags);
+  }
+  static plan c2r(int rank, const int* n, int howmany, void* in, void* out, int idist, int odist, unsigned flags) {
+    return fftwf_plan_many_dft_c2r(rank, n, howmany, static_cast<cplx*>(in), nullptr, 1, idist, static_cast<real*>(out),
+                                  nullptr, 1, odist, flags);
+  }
+  static void run_c2c(plan p, void* in, void* out) {
+    fftwf_execute_dft(p, static_cast<cplx*>(in), static_cast<cplx*>(out));
+  }
+  static void run_r2c(plan p, void* in, void* out) {
+    fftwf_execute_dft_r2c(p, static_cast<real*>(in), static_cast<cplx*>(out));
+  }
+  static void run_c2r(plan p, void* in, void* out) {
+    fftwf_execute_dft_c2r(p, static_cast<cplx*>(in), static_cast<real*>(out));
+  }
+};
+
+// Plans are made once per (kind, precision, lengths, batch) and kept: FFTW's planner is not thread-safe
+// (every call to it holds this mutex), while executing a plan on new arrays is. FFTW_ESTIMATE plans
+// without running trial transforms (FFTW_MEASURE would take up to seconds per new shape, and needs
+// scratch arrays); FFTW_UNALIGNED lets a plan run on arrays of any alignment (graft's buffers are
+// aligned, but a batch's k-th array need not be).
+using Key = std::tuple<int, int, std::vector<int64_t>, int64_t>;
+std::mutex planner_mu;
+std::map<Key, void*>& plans() {
+  static auto* m = new std::map<Key, void*>();  // never destroyed: plans may be running at exit
+  return *m;
+}
+
+// `in` and `out` are the first call's arrays: FFTW_ESTIMATE neither reads nor writes them, but a plan
+// remembers whether it was made in place (in == out, with r2c's padded rows) or not, and every later
+// execution on new arrays must match; graft's are always out of place.
+template <class T>
+typename T::plan get_plan(Kind kind, const std::vector<int64_t>& lengths, int64_t count, void* in, void* out) {
+  std::lock_guard<std::mutex> lock(planner_mu);
+  Key key{static_cast<int>(kind), static_cast<int>(sizeof(typename T::real)), lengths, count};
+  auto it = plans().find(key);
+  if (it != plans().end()) return static_cast<typename T::plan>(it->second);
+  std::vector<int> n(lengths.begin(), lengths.end());
+  int rank = static_cast<int>(n.size()), many = static_cast<int>(count);
+  // consecutive arrays: `logical` elements apart, `half` on the complex side of r2c and c2r
+  int64_t logical = 1;
+  for (int64_t v : lengths) logical *= v;
+  int full = static_cast<int>(logical), half = static_cast<int>(logical / lengths.back() * (lengths.back() / 2 + 1));
+  unsigned flags = FFTW_ESTIMATE | FFTW_UNALIGNED;
+  typename T::plan p = nullptr;
+  switch (kind) {
+    case Kind::forward: p = T::c2c(rank, n.data(), many, in, out, full, FFTW_FORWARD, flags); break;
+    case Kind::backward: p = T::c2c(rank, n.data(), many, in, out, full, FFTW_BACKWARD, flags); break;
+    case Kind::r2c: p = T::r2c(rank, n.data(), many, in, out, full, half, flags); break;
+    // c2r overwrites its input whatever the flags say for rank > 1: run() gives it a copy
+    case Kind::c2r: p = T::c2r(rank, n.data(), many, in, out, half, full, flags | FFTW_DESTROY_INPUT); break;
+  }
+  if (!p) fail<Error>("fft: FFTW could not plan ", count, " transforms of ", lengths.size(), " dimensions");
+  plans()[key] = static_cast<void*>(p);
+  return p;
+}
+
+template <class T>
+void run(Kind kind, const std::vector<int64_t>& lengths, int64_t howmany, const void* in, void* out) {
+  int64_t logical = 1;
+  for (int64_t n : lengths) logical *= n;
+  int64_t half = logical / lengths.back() * (lengths.back() / 2 + 1);
+  // elements (reals or complex pairs) per array on each side
+  int64_t in_elems = kind == Kind::c2r ? half : logical, out_elems = kind == Kind::r2c ? half : logical;
+  size_t in_item = (kind == Kind::r2c ? 1 : 2) * sizeof(typename T::real);
+  size_t out_item = (kind == Kind::c2r ? 1 : 2) * sizeof(typename T::real);
+  // Blocks of arrays per plan: FFTW vectorizes across the arrays of one plan, so short transforms go
+  // several at a time; the blocks spread over the cores.
+  int64_t block = std::min<int64_t>(std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, logical)), howmany);
+  int64_t blocks = (howmany + block - 1) / block;
+  int64_t tail = howmany - (blocks - 1) * block;
+  void* in_mut = const_cast<void*>(in);
+  auto full_plan = get_plan<T>(kind, lengths, block, in_mut, out);
+  auto tail_plan = tail == block ? full_plan : get_plan<T>(kind, lengths, tail, in_mut, out);
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<char> scratch;
+    for (int64_t b = b0; b < b1; ++b) {
+      int64_t count = b + 1 == blocks ? tail : block;
+      auto plan = b + 1 == blocks ? tail_plan : full_plan;
+      const char* src = static_cast<const char*>(in) + static_cast<size_t>(b * block * in_elems) * in_item;
+      char* dst = static_cast<char*>(out) + static_cast<size_t>(b * block * out_elems) * out_item;
+      // FFTW's execute takes non-const input: the c2c and r2c plans do not write it (out-of-place,
+      // without FFTW_DESTROY_INPUT), c2r does, so it gets a copy
+      void* src_mut = const_cast<char*>(src);
+      if (kind == Kind::c2r) {
+        scratch.resize(static_cast<size_t>(count * in_elems) * in_item);
+        std::memcpy(scratch.data(), src, scratch.size());
+        src_mut = scratch.data();
+      }
+      switch (kind) {
+        case Kind::forward:
+        case Kind::backward: T::run_c2c(plan, src_mut, dst); break;
+        case Kind::r2c: T::run_r2c(plan, src_mut, dst); break;
+        case Kind::c2r: T::run_c2r(plan, src_mut, dst); break;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void transform(Kind kind, DType real, const std::vector<int64_t>& lengths, int64_t howmany, const void* in, void* out) {
+  if (lengths.empty()) fail<ValueError>("fft: no dimensions to transform");
+  for (int64_t n : lengths)
+    if (n <= 0 || n > INT_MAX) fail<ValueError>("fft: a transform length of ", n, " (FFTW takes 1 to 2^31 - 1)");
+  int64_t total = 1;
+  for (int64_t n : lengths) total *= n;
+  if (total > INT_MAX)
+    fail<NotImplementedError>("fft: transforms of more than 2^31 - 1 points (got ", total, ") are not supported");
+  if (howmany <= 0) return;
+  if (real == DType::f64) {
+    run<F64>(kind, lengths, howmany, in, out);
+  } else if (real == DType::f32) {
+    run<F32>(kind, lengths, howmany, in, out);
+  } else {
+    fail<TypeError>("fft: transforms f32 or f64 (and their complex types), got ", short_name(real));
+  }
+}
+
+#else
+
+void transform(Kind, DType, const std::vector<int64_t>&, int64_t, const void*, void*) {
+  fail<NotImplementedError>("fft: graft was built without FFTW (install libfftw3-dev and configure with "
+                            "-DGRAFT_WITH_FFTW=ON)");
+}
+
+#endif
+
+}  // namespace graft::cpu::fft

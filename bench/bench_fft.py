@@ -1,0 +1,69 @@
+"""FFTs beside NumPy and PyTorch in one process (issue 33's figures): one long complex transform, a batch of
+real ones, a 2-D one and a batch of prime-length ones, f32 and f64, eager. graft, NumPy (pocketfft) and
+PyTorch (torch.fft, MKL or pocketfft) are timed interleaved, call for call, and the medians compared; one
+JSON object per line (ratio = graft / the faster peer).
+
+    PYTHONPATH=build/python python3 bench/bench_fft.py [--quick]
+"""
+import json
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import graft
+import graft.numpy as gnp
+
+try:
+    import torch
+except ImportError:  # NumPy alone then
+    torch = None
+
+graft.config.update("jax_enable_x64", True)  # f64 rows beside NumPy's
+
+RNG = np.random.default_rng(0)
+
+
+def timed(fns, reps):
+    for f in fns:
+        f()
+    times = [[] for _ in fns]
+    for _ in range(reps):
+        for i, f in enumerate(fns):
+            t0 = time.perf_counter()
+            f()
+            times[i].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
+
+
+def main():
+    quick = "--quick" in sys.argv
+    cases = [("fft", (1 << 20,), True), ("rfft", (1024, 1024), False), ("fft2", (1024, 1024), True),
+             ("fft", (512, 1009), True)]
+    if quick:
+        cases = [(n, tuple(max(8, d // 16) for d in s), c) for n, s, c in cases]
+    for name, shape, is_complex in cases:
+        for dtype in (np.float32, np.float64):
+            x = RNG.standard_normal(shape).astype(dtype)
+            if is_complex:
+                x = (x + 1j * RNG.standard_normal(shape).astype(dtype)).astype(np.result_type(dtype, np.complex64))
+            gx = gnp.asarray(x)
+            ours = getattr(gnp.fft, name)
+            ref = getattr(np.fft, name)
+            fns = [lambda: ours(gx).block_until_ready(), lambda: ref(x)]
+            if torch is not None:
+                tx = torch.from_numpy(x)
+                tref = getattr(torch.fft, name)
+                fns.append(lambda: tref(tx))
+            times = timed(fns, 7 if quick else 15)
+            row = {"name": name, "shape": list(shape), "dtype": str(x.dtype), "graft_ms": round(times[0] * 1e3, 3),
+                   "numpy_ms": round(times[1] * 1e3, 3)}
+            if torch is not None:
+                row["torch_ms"] = round(times[2] * 1e3, 3)
+            row["ratio"] = round(times[0] / min(times[1:]), 3)
+            print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -100,11 +100,32 @@ struct Log {
 };
 struct Log1p {
   template <class C>
-  static C apply(C x, int64_t) { return std::log1p(x); }
+  static C apply(C x, int64_t) {
+    if constexpr (is_complex_v<C>) {
+      // log|1 + z| = log1p(2x + x^2 + y^2) / 2 and arg(1 + z): no cancellation for small z (std::log(1 + z)
+      // would lose the digits below 1's ulp); |1 + z| itself where that form would overflow
+      using R = typename C::value_type;
+      R a = x.real(), b = x.imag();
+      R m = std::abs(a) > R(0.5) || std::abs(b) > R(0.5) ? std::log(std::abs(C(R(1) + a, b)))
+                                                         : std::log1p(a * (R(2) + a) + b * b) / R(2);
+      return C(m, std::atan2(b, R(1) + a));
+    } else {
+      return std::log1p(x);
+    }
+  }
 };
 struct Expm1 {
   template <class C>
-  static C apply(C x, int64_t) { return std::expm1(x); }
+  static C apply(C x, int64_t) {
+    if constexpr (is_complex_v<C>) {
+      // e^x cos y - 1 = expm1(x) cos y - 2 sin^2(y / 2): no cancellation for small z
+      using R = typename C::value_type;
+      R a = x.real(), b = x.imag(), h = std::sin(b / R(2));
+      return C(std::expm1(a) * std::cos(b) - R(2) * h * h, std::exp(a) * std::sin(b));
+    } else {
+      return std::expm1(x);
+    }
+  }
 };
 struct Tanh {
   template <class C>
@@ -314,8 +335,10 @@ Array jvp_cosh(const Array& x, const Array&, const Array& t, const Params&) { re
 Array jvp_asinh(const Array& x, const Array&, const Array& t, const Params&) {
   return lax::mul(t, lax::rsqrt(lax::add(lax::square(x), c(1, x))));
 }
+// 1 / (sqrt(x - 1) sqrt(x + 1)): the principal branch's derivative for complex x too (1 / sqrt(x^2 - 1)
+// has the wrong sign in the left half plane)
 Array jvp_acosh(const Array& x, const Array&, const Array& t, const Params&) {
-  return lax::mul(t, lax::rsqrt(lax::mul(lax::sub(x, c(1, x)), lax::add(x, c(1, x)))));
+  return lax::mul(t, lax::mul(lax::rsqrt(lax::sub(x, c(1, x))), lax::rsqrt(lax::add(x, c(1, x)))));
 }
 Array jvp_atanh(const Array& x, const Array&, const Array& t, const Params&) {
   return lax::div(t, lax::sub(c(1, x), lax::square(x)));
@@ -449,21 +472,21 @@ UNARY_INFO(is_finite, IsFinite, kMaskFloat, true, nullptr, nullptr)
 UNARY_INFO(exp, Exp, kMaskInexact, false, &jvp_exp, nullptr)
 UNARY_INFO(exp2, Exp2, kMaskFloat, false, &jvp_exp2, nullptr)
 UNARY_INFO(log, Log, kMaskInexact, false, &jvp_log, nullptr)
-UNARY_INFO(log1p, Log1p, kMaskFloat, false, &jvp_log1p, nullptr)
-UNARY_INFO(expm1, Expm1, kMaskFloat, false, &jvp_expm1, nullptr)
+UNARY_INFO(log1p, Log1p, kMaskInexact, false, &jvp_log1p, nullptr)
+UNARY_INFO(expm1, Expm1, kMaskInexact, false, &jvp_expm1, nullptr)
 UNARY_INFO(tanh, Tanh, kMaskInexact, false, &jvp_tanh, nullptr)
 UNARY_INFO(logistic, Logistic, kMaskFloat, false, &jvp_logistic, nullptr)
 UNARY_INFO(sin, Sin, kMaskInexact, false, &jvp_sin, nullptr)
 UNARY_INFO(cos, Cos, kMaskInexact, false, &jvp_cos, nullptr)
 UNARY_INFO(tan, Tan, kMaskInexact, false, &jvp_tan, nullptr)
-UNARY_INFO(asin, Asin, kMaskFloat, false, &jvp_asin, nullptr)
-UNARY_INFO(acos, Acos, kMaskFloat, false, &jvp_acos, nullptr)
-UNARY_INFO(atan, Atan, kMaskFloat, false, &jvp_atan, nullptr)
+UNARY_INFO(asin, Asin, kMaskInexact, false, &jvp_asin, nullptr)
+UNARY_INFO(acos, Acos, kMaskInexact, false, &jvp_acos, nullptr)
+UNARY_INFO(atan, Atan, kMaskInexact, false, &jvp_atan, nullptr)
 UNARY_INFO(sinh, Sinh, kMaskInexact, false, &jvp_sinh, nullptr)
 UNARY_INFO(cosh, Cosh, kMaskInexact, false, &jvp_cosh, nullptr)
-UNARY_INFO(asinh, Asinh, kMaskFloat, false, &jvp_asinh, nullptr)
-UNARY_INFO(acosh, Acosh, kMaskFloat, false, &jvp_acosh, nullptr)
-UNARY_INFO(atanh, Atanh, kMaskFloat, false, &jvp_atanh, nullptr)
+UNARY_INFO(asinh, Asinh, kMaskInexact, false, &jvp_asinh, nullptr)
+UNARY_INFO(acosh, Acosh, kMaskInexact, false, &jvp_acosh, nullptr)
+UNARY_INFO(atanh, Atanh, kMaskInexact, false, &jvp_atanh, nullptr)
 UNARY_INFO(sqrt, Sqrt, kMaskInexact, false, &jvp_sqrt, nullptr)
 UNARY_INFO(rsqrt, Rsqrt, kMaskInexact, false, &jvp_rsqrt, nullptr)
 UNARY_INFO(cbrt, Cbrt, kMaskFloat, false, &jvp_cbrt, nullptr)

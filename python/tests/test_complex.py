@@ -110,3 +110,15 @@ def test_errors_name_the_operation():
         lax.lt(a, a)
     with pytest.raises(TypeError, match="floor"):
         lax.floor(a)
+
+
+def test_inverse_functions_and_log1p_expm1_match_numpy(x64):
+    rng = np.random.default_rng(5)
+    z = rand_c(rng, (4, 3), np.complex128) * 0.7
+    for name in ["arcsin", "arccos", "arctan", "arcsinh", "arctanh", "log1p", "expm1"]:
+        np.testing.assert_allclose(np.asarray(getattr(jnp, name)(z)), getattr(np, name)(z), rtol=1e-13, atol=1e-14,
+                                   err_msg=name)
+    w = z + 1.5
+    np.testing.assert_allclose(np.asarray(jnp.arccosh(w)), np.arccosh(w), rtol=1e-13)
+    small = np.array([1e-12 - 2e-12j])
+    np.testing.assert_allclose(np.asarray(jnp.log1p(small)), small - small ** 2 / 2, rtol=1e-15)

@@ -161,6 +161,28 @@ TEST(Complex, GradFollowsJaxConventions) {
   expect_throws<TypeError>([&] { grad([](const Array& z) { return z * z; })(z0); }, "real-valued");
 }
 
+TEST(Complex, InverseFunctionsAndSmallArguments) {
+  // log1p and expm1 keep their digits for small z (log(1 + z) would not): z - z^2/2 + z^3/3, z + z^2/2 + z^3/6
+  Z z(1e-9, -3e-9);
+  Z l = log1p(zarr({z}, {})).item<Z>(), e = expm1(zarr({z}, {})).item<Z>();
+  Z lw = z - z * z / 2.0 + z * z * z / 3.0, ew = z + z * z / 2.0 + z * z * z / 6.0;
+  EXPECT_LT(std::abs(l - lw) / std::abs(lw), 1e-15);
+  EXPECT_LT(std::abs(e - ew) / std::abs(ew), 1e-15);
+  // the inverse trig and hyperbolic functions invert their forward ones on the principal branch
+  Array w = zarr({Z(0.3, -0.4), Z(-0.2, 0.6)}, {2});
+  EXPECT_TRUE(close(sin(arcsin(w)), w, 1e-14, 1e-14));
+  EXPECT_TRUE(close(cos(arccos(w)), w, 1e-14, 1e-14));
+  EXPECT_TRUE(close(tan(arctan(w)), w, 1e-14, 1e-14));
+  EXPECT_TRUE(close(sinh(arcsinh(w)), w, 1e-14, 1e-14));
+  EXPECT_TRUE(close(cosh(arccosh(w)), w, 1e-14, 1e-14));
+  EXPECT_TRUE(close(tanh(arctanh(w)), w, 1e-14, 1e-14));
+  // acosh's derivative in the left half plane (1 / sqrt(z^2 - 1) has the wrong sign there)
+  Z a(-0.5, 0.7);
+  Array g = grad([](const Array& v) { return real(arccosh(v)); })(zarr({a}, {}));
+  Z want = 1.0 / (std::sqrt(a - 1.0) * std::sqrt(a + 1.0));  // JAX's grad of Re f is f' for holomorphic f
+  EXPECT_TRUE(close(g, zarr({want}, {}), 1e-12, 1e-12));
+}
+
 TEST(Complex, JitEqualsEagerAndVmapEqualsLoop) {
   Rng rng(7);
   Array a = rng.uniform({4, 5}, c64), b = rng.uniform({5}, c64);

@@ -240,6 +240,15 @@ std::vector<Case> complex_cases() {
   v.push_back(zunary("sinh_complex", sinh_p, -1.5, 1.5, [](Z z) { return std::sinh(z); }));
   v.push_back(zunary("cosh_complex", cosh_p, -1.5, 1.5, [](Z z) { return std::cosh(z); }));
   v.push_back(zunary("tanh_complex", tanh_p, -0.7, 0.7, [](Z z) { return std::tanh(z); }));
+  // the inverse functions and log1p / expm1, away from their branch cuts
+  v.push_back(zunary("asin_complex", asin_p, -0.7, 0.7, [](Z z) { return std::asin(z); }));
+  v.push_back(zunary("acos_complex", acos_p, -0.7, 0.7, [](Z z) { return std::acos(z); }));
+  v.push_back(zunary("atan_complex", atan_p, -0.7, 0.7, [](Z z) { return std::atan(z); }));
+  v.push_back(zunary("asinh_complex", asinh_p, -0.7, 0.7, [](Z z) { return std::asinh(z); }));
+  v.push_back(zunary("acosh_complex", acosh_p, 0.3, 1.5, [](Z z) { return std::acosh(z); }));
+  v.push_back(zunary("atanh_complex", atanh_p, -0.7, 0.7, [](Z z) { return std::atanh(z); }));
+  v.push_back(zunary("log1p_complex", log1p_p, -0.7, 1.5, [](Z z) { return std::log(1.0 + z); }));
+  v.push_back(zunary("expm1_complex", expm1_p, -1.5, 1.5, [](Z z) { return std::exp(z) - 1.0; }));
   v.push_back(zunary("square_complex", square_p, -2, 2, [](Z z) { return z * z; }));
   v.push_back(zunary("integer_pow_complex", integer_pow_p, -1.5, 1.5, [](Z z) { return z * z * z; }, same, true,
                      {{"y", int64_t(3)}}));

@@ -372,12 +372,14 @@ Array logical_xor(const Array& a, const Array& b) {
 
 Array isclose(const Array& a, const Array& b, double rtol, double atol) {
   auto [x, y] = promote_broadcast(a, b, "isclose");
-  if (!is_floating(x.dtype())) return lax::eq(x, y);
+  if (!is_inexact(x.dtype())) return lax::eq(x, y);
+  // complex: the moduli of the difference and of b (NumPy's), in the parts' real dtype
+  DType rd = real_dtype(x.dtype());
   Array diff = lax::abs(lax::sub(x, y));
-  Array tol = lax::add(Array::scalar(atol, x.dtype()), lax::mul(Array::scalar(rtol, x.dtype()), lax::abs(y)));
+  Array tol = lax::add(Array::scalar(atol, rd), lax::mul(Array::scalar(rtol, rd), lax::abs(y)));
   Array close = lax::le(diff, tol);
   // infinities are close only to themselves; NaNs never are
-  Array finite = lax::bitwise_and(lax::is_finite(x), lax::is_finite(y));
+  Array finite = lax::bitwise_and(isfinite(x), isfinite(y));
   return lax::select(finite, close, lax::eq(x, y));
 }
 

@@ -217,6 +217,9 @@ TEST(Complex, NumpyFunctionsOnComplex) {
   EXPECT_TRUE(close(vdot(w, w), zarr({Z(12, 0)}, {}), 1e-15, 1e-15));
   EXPECT_TRUE(close(vecdot(w, w), zarr({Z(12, 0)}, {}), 1e-15, 1e-15));
   EXPECT_TRUE(close(round(zarr({Z(1.5, -2.7)}, {1})), zarr({Z(2, -3)}, {1}), 0, 0));
+  // isclose compares the modulus of the difference (the imaginary part counts); infinities only to themselves
+  Array p = zarr({Z(1, 1), Z(1, 1), Z(inf, 0), Z(1, nan)}, {4}), q = zarr({Z(1, 1 + 1e-9), Z(1, 1.1), Z(inf, 0), Z(1, nan)}, {4});
+  EXPECT_TRUE(is(isclose(p, q), bool_, {4}, {1, 0, 1, 0}));
   // operations without a complex form say so instead of dropping the imaginary part
   expect_throws<TypeError>([&] { return floor(w); }, "floor: complex");
   expect_throws<TypeError>([&] { return logsumexp(w); }, "logsumexp: complex");

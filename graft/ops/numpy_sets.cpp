@@ -48,6 +48,25 @@ std::pair<Array, Array> true_positions(const Array& flat, int64_t size) {
   return {where(valid, idx, zeros({}, id)), valid};
 }
 
+// Indices into n entries under NumPy's `mode`: "wrap" (modulo n), "clip" (into [0, n)), "raise" (concrete
+// indices checked against [0, n), or [-n, n) with `allow_negative`) or, where `fill` is allowed, "fill" (as given:
+// the update drops those out of range).
+Array index_mode(const Array& idx, int64_t n, const std::string& mode, bool allow_negative, bool fill, const char* op) {
+  Array nn = scalar_of(static_cast<double>(n), DType::i64), zero = scalar_of(0, DType::i64);
+  if (mode == "wrap") return remainder(idx, nn);
+  if (mode == "clip") return clip(idx, zero, nn - scalar_of(1, DType::i64));
+  if (mode == "raise") {
+    if (!idx.is_concrete())
+      fail<ConcretizationError>(op, ": mode 'raise' checks concrete indices; under jit use ", fill ? "'fill', " : "",
+                                "'wrap' or 'clip'");
+    if (idx.size() && any((idx < (allow_negative ? negative(nn) : zero)) | (idx >= nn)).item<bool>())
+      fail<ValueError>(op, ": an index is out of range for ", n, " entries");
+    return idx;
+  }
+  if (fill && mode == "fill") return idx;
+  fail<ValueError>(op, ": mode must be ", fill ? "'fill', " : "", "'raise', 'wrap' or 'clip', got '", mode, "'");
+}
+
 }  // namespace
 
 // ---- where the values are ------------------------------------------------------------------------------
@@ -119,20 +138,7 @@ Array choose(const Array& a0, const std::vector<Array>& choices, const std::stri
   if (!is_integer(a.dtype()) && a.dtype() != DType::bool_)
     fail<TypeError>("choose: the index array must be integer, got ", a.aval().str());
   int64_t n = static_cast<int64_t>(choices.size());
-  Array idx = astype(a, DType::i64);
-  Array nn = scalar_of(static_cast<double>(n), DType::i64);
-  if (mode == "wrap") {
-    idx = remainder(idx, nn);
-  } else if (mode == "clip") {
-    idx = clip(idx, scalar_of(0, DType::i64), nn - scalar_of(1, DType::i64));
-  } else if (mode == "raise") {
-    if (!idx.is_concrete())
-      fail<ConcretizationError>("choose: mode 'raise' checks concrete indices; under jit use 'wrap' or 'clip'");
-    if (any((idx < scalar_of(0, DType::i64)) | (idx >= nn)).item<bool>())
-      fail<ValueError>("choose: an index is out of range for ", n, " choices");
-  } else {
-    fail<ValueError>("choose: mode must be 'raise', 'wrap' or 'clip', got '", mode, "'");
-  }
+  Array idx = index_mode(astype(a, DType::i64), n, mode, /*allow_negative=*/false, /*fill=*/false, "choose");
   std::vector<Array> all = choices;
   all.push_back(idx);
   Shape s = all[0].shape();
@@ -333,18 +339,7 @@ Array put(const Array& a, const Array& ind, const Array& v, const std::string& m
   Array flat = ravel(checked(a, "put"));
   Array idx = ravel(astype(checked(ind, "put"), DType::i64));
   int64_t n = flat.shape()[0], k = idx.shape()[0];
-  Array nn = scalar_of(static_cast<double>(n), DType::i64);
-  if (mode == "wrap") {
-    idx = remainder(idx, nn);
-  } else if (mode == "clip") {
-    idx = clip(idx, scalar_of(0, DType::i64), nn - scalar_of(1, DType::i64));
-  } else if (mode == "raise") {
-    if (!idx.is_concrete()) fail<ConcretizationError>("put: mode 'raise' checks concrete indices; under jit use 'fill'");
-    if (k && any((idx < -nn) | (idx >= nn)).item<bool>())
-      fail<ValueError>("put: an index is out of range for an array of ", n, " elements");
-  } else if (mode != "fill") {
-    fail<ValueError>("put: mode must be 'fill', 'raise', 'wrap' or 'clip', got '", mode, "'");
-  }
+  idx = index_mode(idx, n, mode, /*allow_negative=*/true, /*fill=*/true, "put");
   if (k == 0) return a;
   Array vals = ravel(astype(checked(v, "put"), flat.dtype()));
   if (vals.shape()[0] == 0) fail<ValueError>("put: v is empty");

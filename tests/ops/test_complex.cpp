@@ -16,11 +16,6 @@ namespace {
 
 using Z = complex128;
 
-Array zarr(const std::vector<Z>& v, const Shape& shape, DType d = c128) {
-  Array a = Array::from_data(v.data(), shape, c128);
-  return d == c128 ? a : a.astype(d);
-}
-
 TEST(Complex, DTypesAndJaxPromotion) {
   EXPECT_EQ(itemsize(c64), 8u);
   EXPECT_EQ(itemsize(c128), 16u);

@@ -13,11 +13,6 @@ namespace {
 
 using Z = complex128;
 
-Array zarr(const std::vector<Z>& v, const Shape& shape, DType d = c128) {
-  Array a = Array::from_data(v.data(), shape, c128);
-  return d == c128 ? a : a.astype(d);
-}
-
 TEST(Fft, OneAxisMatchesNumpy) {
   Array x = arr({1, 2, 3, 4, 5}, {5});
   Array y = fft::fft(x);

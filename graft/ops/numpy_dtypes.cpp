@@ -49,13 +49,10 @@ finfo::finfo(DType d) {
 }
 
 iinfo::iinfo(DType d) {
-  if (!is_integer(d) && d != DType::bool_)
-    fail<ValueError>("iinfo: ", long_name(d), " is not an integer type");
+  if (!is_integer(d)) fail<ValueError>("iinfo: ", long_name(d), " is not an integer type");
   dtype = d;
-  bits = d == DType::bool_ ? 8 : static_cast<int>(itemsize(d) * 8);
-  if (d == DType::bool_) {
-    min = 0, max = 1;
-  } else if (is_unsigned(d)) {
+  bits = static_cast<int>(itemsize(d) * 8);
+  if (is_unsigned(d)) {
     min = 0;
     max = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
   } else {

@@ -118,7 +118,7 @@ struct finfo {
   double smallest_subnormal;
   double resolution;  ///< 10^-precision
 };
-/// Limits of an integer (or bool) dtype, as numpy.iinfo.
+/// Limits of an integer dtype, as numpy.iinfo (bool is not one: a ValueError, as NumPy's).
 struct iinfo {
   explicit iinfo(DType d);
   DType dtype;

@@ -1,6 +1,7 @@
 #include "graft/ops/numpy_sets.h"
 
 #include <algorithm>
+#include <cmath>
 #include <bit>
 #include <numeric>
 
@@ -48,6 +49,13 @@ std::pair<Array, Array> true_positions(const Array& flat, int64_t size) {
   return {where(valid, idx, zeros({}, id)), valid};
 }
 
+// The length of a data-dependent result: `size`, or the concrete count of `mask`'s true entries.
+int64_t result_size(std::optional<int64_t> size, const Array& mask, const char* op) {
+  if (!size) return concrete_count(mask, op);
+  if (*size < 0) fail<ValueError>(op, ": size must be non-negative, got ", *size);
+  return *size;
+}
+
 // Indices into n entries under NumPy's `mode`: "wrap" (modulo n), "clip" (into [0, n)), "raise" (concrete
 // indices checked against [0, n), or [-n, n) with `allow_negative`) or, where `fill` is allowed, "fill" (as given:
 // the update drops those out of range).
@@ -75,8 +83,7 @@ std::vector<Array> nonzero(const Array& a0, std::optional<int64_t> size, std::op
   const Array& a = checked(a0, "nonzero");
   if (a.ndim() == 0) fail<ValueError>("nonzero: not defined for rank-0 arrays (use atleast_1d first)");
   Array flat = ravel(a) != scalar_of(0, a.dtype());
-  int64_t k = size ? *size : concrete_count(flat, "nonzero");
-  if (k < 0) fail<ValueError>("nonzero: size must be non-negative, got ", k);
+  int64_t k = result_size(size, flat, "nonzero");
   auto [pos, valid] = true_positions(flat, k);
   pos = astype(pos, index_dtype());
   std::vector<Array> out(static_cast<size_t>(a.ndim()));
@@ -99,7 +106,7 @@ Array argwhere(const Array& a, std::optional<int64_t> size, std::optional<double
   checked(a, "argwhere");
   if (a.ndim() == 0) {
     Array hit = a != scalar_of(0, a.dtype());
-    int64_t k = size ? *size : concrete_count(hit, "argwhere");
+    int64_t k = result_size(size, hit, "argwhere");
     return zeros({k, 0}, index_dtype());
   }
   std::vector<Array> idx = nonzero(a, size, fill_value);
@@ -111,7 +118,8 @@ Array extract(const Array& condition, const Array& arr, std::optional<int64_t> s
   Array c = ravel(checked(condition, "extract")) != scalar_of(0, condition.dtype());
   if (c.shape()[0] != flat.shape()[0])
     fail<ShapeError>("extract: condition has ", c.shape()[0], " elements and arr ", flat.shape()[0]);
-  int64_t k = size ? *size : concrete_count(c, "extract");
+  int64_t k = result_size(size, c, "extract");
+  if (flat.shape()[0] == 0) return full({k}, fill_value, flat.dtype());
   auto [pos, valid] = true_positions(c, k);
   return where(valid, take(flat, pos), scalar_of(fill_value, flat.dtype()));
 }
@@ -123,8 +131,16 @@ Array compress(const Array& condition, const Array& a, std::optional<int64_t> ax
   Array x = axis ? checked(a, "compress") : ravel(checked(a, "compress"));
   int64_t ax = axis ? normalize_axis(*axis, x.ndim(), "compress") : 0;
   int64_t len = std::min(condition.shape()[0], x.shape()[ax]);
+  if (condition.shape()[0] > len && condition.is_concrete() &&
+      any(lax::slice_in_dim(condition, len, condition.shape()[0], 1, 0) != scalar_of(0, condition.dtype())).item<bool>())
+    fail<ValueError>("compress: condition selects entry ", len, " or later of an axis of ", x.shape()[ax]);
   Array c = lax::slice_in_dim(condition, 0, len, 1, 0) != scalar_of(0, condition.dtype());
-  int64_t k = size ? *size : concrete_count(c, "compress");
+  int64_t k = result_size(size, c, "compress");
+  if (len == 0) {
+    Shape out = x.shape();
+    out[ax] = k;
+    return full(out, fill_value, x.dtype());
+  }
   auto [pos, valid] = true_positions(c, k);
   Array picked = take(x, pos, ax);
   Shape vs(static_cast<size_t>(picked.ndim()), 1);
@@ -150,7 +166,7 @@ Array choose(const Array& a0, const std::vector<Array>& choices, const std::stri
 }
 
 Array lexsort(const std::vector<Array>& keys, int64_t axis) {
-  if (keys.empty()) fail<ValueError>("lexsort: needs at least one key");
+  if (keys.empty()) fail<TypeError>("lexsort: needs at least one key");
   const Shape& s = checked(keys[0], "lexsort").shape();
   for (const Array& k : keys)
     if (checked(k, "lexsort").shape() != s) fail<ShapeError>("lexsort: all keys must have one shape");
@@ -183,9 +199,9 @@ std::pair<Array, Array> top_k(const Array& x, int64_t k) {
   if (x.ndim() == 0) fail<ValueError>("top_k: needs at least one dimension");
   int64_t n = x.shape().back(), last = x.ndim() - 1;
   if (k < 0 || k > n) fail<ValueError>("top_k: k = ", k, " for a last axis of ", n);
-  // descending and stable: sort by the negated order key (bool and unsigned values through their rank)
-  Array key = is_unsigned(x.dtype()) || x.dtype() == DType::bool_ ? negative(astype(x, DType::i64))
-                                                                   : negative(x);
+  // descending and stable: sort ascending by a key that reverses the order
+  // (integers through bitwise_not, which reverses their order without overflow: -INT_MIN wraps)
+  Array key = x.dtype() == DType::bool_ ? !x : is_integer(x.dtype()) ? bitwise_not(x) : negative(x);
   Arrays sorted = lax::sort(std::vector<Array>{key, lax::iota(DType::i32, x.shape(), last)}, last, true, 1);
   Array idx = lax::slice_in_dim(sorted[1], 0, k, 1, last);
   return {take_along_axis(x, idx, last), idx};
@@ -213,7 +229,7 @@ UniqueResult unique_all(const Array& x0, std::optional<int64_t> size, std::optio
     if (is_inexact(flat.dtype())) change = change & !(isnan(a) & isnan(b));
     head = concatenate({head, change});
   }
-  int64_t k = size ? *size : concrete_count(head, "unique");
+  int64_t k = result_size(size, head, "unique");
   // one start more than kept: the end of the last kept run
   auto [bounds, valid_all] = true_positions(head, k + 1);
   Array nn = scalar_of(static_cast<double>(n), bounds.dtype());
@@ -250,7 +266,16 @@ std::pair<Array, Array> unique_inverse(const Array& x, std::optional<int64_t> si
 Array isin(const Array& element, const Array& test_elements, bool invert) {
   Array e = checked(element, "isin");
   Array t = ravel(checked(test_elements, "isin"));
-  Array hit = t.shape()[0] == 0 ? full(e.shape(), 0, DType::bool_) : any(expand_dims(e, -1) == t, -1);
+  int64_t m = t.shape()[0];
+  if (m == 0) return full(e.shape(), invert ? 1 : 0, DType::bool_);
+  // each element's place in the sorted test elements, and whether the value there is it: O((n + m) log m),
+  // where comparing every pair would take n x m memory
+  bool weak = false;
+  DType d = ops_detail::result_type({&e, &t}, &weak);
+  Array ts = sort(astype(t, d)), ec = astype(e, d);
+  Array pos = clip(astype(searchsorted(ts, ravel(ec)), DType::i32), zeros({}, DType::i32),
+                   full({}, static_cast<double>(m - 1), DType::i32));
+  Array hit = reshape(take(ts, pos) == ravel(ec), e.shape());
   return invert ? !hit : hit;
 }
 
@@ -258,7 +283,8 @@ namespace {
 // The values of the 1-D `u` where `keep`, compacted and cut or padded to size.
 Array kept(const Array& u, const Array& keep, std::optional<int64_t> size, std::optional<double> fill_value,
            const char* op) {
-  int64_t k = size ? *size : concrete_count(keep, op);
+  int64_t k = result_size(size, keep, op);
+  if (u.shape()[0] == 0) return full({k}, fill_value.value_or(0), u.dtype());
   auto [pos, valid] = true_positions(keep, k);
   Array fill = fill_value ? scalar_of(*fill_value, u.dtype())
                           : (u.shape()[0] ? take(u, zeros({}, DType::i32)) : zeros({}, u.dtype()));
@@ -335,16 +361,33 @@ Shape broadcast_shapes(const std::vector<Shape>& shapes) {
 
 Array copy(const Array& a) { return lax::copy(checked(a, "copy")); }
 
+namespace {
+// x with its entries along `axis` at idx (normalized: negative counts from the end) set to vals, indices
+// out of range dropped: they write to a scratch slot appended to the axis, cut off afterwards (a gather's
+// clamping would overwrite the last entry under jit, and eager indexing would raise).
+Array set_dropping(const Array& x, Index idx, int64_t axis, const Array& vals) {
+  int64_t n = x.shape()[axis];
+  Array& along = std::get<Array>(idx[static_cast<size_t>(axis)].v);
+  Array nn = scalar_of(static_cast<double>(n), DType::i64);
+  Array valid = (along >= negative(nn)) & (along < nn);
+  along = where(valid, where(along < scalar_of(0, DType::i64), along + nn, along), broadcast_to(nn, along.shape()));
+  std::vector<IntList> cfg(static_cast<size_t>(x.ndim()), IntList{0, 0, 0});
+  cfg[static_cast<size_t>(axis)][1] = 1;
+  Array padded = lax::pad(x, zeros({}, x.dtype()), cfg);
+  return lax::slice_in_dim(AtRef{padded, std::move(idx)}.set(vals), 0, n, 1, axis);
+}
+}  // namespace
+
 Array put(const Array& a, const Array& ind, const Array& v, const std::string& mode) {
   Array flat = ravel(checked(a, "put"));
-  Array idx = ravel(astype(checked(ind, "put"), DType::i64));
+  if (!is_integer(checked(ind, "put").dtype())) fail<TypeError>("put: indices must be integers, got ", ind.aval().str());
+  Array idx = ravel(astype(ind, DType::i64));
   int64_t n = flat.shape()[0], k = idx.shape()[0];
   idx = index_mode(idx, n, mode, /*allow_negative=*/true, /*fill=*/true, "put");
-  if (k == 0) return a;
   Array vals = ravel(astype(checked(v, "put"), flat.dtype()));
-  if (vals.shape()[0] == 0) fail<ValueError>("put: v is empty");
+  if (k == 0 || vals.shape()[0] == 0) return a;  // NumPy: nothing to put
   if (vals.shape()[0] != k) vals = resize(vals, Shape{k});
-  return reshape(flat.at(idx).set(vals), a.shape());
+  return reshape(set_dropping(flat, Index{idx}, 0, vals), a.shape());
 }
 
 Array put_along_axis(const Array& arr, const Array& indices, const Array& values, int64_t axis) {
@@ -352,21 +395,20 @@ Array put_along_axis(const Array& arr, const Array& indices, const Array& values
   checked(indices, "put_along_axis");
   if (indices.ndim() != arr.ndim())
     fail<ShapeError>("put_along_axis: indices must have arr's rank ", arr.ndim(), ", got ", indices.aval().str());
+  if (!is_integer(indices.dtype()))
+    fail<TypeError>("put_along_axis: indices must be integers, got ", indices.aval().str());
   int64_t ax = normalize_axis(axis, arr.ndim(), "put_along_axis");
-  // every other axis indexed by an iota broadcast to indices' shape (NumPy's fancy index of take_along_axis)
+  // indices broadcast over arr's other axes, which are indexed by iotas (NumPy's fancy index of take_along_axis)
+  Shape s = arr.shape();
+  s[ax] = indices.shape()[ax];
+  for (int64_t d = 0; d < arr.ndim(); ++d)
+    if (d != ax && indices.shape()[d] != 1 && indices.shape()[d] != arr.shape()[d])
+      fail<ShapeError>("put_along_axis: indices ", indices.aval().str(), " do not match arr ", arr.aval().str());
   Index idx;
-  Shape s = indices.shape();
-  for (int64_t d = 0; d < arr.ndim(); ++d) {
-    if (d == ax) {
-      idx.emplace_back(astype(indices, DType::i64));
-    } else {
-      if (s[d] != 1 && s[d] != arr.shape()[d])
-        fail<ShapeError>("put_along_axis: indices ", indices.aval().str(), " do not match arr ", arr.aval().str());
-      idx.emplace_back(lax::iota(DType::i64, s, d));
-    }
-  }
+  for (int64_t d = 0; d < arr.ndim(); ++d)
+    idx.emplace_back(d == ax ? broadcast_to(astype(indices, DType::i64), s) : lax::iota(DType::i64, s, d));
   Array vals = broadcast_to(astype(checked(values, "put_along_axis"), arr.dtype()), s);
-  return AtRef{arr, idx}.set(vals);
+  return set_dropping(arr, std::move(idx), ax, vals);
 }
 
 Array place(const Array& arr, const Array& mask, const Array& vals) {
@@ -409,6 +451,8 @@ Array histogram_bin_edges(const Array& a, int64_t bins, std::optional<std::pair<
   DType d = a.dtype() == DType::f64 ? DType::f64 : is_inexact(a.dtype()) ? DType::f32 : default_float_dtype();
   Array lo, hi;
   if (range) {
+    if (!std::isfinite(range->first) || !std::isfinite(range->second))
+      fail<ValueError>("histogram: range must be finite, got [", range->first, ", ", range->second, "]");
     if (range->first > range->second) fail<ValueError>("histogram: max must be larger than min in range");
     lo = scalar_of(range->first, d), hi = scalar_of(range->second, d);
   } else if (a.size() == 0) {
@@ -416,6 +460,9 @@ Array histogram_bin_edges(const Array& a, int64_t bins, std::optional<std::pair<
   } else {
     Array x = astype(ops_detail::real_only(a, "histogram"), d);
     lo = min(x), hi = max(x);
+    if (lo.is_concrete() && hi.is_concrete() && !(std::isfinite(lo.item<double>()) && std::isfinite(hi.item<double>())))
+      fail<ValueError>("histogram: the range taken from the data [", lo.item<double>(), ", ", hi.item<double>(),
+                       "] is not finite (give range=)");
   }
   Array same = lo == hi;
   Array half = scalar_of(0.5, d);
@@ -436,10 +483,11 @@ std::pair<Array, Array> histogram(const Array& a, const Array& edges, const std:
   int64_t nb = edges.shape()[0] - 1;
   Array i = astype(searchsorted(edges, x, "right"), DType::i32) - scalar_of(1, DType::i32);
   Array last = take(edges, full({}, static_cast<double>(nb), DType::i32));
-  i = where(x == astype(last, x.dtype()), full({}, static_cast<double>(nb - 1), DType::i32), i);
+  i = where(equal(x, last), full({}, static_cast<double>(nb - 1), DType::i32), i);  // promoted: no truncated edge
   Array inside = (i >= zeros({}, DType::i32)) & (i < full({}, static_cast<double>(nb), DType::i32));
+  if (weights && checked(*weights, "histogram").shape() != a.shape())
+    fail<ShapeError>("histogram: weights ", weights->aval().str(), " must have a's shape ", a.aval().str());
   Array w = weights ? ravel(*weights) : ones(x.shape(), is_inexact(x.dtype()) ? x.dtype() : default_float_dtype());
-  if (w.shape() != x.shape()) fail<ShapeError>("histogram: weights must have a's shape");
   Array wk = where(inside, w, zeros({}, w.dtype()));
   Array counts = zeros({nb}, w.dtype()).at(where(inside, i, zeros({}, DType::i32))).add(wk);
   if (density) {

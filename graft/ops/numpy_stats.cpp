@@ -149,9 +149,25 @@ Array searchsorted(const Array& a, const Array& v, const std::string& side) {
   if (a.ndim() != 1) fail<ValueError>("searchsorted: the sorted array must be 1-D, got ", a.aval().str());
   if (side != "left" && side != "right")
     fail<ValueError>("searchsorted: side must be 'left' or 'right', got '", side, "'");
-  Array ve = expand_dims(v, -1);
-  Array hits = side == "left" ? a < ve : a <= ve;
-  return sum(hits.astype(DType::i32), {-1}).astype(DType::i32);
+  int64_t m = a.shape()[0];
+  if (m <= 64) {  // short: count the entries below each value (one pass, vectorized)
+    Array ve = expand_dims(v, -1);
+    Array hits = side == "left" ? a < ve : a <= ve;
+    return sum(hits.astype(DType::i32), {-1}).astype(DType::i32);
+  }
+  // a binary search per value, ceil(log2(m + 1)) halvings of [lo, hi): O(size(v)) memory where counting
+  // would compare every pair (JAX's method='scan')
+  Array lo = zeros(v.shape(), DType::i32), hi = full(v.shape(), static_cast<double>(m), DType::i32);
+  Array one = Array::scalar(1, DType::i32), last = Array::scalar(static_cast<double>(m - 1), DType::i32);
+  for (int64_t span = m; span > 0; span /= 2) {
+    Array mid = floor_divide(lo + hi, Array::scalar(2, DType::i32));
+    Array at = take(a, minimum(mid, last));
+    Array active = lo < hi, below = side == "left" ? at < v : at <= v;
+    Array new_lo = where(below & active, mid + one, lo);
+    hi = where((!below) & active, mid, hi);
+    lo = new_lo;
+  }
+  return lo;
 }
 
 Array digitize(const Array& x, const Array& bins, bool right) {

@@ -76,6 +76,7 @@ TEST(NumpyDtypes, LimitsAreNumpys) {
   EXPECT_EQ(iinfo(i8).max, 127u);
   EXPECT_EQ(iinfo(u64).max, ~uint64_t(0));
   EXPECT_EQ(iinfo(i64).min, INT64_MIN);
+  expect_throws<ValueError>([] { return iinfo(bool_); }, "not an integer");
   expect_throws<ValueError>([] { return finfo(i32); }, "not an inexact");
   expect_throws<ValueError>([] { return iinfo(f32); }, "not an integer");
 }
@@ -111,6 +112,15 @@ TEST(NumpySets, WhereTheValuesAre) {
   EXPECT_TRUE(is(vals, f64, {3}, {9, 6, 5}));
   EXPECT_TRUE(is(idx, i32, {3}, {5, 7, 4}));
   EXPECT_TRUE(is(top_k(arr({2, 7, 7, 1}, {4}, u8), 2).second, i32, {2}, {1, 2}));  // ties: lower index first
+  // integers at their extremes (negating INT_MIN wraps) and large u64
+  EXPECT_TRUE(is(top_k(arr({-2147483648.0, 0, 5}, {3}, i32), 2).first, i32, {2}, {5, 0}));
+  EXPECT_EQ(top_k(Array::scalar(0, u64).reshape({1}) + arr({9223372036854775808.0, 1}, {2}, u64), 1).second.item<int32_t>(), 0);
+  // empty inputs with a size give the fill value
+  EXPECT_TRUE(is(extract(zeros({0}, bool_), zeros({0}, f64), 2, -1), f64, {2}, {-1, -1}));
+  EXPECT_TRUE(is(intersect1d(zeros({0}, f64), arr({1}, {1}), 2, 3), f64, {2}, {3, 3}));
+  expect_throws<ValueError>([] { return flatnonzero(ones({3}), -1); }, "size must be non-negative");
+  expect_throws<ValueError>([] { return compress(arr({0, 1, 1}, {3}), ones({2})); }, "condition selects");
+  expect_throws<TypeError>([] { return lexsort({}); }, "at least one key");
 }
 
 TEST(NumpySets, UniqueAndSets) {
@@ -131,6 +141,10 @@ TEST(NumpySets, UniqueAndSets) {
   EXPECT_TRUE(is(unique(arr({nan, 1, nan, 1}, {4})), f64, {2}, {1, nan}));  // NaNs count once (JAX's equal_nan)
   EXPECT_TRUE(is(isin(arr({1, 2, 3, 4}, {2, 2}), arr({4, 2}, {2})), bool_, {2, 2}, {0, 1, 0, 1}));
   EXPECT_TRUE(is(isin(arr({1, 2}, {2}), arr({2}, {1}), true), bool_, {2}, {1, 0}));
+  // sorted lookups, mixed dtypes, large inputs (pairwise comparison would need 10^10 booleans)
+  EXPECT_TRUE(is(isin(arr({1, 2, 3}, {3}, i32), arr({2.5, 3, -1}, {3})), bool_, {3}, {0, 0, 1}));
+  Array big = arange(100000.0, f64);
+  EXPECT_EQ(sum(astype(isin(big, big * 2.0), i32)).item<int32_t>(), 50000);
   EXPECT_TRUE(is(intersect1d(arr({1, 3, 4, 3}, {4}), arr({3, 1, 2, 1}, {4})), f64, {2}, {1, 3}));
   EXPECT_TRUE(is(union1d(arr({-1, 0, 1}, {3}), arr({-2, 0, 2}, {3})), f64, {5}, {-2, -1, 0, 1, 2}));
   EXPECT_TRUE(is(setdiff1d(arr({1, 2, 3, 2, 4, 1}, {6}), arr({3, 4, 5, 6}, {4})), f64, {2}, {1, 2}));
@@ -156,6 +170,17 @@ TEST(NumpySets, UpdatesAndComparisons) {
                  {1, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0}));
   Array m = arr({10, 30, 20, 60, 40, 50}, {2, 3});
   EXPECT_TRUE(is(put_along_axis(m, argmax(m, 1, true), arr({99}, {}), 1), f64, {2, 3}, {10, 99, 20, 99, 40, 50}));
+  // "fill" drops out-of-range indices, eagerly and under jit (a gather's clamping would write the last entry)
+  auto put_fill = [](const Array& v) { return put(v, arr({1, 9, -7, -1}, {4}, i32), arr({7, 8, 9, 6}, {4})); };
+  EXPECT_TRUE(is(put_fill(zeros({5}, f64)), f64, {5}, {0, 7, 0, 0, 6}));
+  EXPECT_TRUE(is(jit(put_fill)(zeros({5}, f64)), f64, {5}, {0, 7, 0, 0, 6}));
+  EXPECT_TRUE(is(put(zeros({2}, f64), arr({0}, {1}, i32), zeros({0}, f64)), f64, {2}, {0, 0}));  // empty v: nothing
+  expect_throws<TypeError>([] { return put(zeros({2}, f64), arr({0.5}, {1}), arr({1}, {1})); }, "integers");
+  // size-1 index dimensions broadcast over arr's other axes; out-of-range ones are dropped
+  EXPECT_TRUE(is(put_along_axis(zeros({3, 4}, f64), arr({0}, {1, 1}, i32), arr({5}, {}), 1), f64, {3, 4},
+                 {5, 0, 0, 0, 5, 0, 0, 0, 5, 0, 0, 0}));
+  EXPECT_TRUE(is(put_along_axis(zeros({2, 2}, f64), arr({3, -1}, {2, 1}, i32), arr({5}, {}), 1), f64, {2, 2},
+                 {0, 0, 0, 5}));
   EXPECT_TRUE(array_equiv(arr({1, 2}, {2}), arr({1, 2, 1, 2}, {2, 2})).item<bool>());
   EXPECT_FALSE(array_equiv(arr({1, 2}, {2}), arr({1, 2, 3}, {3})).item<bool>());
   EXPECT_EQ(broadcast_shapes({Shape{3, 1}, Shape{4}, Shape{1, 1, 1}}), (Shape{1, 3, 4}));
@@ -181,6 +206,11 @@ TEST(NumpySets, Histograms) {
   EXPECT_TRUE(is(hj, f64, {2}, {3, 1}));
   EXPECT_TRUE(is(ej, f64, {3}, {0, 1.5, 3}));
   expect_throws<ValueError>([] { return histogram(ones({3}), 0); }, "bins must be positive");
+  // integer data against float edges: compared after promotion (-2 is outside [-3, -2.5]; 2 is in [0, 2.2))
+  EXPECT_TRUE(is(histogram(arr({-2}, {1}, i32), arr({-3, -2.5}, {2})).first, default_float_dtype(), {1}, {0}));
+  EXPECT_TRUE(is(histogram(arr({2}, {1}, i32), arr({0, 2.2, 2.5}, {3})).first, default_float_dtype(), {2}, {1, 0}));
+  expect_throws<ValueError>([] { return histogram(arr({1, INFINITY}, {2}), 2); }, "not finite");
+  expect_throws<ShapeError>([] { return histogram(ones({2, 2}), 2, std::nullopt, ones({4})); }, "a's shape");
 }
 
 }  // namespace

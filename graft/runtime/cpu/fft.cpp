@@ -4,8 +4,10 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "graft/core/env.h"
@@ -109,6 +111,12 @@ std::map<Key, void*>& plans() {
   static auto* m = new std::map<Key, void*>();  // never destroyed: plans may be running at exit
   return *m;
 }
+// Per (kind, precision, lengths): whether FFTW_ESTIMATE's non-SIMD plan was the faster (see get_plan).
+using ChoiceKey = std::tuple<int, int, std::vector<int64_t>>;
+std::map<ChoiceKey, bool>& simd_choices() {
+  static auto* m = new std::map<ChoiceKey, bool>();
+  return *m;
+}
 
 // `in` and `out` are the arrays of the first execution: FFTW_ESTIMATE neither reads nor writes them, but a
 // plan remembers whether it was made in place (in == out, with r2c's padded rows) or not and the arrays'
@@ -149,21 +157,40 @@ typename T::plan get_plan(Kind kind, const std::vector<int64_t>& lengths, int64_
     if (!q) fail<Error>("fft: FFTW could not plan ", count, " transforms of ", lengths.size(), " dimensions");
     return q;
   };
-  typename T::plan p = make(measure ? FFTW_MEASURE : FFTW_ESTIMATE);
-  if (!measure && logical * count >= (int64_t(1) << 14)) {
-    // FFTW_ESTIMATE's guess is sometimes far off: for some 2-D complex transforms its SIMD plan runs 3-6x
-    // slower than the one it makes without SIMD (a 1024^2 c64 transform: 66 against 11 ms), while for
-    // batches of 1-D transforms the SIMD plan is 2-3x faster. Large transforms time both once, on the
-    // scratch arrays, and keep the faster (a cheap stand-in for FFTW_MEASURE, which takes seconds).
-    typename T::plan other = make(FFTW_ESTIMATE | FFTW_UNALIGNED);
+  if (measure) {
+    typename T::plan p = make(FFTW_MEASURE);
+    plans()[key] = static_cast<void*>(p);
+    return p;
+  }
+  // FFTW_ESTIMATE's guess is sometimes far off: for some 2-D complex transforms its SIMD plan runs 3-6x
+  // slower than the one it makes without SIMD (a 1024^2 c64 transform: 66 against 11 ms), while for
+  // batches of 1-D transforms the SIMD plan is 2-3x faster. The first large transform of given lengths
+  // times both (each warmed up once, then timed once, on the scratch arrays) and the choice holds for
+  // every later plan of those lengths, whatever the batch or the alignment, so that one process computes
+  // a transform with one algorithm. GRAFT_FFTW_SIMD=on / off fixes the choice.
+  static const std::string simd = env::choice("GRAFT_FFTW_SIMD", {"auto", "on", "off"}, "auto");
+  ChoiceKey ck{static_cast<int>(kind), static_cast<int>(sizeof(typename T::real)), lengths};
+  auto chosen = simd_choices().find(ck);
+  bool unaligned = simd == "off";
+  if (simd == "auto" && chosen != simd_choices().end()) {
+    unaligned = chosen->second;
+  } else if (simd == "auto" && logical * count >= (int64_t(1) << 14)) {
+    typename T::plan a = make(FFTW_ESTIMATE), b = make(FFTW_ESTIMATE | FFTW_UNALIGNED);
     auto time_of = [&](typename T::plan q) {
+      execute<T>(kind, q, in, out);  // warm: the arrays and twiddles in cache
       auto t0 = std::chrono::steady_clock::now();
       execute<T>(kind, q, in, out);
       return std::chrono::steady_clock::now() - t0;
     };
-    if (time_of(other) < time_of(p)) std::swap(p, other);
-    T::destroy(other);
+    auto ta = time_of(a), tb = time_of(b);
+    unaligned = tb < ta;
+    simd_choices()[ck] = unaligned;
+    T::destroy(unaligned ? a : b);
+    typename T::plan p = unaligned ? b : a;
+    plans()[key] = static_cast<void*>(p);
+    return p;
   }
+  typename T::plan p = make(unaligned ? FFTW_ESTIMATE | FFTW_UNALIGNED : FFTW_ESTIMATE);
   plans()[key] = static_cast<void*>(p);
   return p;
 }
@@ -182,24 +209,41 @@ void run(Kind kind, const std::vector<int64_t>& lengths, int64_t howmany, const 
   int64_t block = std::min<int64_t>(std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, logical)), howmany);
   int64_t blocks = (howmany + block - 1) / block;
   int64_t tail = howmany - (blocks - 1) * block;
+  auto src_of = [&](int64_t b) { return static_cast<const char*>(in) + static_cast<size_t>(b * block * in_elems) * in_item; };
+  auto dst_of = [&](int64_t b) { return static_cast<char*>(out) + static_cast<size_t>(b * block * out_elems) * out_item; };
+  // the plans, made here (planning may raise; the workers below only execute): c2r's input is a copy in a
+  // 64-byte-aligned scratch buffer
+  alignas(64) static char aligned_probe[64];
+  std::vector<typename T::plan> plan_of(static_cast<size_t>(blocks));
+  for (int64_t b = 0; b < blocks; ++b) {
+    const void* src = kind == Kind::c2r ? aligned_probe : src_of(b);
+    plan_of[static_cast<size_t>(b)] =
+        get_plan<T>(kind, lengths, b + 1 == blocks ? tail : block, const_cast<void*>(src), dst_of(b));
+  }
+  std::exception_ptr error;
+  std::mutex error_mu;
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<char> scratch;
-    for (int64_t b = b0; b < b1; ++b) {
-      int64_t count = b + 1 == blocks ? tail : block;
-      const char* src = static_cast<const char*>(in) + static_cast<size_t>(b * block * in_elems) * in_item;
-      char* dst = static_cast<char*>(out) + static_cast<size_t>(b * block * out_elems) * out_item;
-      // FFTW's execute takes non-const input: the c2c and r2c plans do not write it (out-of-place,
-      // without FFTW_DESTROY_INPUT), c2r does, so it gets a copy
-      void* src_mut = const_cast<char*>(src);
-      if (kind == Kind::c2r) {
-        scratch.resize(static_cast<size_t>(count * in_elems) * in_item + 64);
-        src_mut = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
-        std::memcpy(src_mut, src, static_cast<size_t>(count * in_elems) * in_item);
+    try {
+      std::vector<char> scratch;
+      for (int64_t b = b0; b < b1; ++b) {
+        int64_t count = b + 1 == blocks ? tail : block;
+        // FFTW's execute takes non-const input: the c2c and r2c plans do not write it (out-of-place,
+        // without FFTW_DESTROY_INPUT), c2r does, so it gets a copy
+        void* src = const_cast<char*>(src_of(b));
+        if (kind == Kind::c2r) {
+          scratch.resize(static_cast<size_t>(count * in_elems) * in_item + 64);
+          void* copy = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+          std::memcpy(copy, src, static_cast<size_t>(count * in_elems) * in_item);
+          src = copy;
+        }
+        execute<T>(kind, plan_of[static_cast<size_t>(b)], src, dst_of(b));
       }
-      auto plan = get_plan<T>(kind, lengths, count, src_mut, dst);
-      execute<T>(kind, plan, src_mut, dst);
+    } catch (...) {  // (an exception must not leave an OpenMP region)
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
     }
   });
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace

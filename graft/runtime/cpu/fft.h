@@ -8,8 +8,9 @@
 // a graft binary linked with it is distributed under the GPL's terms; one built without it raises
 // NotImplementedError from the FFT and nothing else.
 //
-// Plans are FFTW_ESTIMATE's, the faster of its SIMD and non-SIMD plan for large transforms;
-// GRAFT_FFTW_MEASURE=1 asks for FFTW_MEASURE's (faster, but seconds of planning per new shape).
+// Plans are FFTW_ESTIMATE's, the faster of its SIMD and non-SIMD plan (timed once per kind, precision and
+// lengths; GRAFT_FFTW_SIMD=on / off fixes it); GRAFT_FFTW_MEASURE=1 asks for FFTW_MEASURE's (faster, but
+// seconds of planning per new shape).
 //
 // All transforms are unnormalized (the inverse ones sum with e^{+2 pi i jk / n}); the caller scales.
 #pragma once

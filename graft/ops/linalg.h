@@ -1,9 +1,10 @@
 // NumPy's and SciPy's linear algebra (jax.numpy.linalg, jax.scipy.linalg) as composites of the
 // factorization primitives (lax::cholesky, triangular_solve, lu, eigh, qr, svd: graft/prims/lax.h), so all
 // of it is differentiable, batchable and compilable. Matrices are the last two dimensions of an operand;
-// the leading ones are a batch. f32 and f64 (integers promote to f32).
+// the leading ones are a batch. f32, f64, c64 and c128 (integers promote to f32); on complex matrices
+// "symmetric" reads Hermitian and the transposes of the formulas are adjoints, as in NumPy.
 //
-//   Array l = linalg::cholesky(a);                 // a = l l^T
+//   Array l = linalg::cholesky(a);                 // a = l l^H
 //   Array x = linalg::solve(a, b);                 // a x = b
 //   auto [sign, logdet] = linalg::slogdet(a);
 //   auto [w, v] = linalg::eigh(a);                 // a v = v diag(w)
@@ -28,11 +29,11 @@ Array triu(const Array& x, int64_t k = 0);
 
 namespace linalg {
 
-/// The lower Cholesky factor L (a = L L^T) of symmetric positive definite matrices; NaNs where a is not
-/// positive definite. With symmetrize_input (the default) a is first replaced by (a + a^T) / 2, so that
-/// the derivative is the symmetric one; without it only a's lower triangle is read.
+/// The lower Cholesky factor L (a = L L^H) of Hermitian (symmetric) positive definite matrices; NaNs where
+/// a is not positive definite. With symmetrize_input (the default) a is first replaced by (a + a^H) / 2,
+/// so that the derivative is the symmetric one; without it only a's lower triangle is read.
 Array cholesky(const Array& a, bool symmetrize_input = true);
-/// SciPy's cho_solve: x with (c c^T) x = b for the lower factor c (or c^T c = a for an upper one).
+/// SciPy's cho_solve: x with (c c^H) x = b for the lower factor c (or c^H c = a for an upper one).
 Array cho_solve(const Array& c, const Array& b, bool lower = true);
 /// SciPy's solve_triangular: x with op(a) x = b, a lower or upper triangular; trans 0, 1 ('T') or 2 ('C').
 /// b may be a vector ([..., m]) or matrices ([..., m, k]).
@@ -42,7 +43,7 @@ Array solve_triangular(const Array& a, const Array& b, bool lower = false, int t
 std::tuple<Array, Array, Array> lu_factor_full(const Array& a);
 /// SciPy's lu_factor: {lu, piv} (piv: LAPACK's 0-based row swaps).
 std::pair<Array, Array> lu_factor(const Array& a);
-/// SciPy's lu_solve with lu_factor's result: x with a x = b (trans 1: a^T x = b).
+/// SciPy's lu_solve with lu_factor's result: x with a x = b (trans 1: a^T x = b; 2: a^H x = b).
 Array lu_solve(const Array& lu, const Array& piv, const Array& b, int trans = 0);
 /// SciPy's lu: {p, l, u} with a = p l u (p a permutation matrix, l unit lower [m, k], u upper [k, n]).
 std::tuple<Array, Array, Array> lu(const Array& a);
@@ -61,15 +62,22 @@ Array expm(const Array& a, int64_t max_squarings = 16);
 /// a^n for an integer n (negative: powers of the inverse), by repeated squaring.
 Array matrix_power(const Array& a, int64_t n);
 
-/// {w, v}: ascending eigenvalues and eigenvectors (columns) of symmetric matrices. UPLO "L" or "U" names
-/// the triangle read without symmetrize_input; with it (the default), (a + a^T) / 2 is decomposed.
+/// {w, v}: ascending (real) eigenvalues and eigenvectors (columns) of symmetric or Hermitian matrices. UPLO
+/// "L" or "U" names the triangle read without symmetrize_input; with it (the default), (a + a^H) / 2 is
+/// decomposed.
 std::pair<Array, Array> eigh(const Array& a, const std::string& UPLO = "L", bool symmetrize_input = true);
 Array eigvalsh(const Array& a, const std::string& UPLO = "L");
+/// NumPy's eig: {w, v} with a v = v diag(w) for general square matrices, complex (c64 for f32 input), each
+/// eigenvector of unit norm with its largest component real (LAPACK's normalization). Differentiable in
+/// the eigenvalues only (eigvals); the eigenvectors' derivative raises NotImplementedError, as JAX's.
+std::pair<Array, Array> eig(const Array& a);
+/// The eigenvalues of general square matrices (complex, LAPACK's order).
+Array eigvals(const Array& a);
 
 /// NumPy's qr: mode "reduced" (q [m, k], r [k, n]), "complete" (q [m, m], r [m, n]) or "r" (r only: the
 /// first element is then null).
 std::pair<Array, Array> qr(const Array& a, const std::string& mode = "reduced");
-/// NumPy's svd: {u, s, vh} with a = u diag(s) vh (full_matrices: u [m, m] and vh [n, n], NumPy's default).
+/// NumPy's svd: {u, s, vh} with a = u diag(s) vh (s real; vh = V^H) (full_matrices: u [m, m] and vh [n, n], NumPy's default).
 std::tuple<Array, Array, Array> svd(const Array& a, bool full_matrices = true);
 /// The singular values alone (descending).
 Array svdvals(const Array& a);

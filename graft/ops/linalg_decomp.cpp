@@ -16,19 +16,23 @@ using namespace ops_detail;
 
 namespace {
 
-// a as a stack of matrices in a floating dtype (integers and booleans promote to the default float).
+// a as a stack of matrices in an inexact dtype (integers and booleans promote to the default float;
+// complex ones stay complex).
 Array matrices(const Array& a, const char* op, bool square) {
   checked(a, op);
   if (a.ndim() < 2) fail<ShapeError>("linalg.", op, ": needs an array of at least two dimensions, got ", a.aval().str());
   if (square && a.shape()[a.ndim() - 1] != a.shape()[a.ndim() - 2])
     fail<ShapeError>("linalg.", op, ": needs square matrices in the last two dimensions, got ", a.aval().str());
-  real_only(a, op);  // complex linear algebra: not yet
-  return is_floating(a.dtype()) ? a : convert(a, default_float_dtype());
+  return is_inexact(a.dtype()) ? a : convert(a, default_float_dtype());
 }
 
 int64_t nrows(const Array& x) { return x.shape()[x.ndim() - 2]; }
 int64_t ncols(const Array& x) { return x.shape()[x.ndim() - 1]; }
 Array mT(const Array& x) { return swapaxes(x, -1, -2); }
+// The adjoint (conjugate transpose); the transpose of real matrices.
+Array mH(const Array& x) { return is_complex(x.dtype()) ? conj(mT(x)) : mT(x); }
+// |x|^2 elementwise, in x's real dtype.
+Array abs2(const Array& x) { return is_complex(x.dtype()) ? real(x * conj(x)) : x * x; }
 
 // The diagonals [..., n] of square matrices [..., n, n].
 Array diag_of(const Array& x) {
@@ -64,26 +68,27 @@ Array take_rows(const Array& x, const Array& perm) {
   return lax::take_along_axis(x, lax::broadcast_in_dim(perm, s, dims), x.ndim() - 2);
 }
 
-// Promotes a and b to one floating dtype.
+// Promotes a and b to one inexact dtype (floating or complex).
 std::pair<Array, Array> promote_float(const Array& a0, const Array& b0, const char* op) {
-  real_only(checked(a0, op), op);
-  real_only(checked(b0, op), op);
+  checked(a0, op);
+  checked(b0, op);
   bool weak;
   DType d = result_type({&a0, &b0}, &weak);
-  if (!is_floating(d)) d = default_float_dtype();
+  if (!is_inexact(d)) d = default_float_dtype();
   return {convert(a0, d), convert(b0, d)};
 }
 
-// Solves with the LU factors of a (lu, perm) for matrices b.
+// Solves with the LU factors of a (lu, perm) for matrices b: a x = b (trans 0), a^T x = b (1), a^H x = b (2).
 Array lu_solve_perm(const Array& lu, const Array& perm, const Array& b, int trans) {
   if (trans == 0) {
     Array x = take_rows(b, perm);
     x = lax::triangular_solve(lu, x, true, true, false, true);
     return lax::triangular_solve(lu, x, true, false, false, false);
   }
-  // a^T x = b with a = P^T L U: U^T L^T (P x) = b
-  Array y = lax::triangular_solve(lu, b, true, false, true, false);
-  y = lax::triangular_solve(lu, y, true, true, true, true);
+  // a^T x = b with a = P^T L U: U^T L^T (P x) = b (conjugated factors for a^H)
+  bool conj_ = trans == 2;
+  Array y = lax::triangular_solve(lu, b, true, false, true, false, conj_);
+  y = lax::triangular_solve(lu, y, true, true, true, true, conj_);
   return take_rows(y, argsort(perm, -1));
 }
 
@@ -94,7 +99,7 @@ std::pair<Array, bool> as_matrices(const Array& b) {
 }
 
 double eps_of(DType d) {
-  return d == DType::f64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
+  return real_dtype(d) == DType::f64 ? std::numeric_limits<double>::epsilon() : std::numeric_limits<float>::epsilon();
 }
 
 Array keep_axes(const Array& r, const Axes& axes, bool keepdims) {
@@ -126,7 +131,7 @@ namespace linalg {
 
 Array cholesky(const Array& a0, bool symmetrize_input) {
   Array a = matrices(a0, "cholesky", true);
-  if (symmetrize_input) a = (a + mT(a)) * 0.5;
+  if (symmetrize_input) a = (a + mH(a)) * 0.5;
   return lax::cholesky(a);
 }
 
@@ -135,9 +140,9 @@ Array cho_solve(const Array& c0, const Array& b0, bool lower) {
   c = matrices(c, "cho_solve", true);
   auto [bm, vec] = as_matrices(b);
   std::tie(c, bm) = broadcast_batch(c, bm, "cho_solve");
-  // lower: L L^T x = b; upper: U^T U x = b
-  Array y = lax::triangular_solve(c, bm, true, lower, !lower, false);
-  Array x = lax::triangular_solve(c, y, true, lower, lower, false);
+  // lower: L L^H x = b; upper: U^H U x = b
+  Array y = lax::triangular_solve(c, bm, true, lower, !lower, false, !lower);
+  Array x = lax::triangular_solve(c, y, true, lower, lower, false, lower);
   return vec ? squeeze(x, -1) : x;
 }
 
@@ -147,7 +152,7 @@ Array solve_triangular(const Array& a0, const Array& b0, bool lower, int trans, 
   a = matrices(a, "solve_triangular", true);
   auto [bm, vec] = as_matrices(b);
   std::tie(a, bm) = broadcast_batch(a, bm, "solve_triangular");
-  Array x = lax::triangular_solve(a, bm, true, lower, trans != 0, unit_diagonal);
+  Array x = lax::triangular_solve(a, bm, true, lower, trans != 0, unit_diagonal, trans == 2);
   return vec ? squeeze(x, -1) : x;
 }
 
@@ -258,7 +263,7 @@ Array matrix_power(const Array& a0, int64_t n) {
 Array expm(const Array& a0, int64_t max_squarings) {
   Array a = matrices(a0, "expm", true);
   if (max_squarings < 0) fail<ValueError>("linalg.expm: max_squarings must be >= 0, got ", max_squarings);
-  bool f64 = a.dtype() == DType::f64;
+  bool f64 = real_dtype(a.dtype()) == DType::f64;
   // b_k of p_m(x) = Σ b_k x^k (q_m(x) = p_m(-x)), and θ_m
   static const std::vector<double> b13 = {64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
                                           129060195264000.,   10559470521600.,    670442572800.,     33522128640.,
@@ -286,7 +291,7 @@ Array expm(const Array& a0, int64_t max_squarings) {
   Array most = max(s);
   Array per_matrix = expand_dims(expand_dims(s, -1), -1);
   r = fori_loop(int64_t(0), max_squarings, [&](const Array& i, const Array& r) {
-    Array fi = astype(i, r.dtype());
+    Array fi = astype(i, real_dtype(r.dtype()));
     return cond(fi < most, [&](const Array& m) { return where(fi < per_matrix, matmul(m, m), m); },
                 [](const Array& m) { return m; }, r);
   }, r);
@@ -297,15 +302,22 @@ std::pair<Array, Array> eigh(const Array& a0, const std::string& UPLO, bool symm
   if (UPLO != "L" && UPLO != "U") fail<ValueError>("linalg.eigh: UPLO must be 'L' or 'U', got '", UPLO, "'");
   Array a = matrices(a0, "eigh", true);
   if (symmetrize_input) {
-    a = (a + mT(a)) * 0.5;
+    a = (a + mH(a)) * 0.5;
   } else if (UPLO == "U") {
-    a = mT(a);  // the primitive reads the lower triangle
+    a = mH(a);  // the primitive reads the lower triangle
   }
   Arrays r = lax::eigh(a);
   return {r[1], r[0]};
 }
 
 Array eigvalsh(const Array& a, const std::string& UPLO) { return eigh(a, UPLO, true).first; }
+
+std::pair<Array, Array> eig(const Array& a0) {
+  Arrays r = lax::eig(matrices(a0, "eig", true), false, true);
+  return {r[0], r[1]};
+}
+
+Array eigvals(const Array& a0) { return lax::eig(matrices(a0, "eigvals", true), false, false)[0]; }
 
 std::pair<Array, Array> qr(const Array& a0, const std::string& mode) {
   if (mode != "reduced" && mode != "complete" && mode != "r")
@@ -332,7 +344,7 @@ Array pinv(const Array& a0, std::optional<double> rtol) {
   Array cutoff = max(s, -1, true) * rt;
   Array keep = s > cutoff;
   Array s_inv = where(keep, 1.0 / where(keep, s, ones_like(s)), zeros_like(s));
-  return matmul(mT(vt), expand_dims(s_inv, -1) * mT(u));
+  return matmul(mH(vt), expand_dims(s_inv, -1) * mH(u));
 }
 
 Array matrix_rank(const Array& a0, std::optional<double> tol) {
@@ -357,8 +369,8 @@ std::tuple<Array, Array, Array, Array> lstsq(const Array& a0, const Array& b0, s
   Array keep = s >= max(s, {}, true) * rc;
   Array rank = sum(astype(keep, DType::i32));
   Array s_inv = where(keep, 1.0 / where(keep, s, ones_like(s)), zeros_like(s));
-  Array x = matmul(mT(vt), expand_dims(s_inv, -1) * matmul(mT(u), bm));
-  Array resid = sum(square(bm - matmul(a, x)), 0);
+  Array x = matmul(mH(vt), expand_dims(s_inv, -1) * matmul(mH(u), bm));
+  Array resid = sum(abs2(bm - matmul(a, x)), 0);
   if (vec) {
     x = squeeze(x, -1);
     resid = squeeze(resid, 0);
@@ -371,10 +383,10 @@ namespace {
 Array vector_norm(const Array& x, const NormOrd& ord, int64_t axis, bool keepdims) {
   if (!ord.name.empty()) fail<ValueError>("linalg.norm: ord '", ord.name, "' is for matrices, not vectors");
   Array ax = abs(x);
-  if (ord.none() || *ord.p == 2) return sqrt(sum(x * x, axis, keepdims));
+  if (ord.none() || *ord.p == 2) return sqrt(sum(abs2(x), axis, keepdims));
   double p = *ord.p;
   if (std::isinf(p)) return p > 0 ? max(ax, axis, keepdims) : min(ax, axis, keepdims);
-  if (p == 0) return sum(astype(x != 0, x.dtype()), axis, keepdims);
+  if (p == 0) return sum(astype(x != 0, real_dtype(x.dtype())), axis, keepdims);
   if (p == 1) return sum(ax, axis, keepdims);
   return power(sum(power(ax, p), axis, keepdims), 1.0 / p);
 }
@@ -382,7 +394,7 @@ Array vector_norm(const Array& x, const NormOrd& ord, int64_t axis, bool keepdim
 Array matrix_norm(const Array& x, const NormOrd& ord, int64_t r, int64_t c, bool keepdims) {
   if (r == c) fail<ValueError>("linalg.norm: the two axes must differ, got ", r, " twice");
   Axes both{r, c};
-  if (ord.none() || ord.name == "fro") return sqrt(sum(x * x, both, keepdims));
+  if (ord.none() || ord.name == "fro") return sqrt(sum(abs2(x), both, keepdims));
   auto singular = [&](bool largest) {
     Array m = moveaxis(moveaxis(x, r, -1), c > r ? c - 1 : c, -1);
     m = moveaxis(m, -1, -2);  // [..., rows r, cols c]
@@ -412,13 +424,13 @@ Array matrix_norm(const Array& x, const NormOrd& ord, int64_t r, int64_t c, bool
 }  // namespace
 
 Array norm(const Array& x0, const NormOrd& ord, AxisArg axis, bool keepdims) {
-  real_only(checked(x0, "norm"), "norm");
-  Array x = is_floating(x0.dtype()) ? x0 : convert(x0, default_float_dtype());
+  checked(x0, "norm");
+  Array x = is_inexact(x0.dtype()) ? x0 : convert(x0, default_float_dtype());
   if (!axis.axes) {
     if (ord.none()) {
       Axes all(static_cast<size_t>(x.ndim()));
       std::iota(all.begin(), all.end(), int64_t(0));
-      return sqrt(sum(x * x, all, keepdims));
+      return sqrt(sum(abs2(x), all, keepdims));
     }
     if (x.ndim() == 1) return vector_norm(x, ord, 0, keepdims);
     if (x.ndim() == 2) return matrix_norm(x, ord, 0, 1, keepdims);

@@ -252,26 +252,34 @@ Array cummin(const Array& x, int64_t axis, bool reverse = false);
 Arrays sort(std::span<const Array> operands, int64_t dimension, bool is_stable = true, int64_t num_keys = 1);
 
 // ---- linear algebra (JAX's lax.linalg; matrices in the last two dimensions, batched over the others) ----
-// f32 and f64, on LAPACK (graft/runtime/cpu/lapack.h). graft::linalg (graft/ops/linalg.h) builds NumPy's
-// and SciPy's functions on these.
-/// The lower Cholesky factor of the symmetric positive definite matrix whose lower triangle is x's (the
-/// strict upper triangle of x is not read); NaNs where x is not positive definite.
+// f32, f64, c64 and c128, on LAPACK (graft/runtime/cpu/lapack.h). graft::linalg (graft/ops/linalg.h) builds
+// NumPy's and SciPy's functions on these.
+/// The lower Cholesky factor L (x = L L^H) of the Hermitian (symmetric) positive definite matrix whose lower
+/// triangle is x's (the strict upper triangle of x is not read, nor the imaginary parts of its diagonal);
+/// NaNs where x is not positive definite.
 Array cholesky(const Array& x);
 /// X with op(a) X = b (left_side) or X op(a) = b, a triangular (only its lower or upper triangle read; its
-/// diagonal taken as ones with unit_diagonal); op(a) = a^T with transpose_a.
+/// diagonal taken as ones with unit_diagonal); op(a) transposes a with transpose_a and conjugates it with
+/// conjugate_a (both: the adjoint a^H). (conjugate_a comes last here, unlike JAX's keyword order, so that
+/// calls written before it keep their meaning.)
 Array triangular_solve(const Array& a, const Array& b, bool left_side = true, bool lower = true,
-                       bool transpose_a = false, bool unit_diagonal = false);
+                       bool transpose_a = false, bool unit_diagonal = false, bool conjugate_a = false);
 /// LU with partial pivoting: {lu, pivots, permutation}, where a[permutation] = L U (L: lu's strict lower
 /// triangle plus a unit diagonal, U: its upper triangle), pivots (int32) LAPACK's row swaps, 0-based.
 Arrays lu(const Array& x);
 /// The permutation [..., permutation_size] that LAPACK's row swaps (pivots [..., k], 0-based) make of 0..m-1.
 Array lu_pivots_to_permutation(const Array& pivots, int64_t permutation_size);
-/// {v, w}: the eigenvectors (columns of v) and ascending eigenvalues of the symmetric matrix whose lower
-/// triangle is x's.
+/// {v, w}: the eigenvectors (columns of v) and ascending eigenvalues (real: f32 for c64) of the symmetric or
+/// Hermitian matrix whose lower triangle is x's.
 Arrays eigh(const Array& x);
+/// {w, vl?, vr?}: the eigenvalues of general square matrices and, when asked, their left (u^H x = w u^H)
+/// and right (x v = w v) eigenvectors as columns, all complex (c64 for f32 and c64 input), in LAPACK's
+/// order and normalization (unit 2-norm, the largest component real). Derivatives: the eigenvalues'
+/// (JAX's rule); the eigenvectors' raise NotImplementedError, as JAX's without enable_eigvec_derivs.
+Arrays eig(const Array& x, bool compute_left_eigenvectors = true, bool compute_right_eigenvectors = true);
 /// {q, r} with x = q r: reduced (q [m, k], r [k, n], k = min(m, n)) or full_matrices (q [m, m], r [m, n]).
 Arrays qr(const Array& x, bool full_matrices = false);
-/// {s, u, vt} with x = u diag(s) vt, s descending; {s} without compute_uv.
+/// {s, u, vt} with x = u diag(s) vt (vt = V^H), s descending and real; {s} without compute_uv.
 Arrays svd(const Array& x, bool full_matrices = false, bool compute_uv = true);
 
 // ---- the discrete Fourier transform ------------------------------------------------------------------

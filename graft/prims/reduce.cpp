@@ -431,7 +431,7 @@ Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<cons
   while (suf < static_cast<int64_t>(axes.size()) - pre &&
          axes[axes.size() - 1 - static_cast<size_t>(suf)] == nd - 1 - suf)
     ++suf;
-  // (complex sums take the one-block paths below: their parts interleave innermost)
+  // (complex reductions take the one-block paths below: a sum's parts interleave innermost)
   bool ends = pre > 0 && suf > 0 && pre + suf == static_cast<int64_t>(axes.size()) && pre + suf < nd &&
               !is_complex(x.dtype());
   int64_t a = 1, kept = 1, b = 1;
@@ -448,6 +448,24 @@ Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<cons
     if (numel(out[0].shape) == 0) L.red = 0;
   }
   Array r = Array::empty(out[0]);
+  if (info.kind == RKind::prod && is_complex(x.dtype())) {
+    // complex products mix the parts: one complex multiply per element (in the layout's order)
+    auto run = [&](auto* od, const auto* xd) {
+      using C = std::remove_const_t<std::remove_pointer_t<decltype(xd)>>;
+      for (int64_t o = 0; o < L.outer; ++o)
+        for (int64_t i = 0; i < L.inner; ++i) {
+          C acc(1);
+          for (int64_t k = 0; k < L.red; ++k) acc *= xd[(o * L.red + k) * L.inner + i];
+          od[o * L.inner + i] = acc;
+        }
+    };
+    if (x.dtype() == DType::c64) {
+      run(static_cast<complex64*>(r.concrete()->data()), static_cast<const complex64*>(x.raw_data()));
+    } else {
+      run(static_cast<complex128*>(r.concrete()->data()), static_cast<const complex128*>(x.raw_data()));
+    }
+    return {r};
+  }
   // A complex sum is the sums of the real and the imaginary parts: the array read as its real parts,
   // (re, im) pairs innermost, reduces over the same axes with twice the inner extent.
   DType elem = x.dtype();
@@ -654,7 +672,7 @@ Arrays arg_impl(const Primitive& p, std::span<const Array> in, std::span<const A
 const ReduceInfo sum_info{RKind::sum, kMaskNum | kMaskComplex};
 const ReduceInfo max_info{RKind::max, kMaskAll};
 const ReduceInfo min_info{RKind::min, kMaskAll};
-const ReduceInfo prod_info{RKind::prod, kMaskNum};
+const ReduceInfo prod_info{RKind::prod, kMaskNum | kMaskComplex};
 const ReduceInfo and_info{RKind::and_, kMaskInt | kMaskBool};
 const ReduceInfo or_info{RKind::or_, kMaskInt | kMaskBool};
 

@@ -2,15 +2,20 @@
 from . import _graft
 
 
+def _adjoint(x):
+    return _graft.conj(_graft.swapaxes(x, -1, -2))
+
+
 def cholesky(x, *, symmetrize_input=True):
+    """The lower factor L of x = L L^H (Hermitian or symmetric positive definite x)."""
     if symmetrize_input:
-        x = _graft.multiply(_graft.add(x, _graft.swapaxes(x, -1, -2)), 0.5)
+        x = _graft.multiply(_graft.add(x, _adjoint(x)), 0.5)
     return _graft.lax_cholesky(x)
 
 
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False, conjugate_a=False,
                      unit_diagonal=False):
-    return _graft.lax_triangular_solve(a, b, left_side, lower, transpose_a, unit_diagonal)
+    return _graft.lax_triangular_solve(a, b, left_side, lower, transpose_a, unit_diagonal, conjugate_a)
 
 
 def lu(x):
@@ -27,10 +32,20 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, subset_
     if subset_by_index is not None:
         raise NotImplementedError("eigh: subset_by_index is not supported")
     if symmetrize_input:
-        x = _graft.multiply(_graft.add(x, _graft.swapaxes(x, -1, -2)), 0.5)
+        x = _graft.multiply(_graft.add(x, _adjoint(x)), 0.5)
     elif not lower:
-        x = _graft.swapaxes(x, -1, -2)
+        x = _adjoint(x)
     return _graft.lax_eigh(x)
+
+
+def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True, enable_eigvec_derivs=False,
+        implementation=None, use_magma=None):
+    """[w, vl?, vr?]: eigenvalues and left / right eigenvectors (columns) of general square matrices, complex,
+    in LAPACK's order and normalization. Differentiable in the eigenvalues only."""
+    if enable_eigvec_derivs:
+        raise NotImplementedError("eig: enable_eigvec_derivs (derivatives of non-symmetric eigenvectors) is not "
+                                  "supported")
+    return list(_graft.lax_eig(x, compute_left_eigenvectors, compute_right_eigenvectors))
 
 
 def qr(x, *, pivoting=False, full_matrices=True):
@@ -47,4 +62,4 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None):
     return r[0] if not compute_uv else (r[1], r[0], r[2])
 
 
-__all__ = ["cholesky", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd", "triangular_solve"]
+__all__ = ["cholesky", "eig", "eigh", "lu", "lu_pivots_to_permutation", "qr", "svd", "triangular_solve"]

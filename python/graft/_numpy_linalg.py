@@ -7,6 +7,7 @@ from collections import namedtuple as _namedtuple
 
 from . import _graft
 
+EigResult = _namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 EighResult = _namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = _namedtuple("QRResult", ["Q", "R"])
 SlogdetResult = _namedtuple("SlogdetResult", ["sign", "logabsdet"])
@@ -22,9 +23,9 @@ def matrix_transpose(x):
 
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
-    """The lower factor L of a = L L^T (upper: L^T); NaNs where a is not positive definite."""
+    """The lower factor L of a = L L^H (upper: L^H); NaNs where a is not positive definite."""
     l_factor = _graft.linalg_cholesky(a, symmetrize_input)
-    return matrix_transpose(l_factor) if upper else l_factor
+    return _graft.conj(matrix_transpose(l_factor)) if upper else l_factor
 
 
 def slogdet(a, *, method=None):
@@ -33,6 +34,15 @@ def slogdet(a, *, method=None):
 
 def eigh(a, UPLO=None, symmetrize_input=True):
     return EighResult(*_graft.linalg_eigh(a, UPLO or "L", symmetrize_input))
+
+
+def eig(a):
+    """(eigenvalues, eigenvectors) of general square matrices, complex; differentiable in the eigenvalues only."""
+    return EigResult(*_graft.linalg_eig(a))
+
+
+def eigvals(a):
+    return _graft.linalg_eigvals(a)
 
 
 def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
@@ -112,7 +122,7 @@ def diagonal(x, /, *, offset=0):
     return r[..., :min(x.shape[-2], x.shape[-1])]
 
 
-__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "det", "diagonal", "eigh",
-           "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
+__all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "det", "diagonal", "eig", "eigh",
+           "eigvals", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose",
            "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "trace",
            "vector_norm"]

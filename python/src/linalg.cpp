@@ -56,6 +56,8 @@ void bind_linalg(py::module_& m) {
   m.def("linalg_eigh", [](py::handle a, const std::string& uplo, bool sym) {
     return linalg::eigh(to_array(a), uplo, sym);
   }, "a"_a, "UPLO"_a = "L", "symmetrize_input"_a = true);
+  m.def("linalg_eig", [](py::handle a) { return linalg::eig(to_array(a)); }, "a"_a);
+  m.def("linalg_eigvals", [](py::handle a) { return linalg::eigvals(to_array(a)); }, "a"_a);
   m.def("linalg_qr", [](py::handle a, const std::string& mode) { return linalg::qr(to_array(a), mode); }, "a"_a,
         "mode"_a = "reduced");
   m.def("linalg_svd", [](py::handle a, bool full) { return linalg::svd(to_array(a), full); }, "a"_a,
@@ -78,9 +80,13 @@ void bind_linalg(py::module_& m) {
 
   // the primitives, as lax_<name> (graft/prims/lax.h's argument order)
   m.def("lax_cholesky", [](py::handle x) { return lax::cholesky(to_array(x)); }, "x"_a);
-  m.def("lax_triangular_solve", [](py::handle a, py::handle b, bool left, bool lower, bool trans, bool unit) {
-    return lax::triangular_solve(to_array(a), to_array(b), left, lower, trans, unit);
-  }, "a"_a, "b"_a, "left_side"_a, "lower"_a, "transpose_a"_a, "unit_diagonal"_a);
+  m.def("lax_triangular_solve",
+        [](py::handle a, py::handle b, bool left, bool lower, bool trans, bool unit, bool conj) {
+          return lax::triangular_solve(to_array(a), to_array(b), left, lower, trans, unit, conj);
+        },
+        "a"_a, "b"_a, "left_side"_a, "lower"_a, "transpose_a"_a, "unit_diagonal"_a, "conjugate_a"_a = false);
+  m.def("lax_eig", [](py::handle x, bool left, bool right) { return tuple_of(lax::eig(to_array(x), left, right)); },
+        "x"_a, "compute_left_eigenvectors"_a = true, "compute_right_eigenvectors"_a = true);
   m.def("lax_lu", [](py::handle x) { return tuple_of(lax::lu(to_array(x))); }, "x"_a);
   m.def("lax_lu_pivots_to_permutation", [](py::handle p, int64_t n) {
     return lax::lu_pivots_to_permutation(to_array(p), n);

@@ -177,7 +177,7 @@ def test_expm_matches_scipy():
 def test_errors():
     with pytest.raises(ValueError, match="needs square"):
         gla.inv(gnp.ones((3, 4)))
-    with pytest.raises(TypeError, match="f32 or f64"):
+    with pytest.raises(TypeError, match="f32, f64, c64 or c128"):
         glax_linalg.cholesky(gnp.ones((2, 2), dtype="bfloat16"))
     with pytest.raises(ValueError, match="mode must be"):
         gsl.qr(gnp.ones((2, 2)), mode="bogus")

@@ -370,7 +370,7 @@ TEST_F(Linalg, Errors) {
   expect_throws<ShapeError>([] { (void)linalg::solve(ones({3, 4}), ones({3})); }, "linalg.solve: needs square");
   expect_throws<ShapeError>([] { (void)linalg::inv(ones({3})); }, "at least two dimensions");
   expect_throws<ShapeError>([] { (void)linalg::solve(eye(3), ones({4})); }, "b must have 3 rows");
-  expect_throws<TypeError>([] { (void)lax::cholesky(eye(3).astype(DType::bf16)); }, "cholesky: takes f32 or f64");
+  expect_throws<TypeError>([] { (void)lax::cholesky(eye(3).astype(DType::bf16)); }, "cholesky: takes f32, f64, c64 or c128");
   expect_throws<ShapeError>([] { (void)lax::triangular_solve(eye(3), ones({4, 2})); }, "b's rows must match");
   expect_throws<TypeError>([] { (void)lax::triangular_solve(eye(3), ones({3, 2}, DType::f64)); }, "same dtype");
   expect_throws<ValueError>([] { (void)linalg::qr(eye(3), "economic"); }, "mode must be");

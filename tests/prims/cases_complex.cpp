@@ -305,6 +305,27 @@ std::vector<Case> complex_cases() {
     if (linear.count(c.prim) && floating_row(c)) v.push_back(on_complex_parts(c));
   for (auto& c : structural_cases())
     if (c.prim == &dot_general_p) v.push_back(dot_complex(c));
+  // ---- products over axes (complex multiplies mix the parts) ------------------------------------------------
+  for (IntList axes : {IntList{1}, IntList{0, 1}}) {
+    Case c = make_case(
+        std::string("reduce_prod_complex_") + (axes.size() == 1 ? "rows" : "all"), reduce_prod_p, {{"axes", axes}},
+        [](Rng& r, DType d) { return Inputs{r.uniform(kShape, complex_dtype(d), -1.2, 1.2)}; },
+        [axes](const Inputs& in) {
+          std::vector<Z> x = in[0].to_vector<Z>();
+          int64_t rows = kShape[0], cols = kShape[1];
+          std::vector<Z> o(axes.size() == 1 ? static_cast<size_t>(rows) : 1, Z(1));
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) o[axes.size() == 1 ? static_cast<size_t>(i) : 0] *= x[i * cols + j];
+          Shape s = axes.size() == 1 ? Shape{rows} : Shape{};
+          Array r = Array::empty(Aval(s, in[0].dtype()));
+          convert_elements(o.data(), DType::c128, r.concrete()->data(), in[0].dtype(), static_cast<int64_t>(o.size()));
+          return Inputs{r};
+        },
+        {true});
+    complex_tolerance(c);
+    v.push_back(c);
+  }
+  for (auto& c : linalg_complex_cases()) v.push_back(c);
   return v;
 }
 

@@ -45,6 +45,10 @@ struct Case {
   /// Outputs defined up to a choice (eigenvectors' and singular vectors' signs): the Values check passes
   /// both the primitive's and the reference's outputs through it before comparing.
   std::function<Inputs(const Inputs&)> canonical;
+  /// Outputs defined up to a continuous choice (complex eigenvectors' phases): a differentiable function
+  /// of the primitive's outputs that is free of the choice, applied in every check (the reference returns
+  /// its outputs in that form too).
+  std::function<Inputs(const Inputs&)> post;
 };
 
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -88,7 +92,8 @@ inline VjpResult vjp_of_diff(const Case& c, const FlatFn& f, const Inputs& x) {
 inline Inputs run_case(const Case& c, const Inputs& in) {
   auto prim = [&c](const Inputs& x) {
     Arrays out = graft::bind(*c.prim, x, c.params);
-    return Inputs(out.begin(), out.end());
+    Inputs outs(out.begin(), out.end());
+    return c.post ? c.post(outs) : outs;
   };
   if (c.named_axes.empty()) return prim(in);
   return map_named(c, in, prim, std::vector<std::optional<int64_t>>(in.size(), 0), {0});
@@ -160,6 +165,9 @@ std::vector<Case> elementwise_cases();
 std::vector<Case> structural_cases();
 /// The linear-algebra rows (cases_linalg.cpp; part of structural_cases()); empty without LAPACK.
 std::vector<Case> linalg_cases();
+/// The linear-algebra rows on complex operands, and eig's (cases_linalg_complex.cpp; part of
+/// complex_cases()); empty without LAPACK.
+std::vector<Case> linalg_complex_cases();
 std::vector<Case> collective_cases();
 /// Rows over complex64 / complex128 (cases_complex.cpp): inputs(rng, d) draws the complex dtype of d.
 std::vector<Case> complex_cases();

@@ -9,7 +9,7 @@ det, inv = _graft.linalg_det, _graft.linalg_inv
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     l_factor = _graft.linalg_cholesky(a, True)
-    return l_factor if lower else _graft.swapaxes(l_factor, -1, -2)
+    return l_factor if lower else _graft.conj(_graft.swapaxes(l_factor, -1, -2))
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):

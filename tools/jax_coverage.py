@@ -48,7 +48,7 @@ MODULES = {  # JAX module: (graft module, C++ headers, the scope's filter)
                                   "graft/ops/numpy_shape.h", "graft/ops/linalg.h", "graft/core/dtype.h",
                                   "graft/core/half.h", "graft/ops/numpy_dtypes.h", "graft/ops/numpy_sets.h"],
                   lambda n: n not in COMPLEX_ONLY | NO_DTYPE | PRINTING),
-    "jax.lax": ("graft.lax", ["graft/prims/lax.h", "graft/transforms/control.h", "graft/ops/ops.h",
+    "jax.lax": ("graft.lax", ["graft/prims/lax.h", "graft/transforms/control.h", "graft/ops/ops.h", "graft/ops/lax_more.h",
                               "graft/parallel/*.h"],
                 lambda n: not n.endswith("_p") and not n[:1].isupper() and n not in ("complex", "conj", "real",
                                                                                     "imag", "fft")),

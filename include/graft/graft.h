@@ -24,6 +24,7 @@
 #include "graft/ops/numpy_dtypes.h"
 #include "graft/ops/numpy_more.h"
 #include "graft/ops/numpy_sets.h"
+#include "graft/ops/lax_more.h"
 #include "graft/ops/numpy_shape.h"
 #include "graft/ops/numpy_stats.h"
 #include "graft/ops/ops.h"

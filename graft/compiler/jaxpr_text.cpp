@@ -423,6 +423,13 @@ class Parser {
         if (!dropped) {
           if (e.params.has(key)) error("parameter '" + key + "' is given twice");
           e.params.set(intern(key), param_value(*e.prim, key, v, t_.substr(value_at, end - value_at)));
+        } else if (spelling->derive) {
+          try {
+            spelling->derive(key, t_.substr(value_at, end - value_at), e.params);
+          } catch (const Error& err) {
+            p_ = value_at;
+            error(err.what());
+          }
         }
         p_ = end;
       }

@@ -1,7 +1,7 @@
 // How a primitive's parameters are spelled in jaxpr text when JAX 0.11 writes them differently from the
 // primitive's own Params (JAX's pp_eqn_rules): `jit[name=f jaxpr={...}]` with the name first and the
 // sub-jaxpr's binders named like the equation's operands and results; custom_jvp_call's `jvp=`;
-// custom_vjp_call's `fwd=` / `bwd=`; scan's `linear` / `unroll` / `_split_transpose`. The printer asks
+// custom_vjp_call's `fwd=` / `bwd=`; scan's `ft_in` / `ft_out` flat-tree descriptors and `unroll`. The printer asks
 // a primitive's spelling for the parameters to write, in order; the parser (graft/compiler/jaxpr_text.h)
 // reads them back through the same spelling's renames, drops and defaults, so the round trip is exact.
 //
@@ -33,6 +33,10 @@ struct ParamSpelling {
   std::vector<std::string> dropped;
   /// Parameters the text may leave out, with their values (added by the parser when absent).
   Params defaults;
+  /// Called by the parser for each dropped key with its value's text, to set the primitive's own
+  /// parameters the printed one encodes (scan's ft_in gives num_consts and num_carry). Throws graft::Error
+  /// on text it cannot read.
+  void (*derive)(std::string_view key, std::string_view text, Params& own) = nullptr;
 };
 
 /// Registers the spelling of primitive `prim` (a later registration replaces it).

@@ -195,11 +195,16 @@ void register_jit() {
 }
 }  // namespace
 
+namespace control {
+void register_scan();  // graft/transforms/scan.cpp
+}  // namespace control
+
 void register_transform_primitives() {
   static const bool registered = [] {
     register_jit();
     register_custom_call_primitives();
-    for (const Primitive* p : {&cond_p, &while_p, &scan_p, &call_p, &checkpoint_p, &name_p}) prims::register_primitive(p);
+    control::register_scan();
+    for (const Primitive* p : {&cond_p, &while_p, &call_p, &checkpoint_p, &name_p}) prims::register_primitive(p);
     return true;
   }();
   (void)registered;

@@ -3,6 +3,7 @@
 // Operands: consts (loop-invariant), the initial carry, xs (sliced along axis 0). Results: the final
 // carry, then ys (the body's per-iteration outputs stacked along a new axis 0).
 #include "graft/core/trace.h"
+#include "graft/ir/print_rules.h"
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
 #include "graft/prims/rules.h"
@@ -386,17 +387,88 @@ BatchResult scan_batch(const Primitive& p, std::span<const Array> vals, std::spa
   return {outs, od};
 }
 
+// ---- JAX 0.11's spelling: scan[ft_in=... ft_out=... jaxpr=... length=... reverse=... unroll=1] ----------
+// JAX 0.11 describes the operands and results by flat trees: ft_in = (consts, carry, xs) and ft_out =
+// (carry, ys), each leaf printed as None and each kept ys leaf as RightsOnly(Right(None)) (jax/_src/
+// flattree.py's reprs); the parameters print sorted, as JAX's pp does. graft's num_consts / num_carry are
+// read back from ft_in.
+struct TextParam final : ParamObject {
+  std::string text;
+  explicit TextParam(std::string t) : text(std::move(t)) {}
+  void print(std::ostream& os) const override { os << text; }
+  size_t hash() const override { return std::hash<std::string>()(text); }
+  bool equals(const ParamObject& o) const override {
+    auto* t = dynamic_cast<const TextParam*>(&o);
+    return t && t->text == text;
+  }
+};
+
+// A Python tuple's repr of n copies of `leaf`: (), (x,), (x, x).
+std::string py_tuple(size_t n, const char* leaf) {
+  std::string s = "(";
+  for (size_t i = 0; i < n; ++i) s += std::string(i ? ", " : "") + leaf;
+  return s + (n == 1 ? ",)" : ")");
+}
+
+std::vector<PrintedParam> print_scan(const Eqn& e) {
+  ScanInfo s = info_of(e.params);
+  size_t nx = s.body->jaxpr->invars.size() - s.nconst - s.ncar, ny = s.body->jaxpr->outvars.size() - s.ncar;
+  auto text = [](std::string t) { return ParamValue(Ref<const ParamObject>(new TextParam(std::move(t)))); };
+  return {{"ft_in", text("(" + py_tuple(s.nconst, "None") + ", " + py_tuple(s.ncar, "None") + ", " +
+                         py_tuple(nx, "None") + ")")},
+          {"ft_out", text("(" + py_tuple(s.ncar, "None") + ", " + py_tuple(ny, "RightsOnly(Right(None))") + ")")},
+          {"jaxpr", *e.params.find("jaxpr")},
+          {"length", s.length},
+          {"reverse", s.reverse},
+          {"unroll", int64_t{1}}};
+}
+
+// num_consts and num_carry from ft_in's first two groups: the leaves (None) of each.
+void derive_scan(std::string_view key, std::string_view text, Params& own) {
+  if (key != "ft_in") return;
+  std::vector<int64_t> leaves;
+  int depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '(') {
+      if (++depth == 2) leaves.push_back(0);
+    } else if (c == ')') {
+      --depth;
+    } else if (depth >= 2 && text.compare(i, 4, "None") == 0) {
+      ++leaves.back();
+      i += 3;
+    }
+  }
+  if (leaves.size() != 3 || depth != 0)
+    fail<ValueError>("scan: ft_in must be (consts, carry, xs) flat trees, got '", text, "'");
+  own.set("num_consts", leaves[0]);
+  own.set("num_carry", leaves[1]);
+}
+
 }  // namespace
 
 const Primitive scan_p{"scan",          kHigherOrder | kMultipleResults | kVmaRule, &scan_shape, &scan_impl, &scan_jvp,
                        &scan_transpose, &scan_batch,                     &scan_linearize};
 
 namespace control {
+// scan_p and JAX's spelling of its parameters (graft/ir/print_rules.h), once.
+void register_scan();
+
 Arrays bind_scan(JaxprPtr body, std::span<const Array> args, int64_t length, bool reverse, size_t nconst,
                  size_t ncar) {
-  static bool registered = (prims::register_primitive(&scan_p), true);
-  (void)registered;
+  register_scan();
   return bind(scan_p, args, make_params(std::move(body), length, reverse, nconst, ncar));
+}
+
+void register_scan() {
+  static bool registered = [] {
+    prims::register_primitive(&scan_p);
+    register_param_spelling("scan", {.print = &print_scan,
+                                     .dropped = {"ft_in", "ft_out", "unroll"},
+                                     .derive = &derive_scan});
+    return true;
+  }();
+  (void)registered;
 }
 }  // namespace control
 

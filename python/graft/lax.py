@@ -142,8 +142,15 @@ def while_loop(cond_fun, body_fun, init_val, max_steps=-1):
     return tree_unflatten(tree, res)
 
 
-def scan(f, init, xs=None, length=None, reverse=False):
-    """(final carry, stacked ys) of carry, y = f(carry, x) over the leading axis of xs."""
+def scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
+    """(final carry, stacked ys) of carry, y = f(carry, x) over the leading axis of xs.
+
+    unroll (a positive int, or a bool: True unrolls fully) is accepted and checked as JAX does; it never
+    changes values, and graft's loop runs one iteration per step whatever it says (jaxprs print unroll=1)."""
+    if isinstance(unroll, bool):
+        pass
+    elif not isinstance(unroll, int) or unroll < 0:
+        raise ValueError(f"scan: unroll must be a non-negative int or a bool, got {unroll!r}")
     c_leaves, c_tree = _flat_arrays(init, "scan")
     x_leaves, x_tree = _flat_arrays(xs, "scan")
     nc = len(c_leaves)

@@ -70,3 +70,28 @@ def test_cond_and_while_print_their_parameters():
     text = str(w)
     keys = [line.strip().split("=")[0] for line in text.splitlines() if line.strip().startswith(("body_", "cond_"))]
     assert keys == ["body_jaxpr", "body_nconsts", "cond_jaxpr", "cond_nconsts"]
+
+
+def test_scan_prints_flat_tree_descriptors_and_reads_back():
+    w = gnp.ones(2, gnp.float32)
+
+    def f(c, xs):
+        return lax.scan(lambda carry, x: (carry + x * w, carry * x), c, xs, unroll=2)
+
+    j = gf.make_jaxpr(f)(gnp.zeros(2, gnp.float32), gnp.ones((4, 2), gnp.float32))
+    text = str(j)
+    lines = [line.strip() for line in text.splitlines()]
+    keys = [ln.split("=")[0] for ln in lines if ln.split("=")[0] in ("ft_in", "ft_out", "jaxpr", "length",
+                                                                     "reverse", "unroll")]
+    assert keys == ["ft_in", "ft_out", "jaxpr", "length", "reverse", "unroll"], text
+    assert "ft_in=((None,), (None,), (None,))" in text
+    assert "ft_out=((None,), (RightsOnly(Right(None)),))" in text
+    assert "length=4" in text and "unroll=1" in text
+
+
+def test_scan_checks_unroll_as_jax():
+    import pytest
+    with pytest.raises(ValueError, match="unroll"):
+        lax.scan(lambda c, x: (c, x), gnp.float32(0), gnp.ones(3), unroll=-1)
+    c, ys = lax.scan(lambda c, x: (c + x, c), gnp.float32(0), gnp.ones(3, gnp.float32), unroll=True)
+    assert float(c) == 3.0

@@ -73,6 +73,43 @@ TEST(Parse, ReadsLiteralsOfEveryDtypeBitForBit) {
   EXPECT_EQ(j.jaxpr->outvars[1].literal.item<uint64_t>(), UINT64_MAX);
 }
 
+// scan prints as JAX 0.11 does (flat-tree descriptors ft_in = (consts, carry, xs), ft_out = (carry, ys),
+// the parameters sorted) and reads back to the same program: num_consts and num_carry come from ft_in.
+TEST(Parse, ScanPrintsAsJax011AndRoundTrips) {
+  FlatFn f = [](const std::vector<Array>& in) {
+    Array w = in[0];  // closed over by the body: a const operand of scan
+    return scan_flat([w](const std::vector<Array>& a) {
+      return std::vector<Array>{a[0] + a[2] * w, a[1] * a[3], a[0] - a[3]};
+    }, {in[1], in[2]}, {in[3], in[4]});
+  };
+  Aval v(Shape{2}, DType::f32), xs(Shape{3, 2}, DType::f32);
+  ClosedJaxpr j = make_jaxpr_flat(f, {v, v, v, xs, xs});
+  std::string text = j.str();
+  EXPECT_NE(text.find("ft_in=((None,), (None, None), (None, None))"), std::string::npos) << text;
+  EXPECT_NE(text.find("ft_out=((None, None), (RightsOnly(Right(None)),))"), std::string::npos) << text;
+  EXPECT_NE(text.find("length=3"), std::string::npos) << text;
+  EXPECT_NE(text.find("unroll=1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("num_carry"), std::string::npos) << text;
+  ClosedJaxpr back = parse_jaxpr(text, jaxpr_constants(j));
+  EXPECT_EQ(back.str(), text);
+  std::string why;
+  EXPECT_TRUE(same_program(j, back, &why)) << why;
+  Rng rng(3);
+  std::vector<Array> args{rng.uniform({2}), rng.uniform({2}), rng.uniform({2}), rng.uniform({3, 2}), rng.uniform({3, 2})};
+  std::vector<Array> want = f(args);
+  Arrays got = eval_jaxpr(back, args);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(close(got[k], want[k], 0, 0));
+  // graft's older spelling (num_consts / num_carry) still reads, and ft_in must have its three groups
+  std::string old = "{ lambda ; a:f32[] b:f32[2]. let c:f32[] d:f32[2] = scan[jaxpr={ lambda ; e:f32[] f:f32[]. let  "
+                    "in (e, f) } length=2 num_carry=1 num_consts=0 reverse=False] a b in (c, d) }";
+  EXPECT_EQ(parse_jaxpr(old).str(), parse_jaxpr(parse_jaxpr(old).str()).str());
+  std::string bad = "{ lambda ; a:f32[] b:f32[2]. let c:f32[] d:f32[2] = scan[ft_in=((None,), (None,)) ft_out=((None,), "
+                    "(RightsOnly(Right(None)),)) jaxpr={ lambda ; e:f32[] f:f32[]. let  in (e, f) } length=2 "
+                    "reverse=False unroll=1] a b in (c, d) }";
+  expect_throws<Error>([&] { (void)parse_jaxpr(bad); }, "ft_in must be (consts, carry, xs)");
+}
+
 TEST(Parse, TakesConstantsInTextOrderAndChecksThem) {
   Array c1 = array({1.0f, 2.0f, 3.0f}), c2 = array({10.0f, 20.0f, 30.0f});
   auto inner = jit([c2](const Array& x) { return x * c2; });

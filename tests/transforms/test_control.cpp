@@ -185,14 +185,15 @@ TEST(Scan, GoldenJaxpr) {
   EXPECT_EQ(testing::golden(make_jaxpr(f)(array(0.0f), array({1.0f, 2.0f}))),
             "{ lambda ; a:f32[] b:f32[2]. let\n"
             "    c:f32[] d:f32[2] = scan[\n"
+            "      ft_in=((), (None,), (None,))\n"
+            "      ft_out=((None,), (RightsOnly(Right(None)),))\n"
             "      jaxpr={ lambda ; e:f32[] f:f32[]. let\n"
             "          g:f32[] = add e f\n"
             "          h:f32[] = mul e f\n"
             "        in (g, h) }\n"
             "      length=2\n"
-            "      num_carry=1\n"
-            "      num_consts=0\n"
             "      reverse=False\n"
+            "      unroll=1\n"
             "    ] a b\n"
             "  in (c, d) }");
 }

@@ -1052,14 +1052,13 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
 
 
 def geomspace(start, stop, num=50, endpoint=True, dtype=None):
-    ls = _np.linspace(_math.log10(start), _math.log10(stop), num, endpoint=endpoint,
-                      dtype=dtype or "float32")
-    out = _np.power(10.0, ls)
-    return out
+    # in the default float dtype (float64 with jax_enable_x64), as JAX
+    ls = _np.linspace(_math.log10(start), _math.log10(stop), num, endpoint=endpoint, dtype=dtype)
+    return _np.power(10.0, ls)
 
 
 def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None):
-    return _np.power(base, _np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype or "float32"))
+    return _np.power(base, _np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype))
 
 
 def insert(arr, obj, values, axis=None):
@@ -1126,13 +1125,22 @@ def argpartition(a, kth, axis=-1):
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
     if not isinstance(bins, int):
         return _arr(bins)
+    dt = "float64" if str(_arr(a).dtype) == "float64" else "float32"
     if range is None:
-        x = _concrete(a, "histogram_bin_edges")
-        range = (float(x.min()), float(x.max())) if x.size else (0.0, 1.0)  # noqa: A001
+        # the data's extent, traced (works under jit and vmap, as JAX's); NumPy's (0, 1) for empty data
+        x = _np.ravel(_arr(a)).astype(dt)
+        if x.shape[0] == 0:
+            return _np.linspace(0.0, 1.0, bins + 1, dtype=dt)
+        lo, hi = _np.min(x), _np.max(x)
+        same = lo == hi
+        lo, hi = _np.where(same, lo - 0.5, lo), _np.where(same, hi + 0.5, hi)
+        steps = _np.arange(bins + 1, dtype=dt) / bins
+        edges = lo + (hi - lo) * steps
+        return _np.where(_np.arange(bins + 1) == bins, hi, edges)  # the last edge exactly hi, as linspace
     lo, hi = range
     if lo == hi:
         lo, hi = lo - 0.5, hi + 0.5
-    return _np.linspace(lo, hi, bins + 1, dtype="float64" if str(_arr(a).dtype) == "float64" else "float32")
+    return _np.linspace(lo, hi, bins + 1, dtype=dt)
 
 
 def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002

@@ -95,8 +95,12 @@ def size(x):
     return asarray(x).size
 
 
-def allclose(a, b, rtol=1e-5, atol=1e-8):
-    return _builtins.bool(_np.allclose(_np.asarray(a), _np.asarray(b), rtol=rtol, atol=atol))
+def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):
+    """A bool array (traceable, as JAX's): whether every element of a is close to b's."""
+    close = isclose(a, b, rtol=rtol, atol=atol)
+    if equal_nan:
+        close = logical_or(close, logical_and(isnan(a), isnan(b)))
+    return all(close)
 
 
 def split(x, indices_or_sections, axis=0):

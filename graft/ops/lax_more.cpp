@@ -2,6 +2,7 @@
 #include "graft/ops/lax_more.h"
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 
 #include "graft/ops/numpy_sets.h"
@@ -12,7 +13,7 @@ namespace graft::lax {
 namespace {
 
 int64_t norm_axis(int64_t axis, int64_t ndim, const char* op) {
-  if (axis < -ndim || axis >= std::max<int64_t>(ndim, 1))
+  if (axis < -ndim || axis >= ndim)
     fail<ValueError>(op, ": axis ", axis, " is out of range for an array of rank ", ndim);
   return axis < 0 ? axis + ndim : axis;
 }
@@ -48,7 +49,8 @@ Array broadcasted_iota(DType d, const Shape& shape, int64_t dimension) {
 Shape broadcast_shapes(const std::vector<Shape>& shapes) { return graft::broadcast_shapes(shapes); }
 
 Array collapse(const Array& x, int64_t start, std::optional<int64_t> stop) {
-  int64_t nd = x.ndim(), lo = norm_axis(start, nd, "collapse"), hi = stop ? *stop : nd;
+  int64_t nd = x.ndim(), lo = start < 0 ? start + nd : start, hi = stop ? *stop : nd;
+  if (lo < 0 || lo > nd) fail<ValueError>("collapse: start ", start, " is out of range for ", x.aval().str());
   if (hi < 0) hi += nd;
   if (hi < lo || hi > nd) fail<ValueError>("collapse: dimensions [", start, ", ", hi, ") are not a range of ", x.aval().str());
   Shape s(x.shape().begin(), x.shape().begin() + lo);
@@ -157,18 +159,13 @@ std::pair<Array, Array> approx_min_k(const Array& x, int64_t k, int64_t reductio
   return {lax::slice_in_dim(r[0], 0, k, 1, d), lax::slice_in_dim(r[1], 0, k, 1, d)};
 }
 
+// A running log-sum-exp: each prefix relative to its own maximum (logaddexp's), so that a prefix far below
+// the axis's maximum does not underflow; O(log n) rounds of logaddexp, as JAX's.
 Array cumlogsumexp(const Array& x, int64_t axis, bool reverse) {
   int64_t a = norm_axis(axis, x.ndim(), "cumlogsumexp");
   if (!is_floating(x.dtype())) fail<TypeError>("cumlogsumexp: takes floating operands, got ", x.aval().str());
-  Array m = lax::reduce_max(x, {a});
-  m = lax::select(lax::is_finite(m), m, lax::full({}, 0, m.dtype()));
-  Array mb = lax::broadcast_in_dim(m, x.shape(), [&] {
-    Axes kept;
-    for (int64_t i = 0; i < x.ndim(); ++i)
-      if (i != a) kept.push_back(i);
-    return kept;
-  }());
-  return lax::add(lax::log(lax::cumsum(lax::exp(lax::sub(x, mb)), a, reverse)), mb);
+  auto combine = [](const Arrays& p, const Arrays& q) { return Arrays{graft::logaddexp(p[0], q[0])}; };
+  return associative_scan(combine, {x}, reverse, a)[0];
 }
 
 std::vector<Array> unstack(const Array& x, int64_t axis) {
@@ -199,6 +196,8 @@ Array optimization_barrier(const Array& x) { return x; }
 Arrays associative_scan(const std::function<Arrays(const Arrays&, const Arrays&)>& fn, const Arrays& elems,
                         bool reverse, int64_t axis) {
   if (elems.empty()) return {};
+  for (auto& e : elems)
+    if (e.ndim() == 0) fail<ShapeError>("associative_scan: elements need an axis to scan, got ", e.aval().str());
   int64_t a = norm_axis(axis, elems[0].ndim(), "associative_scan");
   int64_t n = elems[0].shape()[a];
   for (auto& e : elems)
@@ -254,20 +253,22 @@ std::vector<std::pair<int64_t, int64_t>> padtype_to_pads(const Shape& in_shape, 
   if (window_shape.size() != in_shape.size() || window_strides.size() != in_shape.size())
     fail<ValueError>("padtype_to_pads: need one window size and stride per dimension, got ", window_shape.size(),
                      " and ", window_strides.size(), " for ", in_shape.size());
+  std::string mode = padding;  // JAX upper-cases it
+  for (auto& c : mode) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   std::vector<std::pair<int64_t, int64_t>> p;
   for (size_t i = 0; i < in_shape.size(); ++i) {
-    if (padding == "VALID") {
+    if (mode == "VALID") {
       p.emplace_back(0, 0);
       continue;
     }
-    if (padding != "SAME" && padding != "SAME_LOWER")
+    if (mode != "SAME" && mode != "SAME_LOWER")
       fail<ValueError>("padtype_to_pads: padding must be 'SAME', 'SAME_LOWER' or 'VALID', got '", padding, "'");
     int64_t s = window_strides[i];
     if (s <= 0) fail<ValueError>("padtype_to_pads: strides must be positive, got ", s);
     int64_t out = (in_shape[i] + s - 1) / s;
     int64_t total = std::max<int64_t>((out - 1) * s + window_shape[i] - in_shape[i], 0);
     int64_t small = total / 2, large = total - small;
-    p.emplace_back(padding == "SAME" ? small : large, padding == "SAME" ? large : small);
+    p.emplace_back(mode == "SAME" ? small : large, mode == "SAME" ? large : small);
   }
   return p;
 }
@@ -297,9 +298,12 @@ Shape conv_shape_tuple(const Shape& lhs_shape, const Shape& rhs_shape, const Sha
   if (lhs_shape.size() < 2 || rhs_shape.size() != lhs_shape.size() || strides.size() != sp || pads.size() != sp)
     fail<ValueError>("conv_shape_tuple: needs NCHW / OIHW shapes of one rank and one stride and padding pair per "
                      "spatial dimension");
-  if (batch_group_count <= 0) fail<ValueError>("conv_shape_tuple: batch_group_count must be positive");
+  if (batch_group_count <= 0 || lhs_shape[0] % batch_group_count != 0)
+    fail<ValueError>("conv_shape_tuple: batch_group_count ", batch_group_count, " must divide the batch size ",
+                     lhs_shape[0]);
   Shape out{lhs_shape[0] / batch_group_count, rhs_shape[0]};
   for (size_t i = 0; i < sp; ++i) {
+    if (strides[i] <= 0) fail<ValueError>("conv_shape_tuple: strides must be positive, got ", strides[i]);
     int64_t size = lhs_shape[i + 2] + pads[i].first + pads[i].second, k = rhs_shape[i + 2];
     out.push_back(size >= k ? (size - k) / strides[i] + 1 : 0);
   }
@@ -316,7 +320,11 @@ Shape reduce_window_shape_tuple(const Shape& operand_shape, const Shape& window_
   Shape out;
   for (size_t d = 0; d < n; ++d) {
     int64_t bd = base_dilation.empty() ? 1 : base_dilation[d], wd = window_dilation.empty() ? 1 : window_dilation[d];
-    int64_t size = (operand_shape[d] - 1) * bd + 1 + padding[d].first + padding[d].second;
+    if (window_strides[d] <= 0 || bd <= 0 || wd <= 0)
+      fail<ValueError>("reduce_window_shape_tuple: strides and dilations must be positive");
+    // an empty dimension stays empty under dilation (JAX's _dilate_shape)
+    int64_t dilated = operand_shape[d] == 0 ? 0 : (operand_shape[d] - 1) * bd + 1;
+    int64_t size = dilated + padding[d].first + padding[d].second;
     int64_t win = (window_dimensions[d] - 1) * wd + 1;
     out.push_back(size >= win ? (size - win) / window_strides[d] + 1 : 0);
   }

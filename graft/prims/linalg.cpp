@@ -607,6 +607,7 @@ Arrays eig_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
 // raise.
 JvpResult eig_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
                   const Params& params) {
+  if (is_zero(tangents[0])) return {graft::bind(p, primals, params), no_tangents(eig_left(params) + eig_right(params) + 1)};
   if (eig_left(params) || eig_right(params))
     fail<NotImplementedError>("eig: derivatives of non-symmetric eigenvectors are not supported (JAX's need "
                               "enable_eigvec_derivs); compute the eigenvalues alone (compute_left_eigenvectors="
@@ -614,7 +615,6 @@ JvpResult eig_jvp(const Primitive& p, std::span<const Array> primals, std::span<
                               primals[0].aval().str());
   Arrays outs = graft::bind(p, primals, params.with("compute_right_eigenvectors", true));
   Array w = outs[0];
-  if (is_zero(tangents[0])) return {{w}, no_tangents(1)};
   const Array& vr = outs[1];
   Array da = tangents[0];
   if (da.dtype() != vr.dtype()) da = lax::convert_element_type(da, vr.dtype());

@@ -450,13 +450,14 @@ Arrays reduce_impl(const Primitive& p, std::span<const Array> in, std::span<cons
   Array r = Array::empty(out[0]);
   if (info.kind == RKind::prod && is_complex(x.dtype())) {
     // complex products mix the parts: one complex multiply per element (in the layout's order)
+    // (accumulated in complex128, as real f32 products accumulate in f64)
     auto run = [&](auto* od, const auto* xd) {
       using C = std::remove_const_t<std::remove_pointer_t<decltype(xd)>>;
       for (int64_t o = 0; o < L.outer; ++o)
         for (int64_t i = 0; i < L.inner; ++i) {
-          C acc(1);
-          for (int64_t k = 0; k < L.red; ++k) acc *= xd[(o * L.red + k) * L.inner + i];
-          od[o * L.inner + i] = acc;
+          complex128 acc(1);
+          for (int64_t k = 0; k < L.red; ++k) acc *= complex128(xd[(o * L.red + k) * L.inner + i]);
+          od[o * L.inner + i] = C(acc);
         }
     };
     if (x.dtype() == DType::c64) {

@@ -50,6 +50,13 @@ TEST(LaxMore, SlicesInDim) {
   EXPECT_EQ(lax::index_in_dim(x, 0, 1).shape(), (Shape{3, 1}));
   expect_throws<ValueError>([&] { (void)lax::index_in_dim(x, 3, 0); }, "out of bounds");
   expect_throws<TypeError>([&] { (void)lax::dynamic_slice_in_dim(x, array(1.0), 2, 1); }, "integer");
+  // a scalar has no axis to slice: a clear error, never a crash
+  expect_throws<ValueError>([] { (void)lax::dynamic_slice_in_dim(array(1.0), array(0), 1, 0); }, "out of range");
+  expect_throws<ValueError>([] { (void)lax::index_in_dim(array(1.0), 0); }, "out of range");
+  expect_throws<ValueError>([] { (void)lax::unstack(array(1.0)); }, "out of range");
+  expect_throws<ShapeError>([] {
+    (void)lax::associative_scan([](const Arrays& p, const Arrays&) { return p; }, {array(1.0)});
+  }, "need an axis");
   std::vector<Array> parts = lax::unstack(x, 1);
   ASSERT_EQ(parts.size(), 4u);
   EXPECT_TRUE(is(parts[3], f64, {3}, {3, 7, 11}));
@@ -90,6 +97,13 @@ TEST(LaxMore, CumlogsumexpClzScatterSub) {
   // no overflow where exp would
   Array big = lax::cumlogsumexp(arr({1000, 1000}, {2}));
   EXPECT_TRUE(is(big, f64, {2}, {1000, 1000 + std::log(2.0)}));
+  // a prefix far below the axis's maximum keeps its value (no underflow to -inf), and its gradient
+  EXPECT_TRUE(is(lax::cumlogsumexp(arr({-120, 0}, {2}, f32)).astype(f64), f64, {2}, {-120, std::log1p(std::exp(-120.0))}));
+  EXPECT_TRUE(is(lax::cumlogsumexp(arr({-1000, 0}, {2})), f64, {2}, {-1000, 0}));
+  Array gx = arr({-900, 0.5, -2}, {3});
+  Array gc = grad([](const Array& v) { return sum(lax::cumlogsumexp(v)); })(gx);
+  for (double g : values(gc)) EXPECT_TRUE(std::isfinite(g));
+  EXPECT_TRUE(close(gc, num_grad([](const Array& v) { return sum(lax::cumlogsumexp(v)); }, gx), 1e-6, 1e-8));
   EXPECT_TRUE(is(lax::clz(arr({0, 1, 2, 255, -1, 1 << 20}, {6}, i32)), i32, {6}, {32, 31, 30, 24, 0, 11}));
   EXPECT_TRUE(is(lax::clz(arr({0, 1, 16, 128}, {4}, u8)), u8, {4}, {8, 7, 3, 0}));
   EXPECT_TRUE(is(lax::clz(arr({1}, {1}, i64)), i64, {1}, {63}));
@@ -143,6 +157,10 @@ TEST(LaxMore, ConvolutionAndWindowShapes) {
   EXPECT_EQ(lax::padtype_to_pads({4}, {2}, {1}, "SAME_LOWER")[0], (std::pair<int64_t, int64_t>{1, 0}));
   EXPECT_EQ(lax::padtype_to_pads({4}, {2}, {1}, "VALID")[0], (std::pair<int64_t, int64_t>{0, 0}));
   expect_throws<ValueError>([] { (void)lax::padtype_to_pads({4}, {2}, {1}, "FULL"); }, "padding must be");
+  EXPECT_EQ(lax::padtype_to_pads({4}, {2}, {1}, "same_lower")[0], (std::pair<int64_t, int64_t>{1, 0}));
+  expect_throws<ValueError>([] { (void)lax::conv_shape_tuple({2, 3, 5}, {4, 3, 3}, {0}, {{0, 0}}); }, "strides");
+  expect_throws<ValueError>([] { (void)lax::conv_shape_tuple({3, 3, 5}, {4, 3, 3}, {1}, {{0, 0}}, 2); }, "divide");
+  EXPECT_EQ(lax::reduce_window_shape_tuple({0}, {1}, {1}, {{1, 1}}, {2}, {1}), (Shape{2}));
   EXPECT_EQ(lax::conv_shape_tuple({2, 3, 5, 5}, {4, 3, 3, 3}, {2, 2}, {{1, 1}, {1, 1}}), (Shape{2, 4, 3, 3}));
   EXPECT_EQ(lax::reduce_window_shape_tuple({4, 6}, {2, 3}, {2, 3}, {{0, 0}, {0, 0}}), (Shape{2, 2}));
   EXPECT_EQ(lax::reduce_window_shape_tuple({4}, {3}, {1}, {{1, 1}}, {2}, {1}), (Shape{7}));

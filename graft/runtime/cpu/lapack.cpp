@@ -352,27 +352,28 @@ int eig_t(const T* a, int64_t n, bool left, bool right, std::complex<real_of<T>>
   lwork = work_size(wq);
   std::vector<T> work(static_cast<size_t>(lwork));
   call(work.data());
+  if (info != 0) return info;  // the caller fills the outputs with NaN
   if constexpr (!kComplex<T>)
     for (int64_t k = 0; k < n; ++k) wc[static_cast<size_t>(k)] = C(wr[static_cast<size_t>(k)], wi[static_cast<size_t>(k)]);
   std::copy(wc.begin(), wc.end(), w);
   auto unpack = [&](const std::vector<T>& v, C* out) {
-    for (int64_t k = 0; k < n; ++k) {  // column k of v (column-major) into column k of out (row-major)
+    // column k of v (column-major) into column k of out (row-major); a real routine's conjugate pair
+    // (wi[k] > 0) fills columns k and k + 1 from v's columns k (real parts) and k + 1 (imaginary parts)
+    for (int64_t k = 0; k < n; ++k) {
+      bool pair = false;
+      if constexpr (!kComplex<T>) pair = wi[static_cast<size_t>(k)] > 0 && k + 1 < n;
       for (int64_t i = 0; i < n; ++i) {
-        C x;
         if constexpr (kComplex<T>) {
-          x = v[static_cast<size_t>(k * n + i)];
+          out[i * n + k] = v[static_cast<size_t>(k * n + i)];
+        } else if (pair) {
+          R re = v[static_cast<size_t>(k * n + i)], im = v[static_cast<size_t>((k + 1) * n + i)];
+          out[i * n + k] = C(re, im);
+          out[i * n + k + 1] = C(re, -im);
         } else {
-          R im = wi[static_cast<size_t>(k)];
-          if (im == 0) {
-            x = C(v[static_cast<size_t>(k * n + i)], 0);
-          } else if (im > 0) {
-            x = C(v[static_cast<size_t>(k * n + i)], v[static_cast<size_t>((k + 1) * n + i)]);
-          } else {
-            x = C(v[static_cast<size_t>((k - 1) * n + i)], -v[static_cast<size_t>(k * n + i)]);
-          }
+          out[i * n + k] = C(v[static_cast<size_t>(k * n + i)], 0);
         }
-        out[i * n + k] = x;
       }
+      if (pair) ++k;
     }
   };
   if (left) unpack(l, vl);

@@ -681,8 +681,8 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
     for k in _b.range(d):
         col = sample[:, k]
         if isinstance(bins[k], int):
-            lo, hi = (range[k] if range is not None else (_np.min(col), _np.max(col)))
-            e = _np.linspace(lo, hi, bins[k] + 1)
+            # NumPy's edges (the data's extent, traced, so that jit and vmap work as JAX's)
+            e = _np.histogram_bin_edges(col, bins[k], None if range is None else tuple(range[k]))
         else:
             e = _np.asarray(bins[k])
         edges.append(e)

@@ -665,3 +665,193 @@ def test_nanargmax_of_an_all_nan_slice_is_minus_one():
     for f in (gnp.nanargmax, gf.jit(gnp.nanargmax, static_argnums=1)):
         np.testing.assert_array_equal(np.asarray(f(gnp.asarray(x), 1)), [2, -1])
     np.testing.assert_array_equal(np.asarray(gnp.nanargmin(gnp.asarray(x), 1, keepdims=True)), [[0], [-1]])
+
+
+# ---- functions that return several arrays, take functions or lists, or write in place in NumPy ----------------
+# Each row is the same call written once for both modules (m is graft.numpy or NumPy, a() makes m's array),
+# compared element by element; jit=True rows must also give the same under jit (their shapes do not depend
+# on the values). NumPy 1.24 is the oracle, so NumPy 2 names get NumPy 1 spellings on its side.
+_R = np.random.default_rng(11)
+_X, _Y = _R.uniform(-3, 3, (4, 6)), _R.uniform(-3, 3, (4, 6))
+_NZ = _R.uniform(0.5, 2, (4, 6)) * _R.choice([-1.0, 1.0], (4, 6))
+_V, _W = _R.uniform(-3, 3, 7), _R.uniform(-3, 3, 5)
+_I, _J = _R.integers(0, 6, 9).astype(np.int32), _R.integers(0, 6, 7).astype(np.int32)
+_CUBE = _R.uniform(-1, 1, (2, 3, 4))
+
+
+def _is_np(m):
+    return m is np
+
+
+def _unstack(m, a):
+    return m.unstack(a, axis=1) if not _is_np(m) else tuple(np.moveaxis(a, 1, 0))
+
+
+def _unique_counts(m, a):
+    if _is_np(m):
+        return np.unique(a, return_counts=True)
+    r = m.unique_counts(a)
+    return r.values, r.counts
+
+
+def _unique_inverse(m, a):
+    if _is_np(m):
+        return np.unique(a, return_inverse=True)
+    r = m.unique_inverse(a)
+    return r.values, r.inverse_indices
+
+
+def _polydiv(m, u, v):
+    q, r = m.polydiv(u, v)
+    return (q, np.concatenate([np.zeros(len(u) - len(r)), r])) if _is_np(m) else (q, r)
+
+
+def _float_counts(m, r):
+    return (r[0].astype(np.float64),) + tuple(r[1:]) if _is_np(m) else r
+
+
+def _flat_hist(m, r):
+    h, edges = r
+    return (h.astype(np.float64) if _is_np(m) else h, *edges)
+
+
+def _unique_all(m, a):
+    if _is_np(m):
+        return np.unique(a, return_index=True, return_inverse=True, return_counts=True)
+    r = m.unique_all(a)
+    return r.values, r.indices, r.inverse_indices, r.counts
+
+
+def _top_k(m, a, k):
+    if _is_np(m):
+        idx = np.argsort(-a, axis=-1, kind="stable")[..., :k]
+        return np.take_along_axis(a, idx, -1), idx
+    return m.top_k(a, k)
+
+
+def _fill_diagonal(m, a, v):
+    if _is_np(m):
+        out = a.copy()
+        np.fill_diagonal(out, v)
+        return out
+    return m.fill_diagonal(a, v, inplace=False)
+
+
+def _put(m, a, ind, v):
+    if _is_np(m):
+        out = a.copy()
+        np.put(out, ind, v)
+        return out
+    return m.put(a, ind, v, inplace=False)
+
+
+def _place(m, a, mask, v):
+    if _is_np(m):
+        out = a.copy()
+        np.place(out, mask, v)
+        return out
+    return m.place(a, mask, v, inplace=False)
+
+
+def _put_along_axis(m, a, ind, v):
+    if _is_np(m):
+        out = a.copy()
+        np.put_along_axis(out, ind, v, axis=1)
+        return out
+    return m.put_along_axis(a, ind, v, axis=1, inplace=False)
+
+
+MULTI = [
+    ("divmod", lambda m, a: m.divmod(a(_X), a(_NZ)), True),
+    ("frexp", lambda m, a: m.frexp(a(_X)), True),
+    ("modf", lambda m, a: m.modf(a(_X)), True),
+    ("split", lambda m, a: m.split(a(_X), 3, axis=1), True),
+    ("split_at", lambda m, a: m.split(a(_X), [1, 4], axis=1), True),
+    ("array_split", lambda m, a: m.array_split(a(_X), 4, axis=1), True),
+    ("hsplit", lambda m, a: m.hsplit(a(_X), 2), True),
+    ("vsplit", lambda m, a: m.vsplit(a(_X), 2), True),
+    ("dsplit", lambda m, a: m.dsplit(a(_CUBE), 2), True),
+    ("meshgrid", lambda m, a: m.meshgrid(a(_V), a(_W)), True),
+    ("meshgrid_ij", lambda m, a: m.meshgrid(a(_V), a(_W), indexing="ij"), True),
+    ("broadcast_arrays", lambda m, a: m.broadcast_arrays(a(_X[:, :1]), a(_Y[:1])), True),
+    ("unstack", lambda m, a: _unstack(m, a(_X)), True),
+    ("diag_indices", lambda m, a: m.diag_indices(3), True),
+    ("diag_indices_from", lambda m, a: m.diag_indices_from(a(_X[:4, :4])), True),
+    ("tril_indices", lambda m, a: m.tril_indices(4, -1), True),
+    ("triu_indices", lambda m, a: m.triu_indices(4, 1, 5), True),
+    ("tril_indices_from", lambda m, a: m.tril_indices_from(a(_X)), True),
+    ("triu_indices_from", lambda m, a: m.triu_indices_from(a(_X), 2), True),
+    ("nonzero", lambda m, a: m.nonzero(a(_X) > 0), False),
+    ("indices", lambda m, a: m.indices((2, 3)), True),
+    ("ix_", lambda m, a: m.ix_(a(np.array([0, 2])), a(np.array([1, 3, 4]))), True),
+    ("unravel_index", lambda m, a: m.unravel_index(a(np.array([3, 7, 11])), (3, 4)), True),
+    ("ravel_multi_index", lambda m, a: m.ravel_multi_index((a(np.array([0, 2, 1])), a(np.array([3, 1, 0]))), (3, 4)),
+     True),
+    # JAX's polydiv keeps the remainder at u's length (trim_leading_zeros=False); JAX's histogram counts are floats
+    ("polydiv", lambda m, a: _polydiv(m, a(np.array([1.0, -3.0, 2.0, 5.0])), a(np.array([2.0, 1.0]))), True),
+    ("histogram", lambda m, a: _float_counts(m, m.histogram(a(_V), bins=4)), True),
+    ("histogram_range_weights", lambda m, a: m.histogram(a(_V), bins=3, range=(-2.0, 2.0), weights=a(_V * _V)), True),
+    ("histogram2d", lambda m, a: _float_counts(m, m.histogram2d(a(_V), a(_V[::-1]), bins=3)), True),
+    ("unique_counts", lambda m, a: _unique_counts(m, a(_I)), False),
+    ("unique_inverse", lambda m, a: _unique_inverse(m, a(_I)), False),
+    ("intersect1d", lambda m, a: m.intersect1d(a(_I), a(_J)), False),
+    ("union1d", lambda m, a: m.union1d(a(_I), a(_J)), False),
+    ("setdiff1d", lambda m, a: m.setdiff1d(a(_I), a(_J)), False),
+    ("setxor1d", lambda m, a: m.setxor1d(a(_I), a(_J)), False),
+    ("in1d", lambda m, a: m.in1d(a(_I), a(_J)), True),
+    ("lexsort", lambda m, a: m.lexsort((a(_I), a(_I % 3))), True),
+    ("searchsorted", lambda m, a: m.searchsorted(a(np.sort(_V)), a(_W)), True),
+    ("searchsorted_right", lambda m, a: m.searchsorted(a(np.sort(_I)), a(_J), side="right"), True),
+    ("polyfit", lambda m, a: m.polyfit(a(_V), a(_V ** 3 - _V), 3), True),
+    ("poly", lambda m, a: m.poly(a(np.array([1.0, -2.0, 0.5]))), True),
+    ("einsum", lambda m, a: m.einsum("ij,kj->ik", a(_X), a(_Y)), True),
+    ("block", lambda m, a: m.block([[a(_X[:2, :2]), a(_Y[:2, :3])], [a(_X[2:, :2]), a(_Y[2:, :3])]]), True),
+    ("choose", lambda m, a: m.choose(a(np.array([0, 1, 1, 0])), [a(_V[:4]), a(_W[:4])]), True),
+    ("extract", lambda m, a: m.extract(a(_X > 0), a(_Y)), False),
+    ("compress", lambda m, a: m.compress(a(np.array([True, False, True, True])), a(_X), axis=0), False),
+    ("bincount", lambda m, a: m.bincount(a(_I)), False),
+    ("bincount_weights", lambda m, a: m.bincount(a(_I), weights=a(_V[:7].repeat(2)[:9]), minlength=8), False),
+    ("packbits", lambda m, a: m.packbits(a(_X > 0), axis=1), True),
+    ("unpackbits", lambda m, a: m.unpackbits(a(np.array([3, 200, 17], np.uint8))), True),
+    ("apply_along_axis", lambda m, a: m.apply_along_axis(lambda v: (v * v).sum(), 1, a(_X)), True),
+    ("apply_over_axes", lambda m, a: m.apply_over_axes(m.sum, a(_CUBE), [0, 2]), True),
+    ("piecewise", lambda m, a: m.piecewise(a(_V), [a(_V < 0), a(_V >= 0)], [lambda v: -v, lambda v: v * 2]), True),
+    ("vectorize", lambda m, a: m.vectorize(lambda p, q: p * q + 1)(a(_X), a(_Y)), True),
+    ("fromfunction", lambda m, a: m.fromfunction(lambda i, j: i * 10 + j, (3, 4), dtype=float), True),
+    ("hamming", lambda m, a: m.hamming(7), True), ("hanning", lambda m, a: m.hanning(6), True),
+    ("bartlett", lambda m, a: m.bartlett(7), True), ("blackman", lambda m, a: m.blackman(6), True),
+    ("kaiser", lambda m, a: m.kaiser(7, 5.0), True),
+    ("concat", lambda m, a: (np.concatenate if _is_np(m) else m.concat)([a(_X), a(_Y)], axis=1), True),
+    ("row_stack", lambda m, a: m.row_stack([a(_V[:5]), a(_W)]), True),
+    ("histogramdd", lambda m, a: _flat_hist(m, m.histogramdd(a(np.stack([_V, _V ** 2], 1)), bins=(2, 3))), True),
+    ("unique_values", lambda m, a: np.unique(a(_I)) if _is_np(m) else m.unique_values(a(_I)), False),
+    ("unique_all", lambda m, a: _unique_all(m, a(_I)), False),
+    ("top_k", lambda m, a: _top_k(m, a(_X), 3), True),
+    ("mask_indices", lambda m, a: m.mask_indices(4, m.triu, 1), False),  # nonzero inside, as JAX's
+    ("ndim", lambda m, a: m.ndim(a(_CUBE)), False), ("shape", lambda m, a: m.shape(a(_CUBE)), False),
+    ("fill_diagonal", lambda m, a: _fill_diagonal(m, a(_X), 7.0), True),
+    ("put", lambda m, a: _put(m, a(_X), a(np.array([0, 5, 23])), a(np.array([9.0, 8.0, 7.0]))), True),
+    ("place", lambda m, a: _place(m, a(_X), a(_X > 1), a(np.array([-1.0, -2.0]))), False),
+    ("put_along_axis", lambda m, a: _put_along_axis(m, a(_X), a(np.array([[0], [2], [5], [1]])),
+                                                    a(np.array([[1.0], [2.0], [3.0], [4.0]]))), True),
+]
+
+
+def _as_list(r):
+    if isinstance(r, (tuple, list)):
+        return [x for x in r]
+    return [r]
+
+
+@pytest.mark.parametrize("name,fn,jittable", MULTI, ids=[m[0] for m in MULTI])
+def test_multi_output_and_functional_calls(name, fn, jittable):
+    with np.errstate(all="ignore"):
+        want = _as_list(fn(np, lambda x: x))
+    got = _as_list(fn(gnp, gnp.asarray))
+    assert len(got) == len(want), f"{name}: {len(got)} results, NumPy {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        check_close(g, np.asarray(w), F64, f"{name} result {k}", rtol=1e-10, atol=1e-10)
+    if jittable:
+        jitted = _as_list(gf.jit(lambda: fn(gnp, gnp.asarray))())
+        for k, (j, g) in enumerate(zip(jitted, got)):
+            check_close(j, np.asarray(g), F64, f"jit {name} result {k}", rtol=1e-12, atol=1e-12)

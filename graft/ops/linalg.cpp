@@ -148,6 +148,24 @@ Term reduce_unused(Term t, const std::string& keep) {
   return t;
 }
 
+// An index repeated within one operand ("ii", "bii") reads its diagonal: for each repeat, the entries where
+// the two axes agree are kept (a select against their iotas) and the second axis summed away.
+Term take_diagonals(Term t) {
+  for (size_t a = 0; a < t.idx.size(); ++a) {
+    size_t b;
+    while ((b = t.idx.find(t.idx[a], a + 1)) != std::string::npos) {
+      int64_t ia = static_cast<int64_t>(a), ib = static_cast<int64_t>(b);
+      const Shape& s = t.x.shape();
+      if (s[a] != s[b])
+        fail<ShapeError>("einsum: index '", t.idx[a], "' has sizes ", s[a], " and ", s[b], " within one operand");
+      Array on = lax::eq(lax::iota(DType::i32, s, ia), lax::iota(DType::i32, s, ib));
+      t.x = lax::reduce_sum(lax::select(on, t.x, zeros_like(t.x)), {ib});
+      t.idx.erase(b, 1);
+    }
+  }
+  return t;
+}
+
 Term contract(const Term& a, const Term& b, const std::string& needed_after) {
   IntList lc, rc, lb, rb;
   std::string out_idx;
@@ -211,10 +229,7 @@ Array einsum(const std::string& subscripts, const std::vector<Array>& operands) 
     const Array& x = checked(operands[i], "einsum");
     if (static_cast<int64_t>(ins[i].size()) != x.ndim())
       fail<ValueError>("einsum: subscripts '", ins[i], "' do not match ", x.aval().str());
-    for (size_t a = 0; a < ins[i].size(); ++a)
-      if (ins[i].find(ins[i][a], a + 1) != std::string::npos)
-        fail<NotImplementedError>("einsum: repeated index '", ins[i][a], "' within one operand (diagonals) is not supported");
-    terms.push_back({convert(x, d), ins[i]});
+    terms.push_back(take_diagonals({convert(x, d), ins[i]}));
   }
   // indices still needed by later operands or the output
   auto needed = [&](size_t from) {

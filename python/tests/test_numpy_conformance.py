@@ -805,6 +805,8 @@ MULTI = [
     ("polyfit", lambda m, a: m.polyfit(a(_V), a(_V ** 3 - _V), 3), True),
     ("poly", lambda m, a: m.poly(a(np.array([1.0, -2.0, 0.5]))), True),
     ("einsum", lambda m, a: m.einsum("ij,kj->ik", a(_X), a(_Y)), True),
+    ("einsum_trace", lambda m, a: m.einsum("ii->", a(_X[:4, :4])), True),
+    ("einsum_diagonal", lambda m, a: m.einsum("ij,jj->i", a(_X[:, :4]), a(_Y[:4, :4])), True),
     ("block", lambda m, a: m.block([[a(_X[:2, :2]), a(_Y[:2, :3])], [a(_X[2:, :2]), a(_Y[2:, :3])]]), True),
     ("choose", lambda m, a: m.choose(a(np.array([0, 1, 1, 0])), [a(_V[:4]), a(_W[:4])]), True),
     ("extract", lambda m, a: m.extract(a(_X > 0), a(_Y)), False),

@@ -561,6 +561,18 @@ TEST(OpsLinalg, Einsum) {
   Array r = array({{1.0, 0.0}, {2.0, 1.0}, {0.0, -1.0}, {1.0, 1.0}});
   EXPECT_TRUE(is(einsum("ij,jk,kl->il", {p, q, r}), f64, {2, 2}, {35, 11, 44, 20}));
   EXPECT_TRUE(is(einsum("ij,jk,kl->li", {p, q, r}), f64, {2, 2}, {35, 44, 11, 20}));
+  // an index repeated within an operand reads the diagonal (NumPy's and JAX's): trace, diagonal, batched
+  Array sq = arange(9, f64).reshape({3, 3});
+  EXPECT_TRUE(is(einsum("ii->", {sq}), f64, {}, {12}));
+  EXPECT_TRUE(is(einsum("ii->i", {sq}), f64, {3}, {0, 4, 8}));
+  EXPECT_TRUE(is(einsum("ii", {sq}), f64, {}, {12}));
+  EXPECT_TRUE(is(einsum("ij,jj->i", {p, sq}), f64, {2}, {0 * 0 + 1 * 4 + 2 * 8, 3 * 0 + 4 * 4 + 5 * 8}));
+  Array cube = arange(8, f64).reshape({2, 2, 2});
+  EXPECT_TRUE(is(einsum("bii->b", {cube}), f64, {2}, {0 + 3, 4 + 7}));
+  EXPECT_TRUE(is(einsum("iii->i", {cube}), f64, {2}, {0, 7}));
+  Array g = grad([](const Array& m) { return einsum("ii->", {m}); })(sq);
+  EXPECT_TRUE(is(g, f64, {3, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1}));
+  expect_throws<ShapeError>([&] { (void)einsum("ii->", {p}); }, "sizes 2 and 3");
 }
 
 TEST(OpsLinalg, TraceAndDiagonal) {

@@ -176,6 +176,16 @@ void orgqr(const int* m, const int* n, const int* k, lapack_z* a, const int* lda
   zungqr_(m, n, k, a, lda, tau, w, lw, info);
 }
 
+// Every buffer LAPACK reads or writes is a scratch vector of ours with kSlack elements of tail room (then
+// copied into the outputs): OpenBLAS's optimized level-2 kernels read a few elements past the end of a
+// matrix (zgemv_n on Haswell, inside zlarf), which under AddressSanitizer crossed into an unmapped page
+// when the matrix was an output array's or an exact-size copy.
+constexpr size_t kSlack = 64;
+template <class T>
+std::vector<T> scratch(int64_t n) {
+  return std::vector<T>(static_cast<size_t>(std::max<int64_t>(n, 1)) + kSlack, T(0));
+}
+
 // A workspace query's answer (the first element of work, a real count even in complex routines).
 template <class T>
 int work_size(T w) {
@@ -189,21 +199,23 @@ int work_size(T w) {
 template <class T>
 int cholesky_t(T* a, int64_t n) {
   int nn = to_int(n), lda = std::max(1, nn), info = 0;
-  potrf(&nn, a, &lda, &info);
+  std::vector<T> c = scratch<T>(n * n);
+  std::copy(a, a + n * n, c.begin());
+  potrf(&nn, c.data(), &lda, &info);
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = i + 1; j < n; ++j) a[i * n + j] = T(0);
+    for (int64_t j = 0; j < n; ++j) a[i * n + j] = j > i ? T(0) : c[static_cast<size_t>(i * n + j)];
   return info;
 }
 
 template <class T>
 int lu_t(T* a, int64_t m, int64_t n, int32_t* ipiv) {
-  std::vector<T> c(static_cast<size_t>(m * n));
+  std::vector<T> c = scratch<T>(m * n);
   to_col_major(a, m, n, c.data(), m);
   int mm = to_int(m), nn = to_int(n), lda = std::max(1, mm), info = 0;
-  std::vector<int> piv(static_cast<size_t>(std::min(m, n)));
+  std::vector<int> piv(static_cast<size_t>(std::min(m, n)) + kSlack);
   getrf(&mm, &nn, c.data(), &lda, piv.data(), &info);
   from_col_major(c.data(), m, n, m, a);
-  for (size_t i = 0; i < piv.size(); ++i) ipiv[i] = piv[i] - 1;
+  for (int64_t i = 0; i < std::min(m, n); ++i) ipiv[i] = piv[static_cast<size_t>(i)] - 1;
   return info;
 }
 
@@ -216,26 +228,29 @@ int eigh_t(T* a, int64_t n, real_of<T>* w) {
   int nn = to_int(n), lda = std::max(1, nn), info = 0, lwork = -1, liwork = -1, lrwork = -1, iw = 0;
   T wq = 0;
   R rq = 0;
+  std::vector<T> c = scratch<T>(n * n);
+  std::copy(a, a + n * n, c.begin());
+  std::vector<R> wv = scratch<R>(n);
   auto call = [&](T* work, R* rwork, int* iwork) {
     if constexpr (std::is_same_v<T, float>) {
-      ssyevd_("V", "U", &nn, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+      ssyevd_("V", "U", &nn, c.data(), &lda, wv.data(), work, &lwork, iwork, &liwork, &info, 1, 1);
     } else if constexpr (std::is_same_v<T, double>) {
-      dsyevd_("V", "U", &nn, a, &lda, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+      dsyevd_("V", "U", &nn, c.data(), &lda, wv.data(), work, &lwork, iwork, &liwork, &info, 1, 1);
     } else if constexpr (std::is_same_v<T, lapack_c>) {
-      cheevd_("V", "U", &nn, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1);
+      cheevd_("V", "U", &nn, c.data(), &lda, wv.data(), work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1);
     } else {
-      zheevd_("V", "U", &nn, a, &lda, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1);
+      zheevd_("V", "U", &nn, c.data(), &lda, wv.data(), work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1);
     }
   };
   call(&wq, &rq, &iw);  // workspace query
   lwork = work_size(wq);
   lrwork = work_size(rq);
   liwork = std::max(1, iw);
-  std::vector<T> work(static_cast<size_t>(lwork));
-  std::vector<R> rwork(static_cast<size_t>(lrwork));
-  std::vector<int> iwork(static_cast<size_t>(liwork));
+  std::vector<T> work = scratch<T>(lwork);
+  std::vector<R> rwork = scratch<R>(lrwork);
+  std::vector<int> iwork = scratch<int>(liwork);
   call(work.data(), rwork.data(), iwork.data());
-  std::vector<T> c(a, a + n * n);
+  std::copy(wv.begin(), wv.begin() + n, w);
   from_col_major(c.data(), n, n, n, a);
   if constexpr (kComplex<T>)
     for (int64_t i = 0; i < n * n; ++i) a[i] = std::conj(a[i]);
@@ -245,16 +260,15 @@ int eigh_t(T* a, int64_t n, real_of<T>* w) {
 template <class T>
 int qr_t(const T* a, int64_t m, int64_t n, bool full, T* q, T* r) {
   int64_t k = std::min(m, n), qcols = full ? m : k, cols = std::max(n, qcols);
-  std::vector<T> c(static_cast<size_t>(std::max<int64_t>(1, m * cols)), T(0));
+  std::vector<T> c = scratch<T>(m * cols);
   to_col_major(a, m, n, c.data(), m);
   int mm = to_int(m), nn = to_int(n), kk = to_int(k), qc = to_int(qcols), lda = std::max(1, mm), info = 0;
-  std::vector<T> tau(static_cast<size_t>(std::max<int64_t>(1, k)));
+  std::vector<T> tau = scratch<T>(k);
   T wq = 0;
   int lwork = -1;
   geqrf(&mm, &nn, c.data(), &lda, tau.data(), &wq, &lwork, &info);
-  lwork = std::max(work_size(wq), qc);
-  std::vector<T> work(static_cast<size_t>(lwork) * 2);
-  lwork = static_cast<int>(work.size());
+  lwork = std::max(work_size(wq), qc) * 2;
+  std::vector<T> work = scratch<T>(lwork);
   if (m > 0 && n > 0) geqrf(&mm, &nn, c.data(), &lda, tau.data(), work.data(), &lwork, &info);
   // R: the upper triangle of the factored matrix's first rows
   int64_t rrows = full ? m : k;
@@ -282,35 +296,45 @@ int svd_t(const T* a, int64_t m, int64_t n, bool full, bool compute_uv, real_of<
     }
     return 0;
   }
-  std::vector<T> c(a, a + m * n);
+  std::vector<T> c = scratch<T>(m * n);
+  std::copy(a, a + m * n, c.begin());
   T dummy[1] = {T(0)};
   const char* job = compute_uv ? (full ? "A" : "S") : "N";
   // in the transposed problem the "U" factor (n x vrows) is our vt, the "VT" factor (ucols x m) our u
   int mm = to_int(n), nn = to_int(m), lda = std::max(1, mm), ldu = std::max(1, mm),
       ldvt = std::max<int>(1, to_int(ucols)), info = 0, lwork = -1;
-  T* uu = compute_uv ? vt : dummy;
-  T* vv = compute_uv ? u : dummy;
-  std::vector<int> iwork(static_cast<size_t>(std::max<int64_t>(1, 8 * k)));
+  // the transposed problem's factors in scratch: "U" is n x vrows (our vt), "VT" ucols x m (our u)
+  std::vector<T> us = scratch<T>(compute_uv ? n * vrows : 1), vs = scratch<T>(compute_uv ? ucols * m : 1);
+  std::vector<R> ss = scratch<R>(k);
+  T* uu = compute_uv ? us.data() : dummy;
+  T* vv = compute_uv ? vs.data() : dummy;
+  std::vector<int> iwork = scratch<int>(8 * k);
   // complex gesdd's real workspace: LAPACK's bound for every job, the largest of them
   int64_t mx = std::max(m, n);
-  std::vector<R> rwork(kComplex<T> ? static_cast<size_t>(std::max({7 * k, 5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k}))
-                                   : size_t(1));
+  std::vector<R> rwork = scratch<R>(kComplex<T> ? std::max({7 * k, 5 * k * k + 5 * k, 2 * mx * k + 2 * k * k + k}) : 1);
   T wq = 0;
   auto call = [&](T* work) {
     if constexpr (std::is_same_v<T, float>) {
-      sgesdd_(job, &mm, &nn, c.data(), &lda, s, uu, &ldu, vv, &ldvt, work, &lwork, iwork.data(), &info, 1);
+      sgesdd_(job, &mm, &nn, c.data(), &lda, ss.data(), uu, &ldu, vv, &ldvt, work, &lwork, iwork.data(), &info, 1);
     } else if constexpr (std::is_same_v<T, double>) {
-      dgesdd_(job, &mm, &nn, c.data(), &lda, s, uu, &ldu, vv, &ldvt, work, &lwork, iwork.data(), &info, 1);
+      dgesdd_(job, &mm, &nn, c.data(), &lda, ss.data(), uu, &ldu, vv, &ldvt, work, &lwork, iwork.data(), &info, 1);
     } else if constexpr (std::is_same_v<T, lapack_c>) {
-      cgesdd_(job, &mm, &nn, c.data(), &lda, s, uu, &ldu, vv, &ldvt, work, &lwork, rwork.data(), iwork.data(), &info, 1);
+      cgesdd_(job, &mm, &nn, c.data(), &lda, ss.data(), uu, &ldu, vv, &ldvt, work, &lwork, rwork.data(), iwork.data(),
+              &info, 1);
     } else {
-      zgesdd_(job, &mm, &nn, c.data(), &lda, s, uu, &ldu, vv, &ldvt, work, &lwork, rwork.data(), iwork.data(), &info, 1);
+      zgesdd_(job, &mm, &nn, c.data(), &lda, ss.data(), uu, &ldu, vv, &ldvt, work, &lwork, rwork.data(), iwork.data(),
+              &info, 1);
     }
   };
   call(&wq);
   lwork = work_size(wq);
-  std::vector<T> work(static_cast<size_t>(lwork));
+  std::vector<T> work = scratch<T>(lwork);
   call(work.data());
+  std::copy(ss.begin(), ss.begin() + k, s);
+  if (compute_uv) {
+    std::copy(us.begin(), us.begin() + n * vrows, vt);
+    std::copy(vs.begin(), vs.begin() + ucols * m, u);
+  }
   return info;
 }
 
@@ -323,13 +347,13 @@ int eig_t(const T* a, int64_t n, bool left, bool right, std::complex<real_of<T>>
   using R = real_of<T>;
   using C = std::complex<R>;
   if (n == 0) return 0;
-  std::vector<T> c(static_cast<size_t>(n * n));
+  std::vector<T> c = scratch<T>(n * n);
   to_col_major(a, n, n, c.data(), n);
   int nn = to_int(n), lda = nn, info = 0, lwork = -1;
   int ldvl = left ? nn : 1, ldvr = right ? nn : 1;
-  std::vector<T> l(left ? static_cast<size_t>(n * n) : 1), r(right ? static_cast<size_t>(n * n) : 1);
-  std::vector<R> wr(static_cast<size_t>(n)), wi(static_cast<size_t>(n)), rwork(static_cast<size_t>(2 * n));
-  std::vector<C> wc(static_cast<size_t>(n));
+  std::vector<T> l = scratch<T>(left ? n * n : 1), r = scratch<T>(right ? n * n : 1);
+  std::vector<R> wr = scratch<R>(n), wi = scratch<R>(n), rwork = scratch<R>(2 * n);
+  std::vector<C> wc = scratch<C>(n);
   const char* jl = left ? "V" : "N";
   const char* jr = right ? "V" : "N";
   T wq = 0;
@@ -350,12 +374,12 @@ int eig_t(const T* a, int64_t n, bool left, bool right, std::complex<real_of<T>>
   };
   call(&wq);
   lwork = work_size(wq);
-  std::vector<T> work(static_cast<size_t>(lwork));
+  std::vector<T> work = scratch<T>(lwork);
   call(work.data());
   if (info != 0) return info;  // the caller fills the outputs with NaN
   if constexpr (!kComplex<T>)
     for (int64_t k = 0; k < n; ++k) wc[static_cast<size_t>(k)] = C(wr[static_cast<size_t>(k)], wi[static_cast<size_t>(k)]);
-  std::copy(wc.begin(), wc.end(), w);
+  std::copy(wc.begin(), wc.begin() + n, w);
   auto unpack = [&](const std::vector<T>& v, C* out) {
     // column k of v (column-major) into column k of out (row-major); a real routine's conjugate pair
     // (wi[k] > 0) fills columns k and k + 1 from v's columns k (real parts) and k + 1 (imaginary parts)

@@ -729,36 +729,13 @@ def _top_k(m, a, k):
     return m.top_k(a, k)
 
 
-def _fill_diagonal(m, a, v):
+def _in_place(name, m, a, *args, **kwargs):
+    """NumPy's in-place `name` on a copy of a; graft's (as JAX's) returns the result (inplace=False)."""
     if _is_np(m):
         out = a.copy()
-        np.fill_diagonal(out, v)
+        getattr(np, name)(out, *args, **kwargs)
         return out
-    return m.fill_diagonal(a, v, inplace=False)
-
-
-def _put(m, a, ind, v):
-    if _is_np(m):
-        out = a.copy()
-        np.put(out, ind, v)
-        return out
-    return m.put(a, ind, v, inplace=False)
-
-
-def _place(m, a, mask, v):
-    if _is_np(m):
-        out = a.copy()
-        np.place(out, mask, v)
-        return out
-    return m.place(a, mask, v, inplace=False)
-
-
-def _put_along_axis(m, a, ind, v):
-    if _is_np(m):
-        out = a.copy()
-        np.put_along_axis(out, ind, v, axis=1)
-        return out
-    return m.put_along_axis(a, ind, v, axis=1, inplace=False)
+    return getattr(m, name)(a, *args, inplace=False, **kwargs)
 
 
 MULTI = [
@@ -831,11 +808,11 @@ MULTI = [
     ("top_k", lambda m, a: _top_k(m, a(_X), 3), True),
     ("mask_indices", lambda m, a: m.mask_indices(4, m.triu, 1), False),  # nonzero inside, as JAX's
     ("ndim", lambda m, a: m.ndim(a(_CUBE)), False), ("shape", lambda m, a: m.shape(a(_CUBE)), False),
-    ("fill_diagonal", lambda m, a: _fill_diagonal(m, a(_X), 7.0), True),
-    ("put", lambda m, a: _put(m, a(_X), a(np.array([0, 5, 23])), a(np.array([9.0, 8.0, 7.0]))), True),
-    ("place", lambda m, a: _place(m, a(_X), a(_X > 1), a(np.array([-1.0, -2.0]))), False),
-    ("put_along_axis", lambda m, a: _put_along_axis(m, a(_X), a(np.array([[0], [2], [5], [1]])),
-                                                    a(np.array([[1.0], [2.0], [3.0], [4.0]]))), True),
+    ("fill_diagonal", lambda m, a: _in_place("fill_diagonal", m, a(_X), 7.0), True),
+    ("put", lambda m, a: _in_place("put", m, a(_X), a(np.array([0, 5, 23])), a(np.array([9.0, 8.0, 7.0]))), True),
+    ("place", lambda m, a: _in_place("place", m, a(_X), a(_X > 1), a(np.array([-1.0, -2.0]))), False),
+    ("put_along_axis", lambda m, a: _in_place("put_along_axis", m, a(_X), a(np.array([[0], [2], [5], [1]])),
+                                                     a(np.array([[1.0], [2.0], [3.0], [4.0]])), axis=1), True),
 ]
 
 

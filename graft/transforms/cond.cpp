@@ -1,4 +1,5 @@
 // cond (and switch_): the primitive with all its rules, and the tracing of branches.
+#include "graft/core/axis_names.h"
 #include "graft/core/trace.h"
 #include "graft/interp/transpose.h"
 #include "graft/prims/lax.h"
@@ -39,6 +40,20 @@ Avals cond_shape(const Primitive&, AvalPtrs in, const Params& params) {
       fail<TypeError>("cond: branch 0 returns ", control::types_str(outs), " but branch ", b, " returns ",
                       control::types_str(ob), "; every branch must return the same types");
     for (size_t k = 0; k < ob.size(); ++k) outs[k].weak_type = outs[k].weak_type && ob[k].weak_type;
+  }
+  // The named axes a result varies over: what some branch makes it vary over, and the index's (members
+  // that pick different branches differ); an operand that varies over more than the branches were
+  // traced with makes every result vary over the excess. A refinement of the operands' union, never
+  // more (branches batched by vmap carry their lanes' axes in their types): a branch may return an
+  // invariant value, e.g. one gathered or summed over the axis.
+  AxisSet extra = in[0]->vma, all = 0;
+  for (auto* a : in) all |= a->vma;
+  for (auto& b : br)
+    for (size_t i = 0; i < b->jaxpr->invars.size(); ++i) extra |= in[i + 1]->vma & ~b->jaxpr->invars[i]->aval.vma;
+  for (size_t k = 0; k < outs.size(); ++k) {
+    outs[k].vma = extra;
+    for (auto& b : br) outs[k].vma |= b->out_avals()[k].vma;
+    outs[k].vma &= all;
   }
   return Avals(outs.begin(), outs.end());
 }
@@ -123,13 +138,45 @@ BatchResult cond_batch(const Primitive& p, std::span<const Array> vals, std::spa
   const JaxprList& br = branches_of(params);
   std::vector<int64_t> od(dims.begin() + 1, dims.end());
   std::string key = control::batch_key("cond.vmap", axis, od);
+  if (dims[0] == kNotMapped) {
+    // One branch runs for every lane. An output stays unbatched when every branch makes it the same on
+    // every lane (under shard_map: invariant, e.g. a gathered or psum'd value), and is batched when any
+    // branch batches it; the branches are batched once alone to learn which, then to that union.
+    size_t nout = br[0]->out_avals().size();
+    struct Alone {
+      JaxprPtr j;
+      std::vector<bool> mapped;
+    };
+    std::vector<bool> any(nout, false);
+    std::vector<std::shared_ptr<const Alone>> alone;
+    for (auto& b : br) {
+      alone.push_back(b->derived<Alone>(key + ".alone", [&] {
+        Alone a;
+        a.mapped.assign(nout, false);
+        a.j = share(batch_jaxpr(*b, od, axis.size, axis.name, &a.mapped));
+        return a;
+      }));
+      for (size_t k = 0; k < nout; ++k) any[k] = any[k] || alone.back()->mapped[k];
+    }
+    JaxprList bb;
+    for (size_t i = 0; i < br.size(); ++i) {
+      if (alone[i]->mapped == any) {
+        bb.push_back(alone[i]->j);
+        continue;
+      }
+      bb.push_back(*br[i]->derived<JaxprPtr>(key + control::mask_key("U", any), [&] {
+        std::vector<bool> m = any;
+        return share(batch_jaxpr(*br[i], od, axis.size, axis.name, &m));
+      }));
+    }
+    Arrays outs = bind(p, vals, with_branches(bb));
+    BatchDims out_dims;
+    for (size_t k = 0; k < nout; ++k) out_dims.push_back(any[k] ? 0 : kNotMapped);
+    return {outs, out_dims};
+  }
   JaxprList bb;
   for (auto& b : br)
     bb.push_back(*b->derived<JaxprPtr>(key, [&] { return share(batch_jaxpr(*b, od, axis.size, axis.name)); }));
-  if (dims[0] == kNotMapped) {
-    Arrays outs = bind(p, vals, with_branches(bb));
-    return {outs, BatchDims(outs.size(), 0)};
-  }
   // a batched index: every branch runs on the whole batch and each lane selects its branch's result
   Array index = lax::moveaxis(vals[0], dims[0], 0);
   index = lax::convert_element_type(
@@ -160,7 +207,7 @@ std::vector<bool> cond_linear_outputs(const Primitive&, const std::vector<bool>&
 
 }  // namespace
 
-const Primitive cond_p{"cond",         kHigherOrder | kMultipleResults,
+const Primitive cond_p{"cond",         kHigherOrder | kMultipleResults | kVmaRule,
                        &cond_shape,    &cond_impl,
                        &cond_jvp,      &cond_transpose,
                        &cond_batch,    &cond_linearize,

@@ -1,6 +1,7 @@
 // while: the primitive with all its rules, and the tracing of its bodies.
 //
 // Operands: the predicate's consts, the body's consts, the initial carry. Result: the final carry.
+#include "graft/core/axis_names.h"
 #include "graft/core/trace.h"
 #include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
@@ -50,18 +51,23 @@ Avals while_shape(const Primitive&, AvalPtrs in, const Params& params) {
   WhileInfo w = info_of(params);
   if (w.ncc + w.nbc > in.size()) fail<ValueError>("while: fewer operands than consts");
   size_t ncar = in.size() - w.ncc - w.nbc;
+  AxisSet extra = 0;  // named axes operands vary over beyond what the predicate and body were traced with
   auto check_inputs = [&](const ClosedJaxpr& j, size_t nconsts, size_t first, const char* which) {
     const auto& iv = j.jaxpr->invars;
     if (iv.size() != nconsts + ncar)
       fail<ValueError>("while: the ", which, " takes ", iv.size(), " arrays, expected ", nconsts + ncar);
-    for (size_t i = 0; i < nconsts; ++i)
+    for (size_t i = 0; i < nconsts; ++i) {
       if (!iv[i]->aval.same_type(*in[first + i]))
         fail<TypeError>("while: const ", i, " of the ", which, " has type ", in[first + i]->str(), ", expected ",
                         iv[i]->aval.str());
-    for (size_t k = 0; k < ncar; ++k)
+      extra |= in[first + i]->vma & ~iv[i]->aval.vma;
+    }
+    for (size_t k = 0; k < ncar; ++k) {
       if (!iv[nconsts + k]->aval.same_type(*in[w.ncc + w.nbc + k]))
         fail<TypeError>("while: carry ", k, " has type ", in[w.ncc + w.nbc + k]->str(), ", the ", which, " expects ",
                         iv[nconsts + k]->aval.str());
+      extra |= in[w.ncc + w.nbc + k]->vma & ~iv[nconsts + k]->aval.vma;
+    }
   };
   check_inputs(*w.cond, w.ncc, 0, "predicate");
   check_inputs(*w.body, w.nbc, w.ncc, "body");
@@ -79,6 +85,16 @@ Avals while_shape(const Primitive&, AvalPtrs in, const Params& params) {
   }
   if (bo.size() != ncar)
     fail<TypeError>("while_loop: the body returns ", bo.size(), " arrays for a carry of ", ncar);
+  // A carry varies over the named axes its initial value or the body's result does, and over the
+  // predicate's (members that iterate differently differ everywhere); when the body makes some carry
+  // vary over more than it was traced with, every carry may, after another iteration. A refinement of
+  // the operands' union, never more (a body batched by vmap carries its lanes' axes in its types): a
+  // loop whose body gathers or sums over an axis keeps such carries invariant.
+  AxisSet all = 0;
+  for (auto* a : in) all |= a->vma;
+  extra |= co[0].vma;
+  for (size_t k = 0; k < ncar; ++k) extra |= bo[k].vma & ~out[k].vma;
+  for (size_t k = 0; k < ncar; ++k) out[k].vma = (out[k].vma | bo[k].vma | extra) & all;
   return out;
 }
 
@@ -460,7 +476,7 @@ BatchResult while_batch(const Primitive& p, std::span<const Array> vals, std::sp
 
 }  // namespace
 
-const Primitive while_p{"while",       kHigherOrder | kMultipleResults, &while_shape, &while_impl, &while_jvp,
+const Primitive while_p{"while",       kHigherOrder | kMultipleResults | kVmaRule, &while_shape, &while_impl, &while_jvp,
                         nullptr,       &while_batch,                    &while_linearize};
 
 std::vector<Array> while_flat(const FlatFn& cond_fn, const FlatFn& body, const std::vector<Array>& init,

@@ -5,6 +5,7 @@
 
 #include <graft/graft.h>
 
+#include "parallel/pjit_programs.h"
 #include "testing.h"
 
 namespace graft::testing {
@@ -314,6 +315,78 @@ TEST(Distributed, ShardedJitMatchesOneProcess) {
     }
     EXPECT_EQ(r[1].sharding().spec, plan.w1.spec);
     EXPECT_EQ(r[1].addressable_data(0).shape(), plan.w1.shard_shape({12, 24}));
+  }
+}
+
+// The shared table of programs (tests/parallel/pjit_programs.h) across processes: each process passes
+// its blocks of every argument, the partitioned program's collectives run over MPI, and the results,
+// gathered, equal one process's jit — on a mesh of all ranks over "data" and, with an even number of
+// ranks, of half of them over "data" and two over "model".
+TEST(Distributed, ShardedJitProgramsMatchOneProcess) {
+  std::vector<PjitProgram> programs = pjit_programs();
+  std::vector<std::pair<int64_t, int64_t>> shapes{{R(), 1}};
+  if (R() % 2 == 0) shapes.push_back({R() / 2, 2});
+  // the ranks draw the same random layouts (one generator, seeded alike)
+  std::mt19937 gen(33);
+  for (auto [data, model] : shapes) {
+    Mesh m(devices(), {"data", "model"}, {data, model});
+    for (const PjitProgram& p : programs) {
+      std::vector<Array> want = jit(p.f)(p.args);
+      std::vector<std::optional<PartitionSpec>> drawn;
+      for (const Array& x : p.args) drawn.push_back(random_spec(m, x.shape(), gen));
+      for (const auto& in : {p.in, drawn}) {
+        std::vector<Array> blocks;
+        std::string layouts;
+        for (size_t i = 0; i < p.args.size(); ++i) {
+          PartitionSpec s = in[i].value_or(P());
+          blocks.push_back(device_put(p.args[i], NamedSharding{m, s}).addressable_data(0));
+          layouts += " " + s.str();
+        }
+        auto run = [&] {
+          std::vector<PartitionSpec> specs;
+          std::vector<Array> outs = pjit_flat(p.f, m, in, {}, blocks, &specs);
+          std::vector<Array> got;
+          for (size_t k = 0; k < outs.size(); ++k) got.push_back(detail::sharded_result(outs[k], m, specs.at(k)).gather());
+          return got;
+        };
+        EXPECT_TRUE(runs_like(p, run, want)) << p.name << " on a " << data << " x " << model << " mesh:" << layouts;
+      }
+    }
+  }
+}
+
+// collective_stats() counts what a partitioned step sends over MPI, and it is the analytic minimum:
+// data parallelism all-reduces each gradient and the loss once; FSDP gathers each parameter's blocks
+// once (forward and backward share the gather), reduce-scatters each gradient and all-reduces the loss.
+// Both equal the operand bytes of the lowered program's collectives.
+TEST(Distributed, ShardedJitCollectiveBytesAreTheMinimum) {
+  if (R() < 2) GTEST_SKIP() << "needs 2 or more processes";
+  std::vector<PjitProgram> programs = pjit_programs();
+  Mesh m(devices(), {"data", "model"}, {R(), 1});
+  const uint64_t params = (24 * 48 + 48 + 48 * 24 + 24) * 8;  // the MLP's parameter bytes (f64)
+  for (auto [name, want] : std::vector<std::pair<std::string, uint64_t>>{
+           {"mlp, data parallel", params + 8}, {"mlp, fsdp", params / static_cast<uint64_t>(R()) + params + 8}}) {
+    auto it = std::find_if(programs.begin(), programs.end(), [&](const PjitProgram& p) { return p.name == name; });
+    ASSERT_NE(it, programs.end()) << name;
+    const PjitProgram& p = *it;
+    std::vector<Array> blocks;
+    std::vector<Aval> avals;
+    for (size_t i = 0; i < p.args.size(); ++i) {
+      blocks.push_back(device_put(p.args[i], NamedSharding{m, p.in[i].value_or(P())}).addressable_data(0));
+      avals.push_back(p.args[i].aval());
+    }
+    (void)pjit_flat(p.f, m, p.in, {}, blocks);  // compiled and warm
+    reset_collective_stats();
+    std::vector<Array> outs = pjit_flat(p.f, m, p.in, {}, blocks);
+    for (Array& o : outs) o.block_until_ready();
+    CollectiveStats st = collective_stats();
+    uint64_t lowered = 0;
+    for (auto& [n, b] : pjit_lower_flat(p.f, m, p.in, {}, avals).collectives()) lowered += static_cast<uint64_t>(b);
+    std::printf("[rank %d] %s over %d processes: %llu bytes in %llu collectives (analytic minimum %llu)\n", me(),
+                name.c_str(), R(), static_cast<unsigned long long>(st.bytes), static_cast<unsigned long long>(st.calls),
+                static_cast<unsigned long long>(want));
+    EXPECT_EQ(st.bytes, want) << name;
+    EXPECT_EQ(st.bytes, lowered) << name;
   }
 }
 

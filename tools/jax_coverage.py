@@ -54,8 +54,8 @@ MODULES = {  # JAX module: (graft module, C++ headers, the scope's filter)
                                                                                     "imag", "fft")),
     "jax.nn": ("graft.nn", ["graft/nn/nn.h", "graft/ops/ops.h"], lambda n: n not in NN_NOT_ACTIVATIONS),
     "jax.nn.initializers": ("graft.nn.initializers", ["graft/nn/nn.h"], lambda n: True),
-    "jax.tree_util": ("graft.tree_util", ["graft/transforms/pytree.h"], lambda n: True),
-    "jax.tree": ("graft.tree", ["graft/transforms/pytree.h"], lambda n: True),
+    "jax.tree_util": ("graft.tree_util", ["graft/transforms/pytree.h", "graft/transforms/tree_util.h"], lambda n: True),
+    "jax.tree": ("graft.tree", ["graft/transforms/pytree.h", "graft/transforms/tree_util.h"], lambda n: True),
     "jax.random": ("graft.random", ["graft/random/random.h"], lambda n: True),
     "jax.scipy.special": ("graft.scipy.special", ["graft/ops/special.h", "graft/ops/ops.h"], lambda n: True),
 }

@@ -427,10 +427,12 @@ std::string static_key(const T& x) {
 
 /// Registers struct T as a pytree node whose children are the listed members (pointers to members), at
 /// namespace scope: GRAFT_PYTREE_NODE(Linear, &Linear::w, &Linear::b);
+/// (`fields` keeps the members' names for the paths of graft/transforms/tree_util.h.)
 #define GRAFT_PYTREE_NODE(T, ...)                                          \
   template <>                                                               \
   struct graft::PyTreeNode<T> {                                             \
     static constexpr auto children = std::make_tuple(__VA_ARGS__);          \
+    static constexpr std::string_view fields = #__VA_ARGS__;                \
   }
 /// Marks T as a static argument type (see StaticType), at namespace scope.
 #define GRAFT_STATIC_TYPE(T) \

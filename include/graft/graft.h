@@ -54,3 +54,4 @@
 #include "graft/transforms/graph.h"
 #include "graft/transforms/remat.h"
 #include "graft/transforms/pytree.h"
+#include "graft/transforms/tree_util.h"

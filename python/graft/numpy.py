@@ -79,7 +79,13 @@ def full_like(x, fill_value, dtype=None):
     return full(x.shape, fill_value, dtype if dtype is not None else x.dtype)
 
 
-def dtype(x):
+def dtype(x, align=False, copy=False):
+    """NumPy's dtype constructor, as jnp.dtype is: dtype('float32'), dtype(float32), dtype(a dtype);
+    'bfloat16' gives graft's bfloat16. An array (not a dtype spec) gives its dtype."""
+    if isinstance(x, str) and x in ("bfloat16", "bf16"):
+        return "bfloat16"
+    if isinstance(x, (str, type, _np.dtype)):
+        return _np.dtype(x, align=align, copy=copy)
     return asarray(x).dtype
 
 
@@ -91,8 +97,22 @@ def ndim(x):
     return asarray(x).ndim
 
 
-def size(x):
-    return asarray(x).size
+def size(x, axis=None):
+    """The number of elements, or along one axis (NumPy's and JAX's `axis`)."""
+    x = asarray(x)
+    return x.size if axis is None else x.shape[axis]
+
+
+def where(condition, x=None, y=None, *, size=None, fill_value=None):
+    """where(c, x, y) picks x where c holds and y elsewhere; where(c) is nonzero(c), with JAX's `size` and
+    `fill_value` for a static result shape under jit."""
+    if x is None and y is None:
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise ValueError("where: give both x and y, or neither")
+    if size is not None or fill_value is not None:
+        raise ValueError("where: size and fill_value apply to the one-argument form only")
+    return _graft.where(condition, x, y)
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-8, equal_nan=False):

@@ -738,7 +738,48 @@ def _in_place(name, m, a, *args, **kwargs):
     return getattr(m, name)(a, *args, inplace=False, **kwargs)
 
 
+def _partitioned(m, x, kth, arg):
+    """(partition / argpartition): the kth entry along the last axis, the sorted entries before it and the
+    sorted ones after it -- what NumPy and JAX agree on (the order within each side is unspecified)."""
+    if arg:
+        idx = m.argpartition(x, kth, axis=-1)
+        r = m.take_along_axis(x, idx, axis=-1)
+    else:
+        r = m.partition(x, kth, axis=-1)
+    return m.sort(r[..., :kth], axis=-1), r[..., kth], m.sort(r[..., kth + 1:], axis=-1)
+
+
+def _astype(m, x, d):
+    return x.astype(d) if _is_np(m) else m.astype(x, d)
+
+
+def _shape_dtype(m, x):
+    """empty / empty_like: the contents are unspecified; the shape and the dtype's kind are not."""
+    return np.array(x.shape), np.array(np.dtype(str(x.dtype)).kind == "f")
+
+
 MULTI = [
+    ("partition", lambda m, a: _partitioned(m, a(_X), 2, arg=False), True),
+    ("argpartition", lambda m, a: _partitioned(m, a(_X), 4, arg=True), True),
+    ("array", lambda m, a: m.array(_X), True), ("asarray", lambda m, a: m.asarray(_CUBE), True),
+    ("astype", lambda m, a: _astype(m, a(_X), "int32"), True),
+    ("concatenate", lambda m, a: m.concatenate([a(_X), a(_Y)], axis=0), True),
+    ("stack", lambda m, a: m.stack([a(_X), a(_Y)], axis=-1), True),
+    ("hstack", lambda m, a: m.hstack([a(_V), a(_W)]), True), ("vstack", lambda m, a: m.vstack([a(_X), a(_Y)]), True),
+    ("dstack", lambda m, a: m.dstack([a(_X), a(_Y)]), True),
+    ("column_stack", lambda m, a: m.column_stack([a(_V[:5]), a(_W)]), True),
+    ("full", lambda m, a: m.full((2, 3), 1.5), True), ("empty", lambda m, a: _shape_dtype(m, m.empty((2, 3))), False),
+    ("empty_like", lambda m, a: _shape_dtype(m, m.empty_like(a(_X))), False),
+    ("where", lambda m, a: m.where(a(_X) > 0, a(_X), a(_Y)), True),
+    ("where_one_argument", lambda m, a: m.where(a(_X) > 1), False),
+    ("select", lambda m, a: m.select([a(_X) > 1, a(_X) < -1], [a(_X), a(_Y)], 0.5), True),
+    ("interp", lambda m, a: m.interp(a(_V), a(np.sort(_W)), a(_W ** 2)), True),
+    ("size", lambda m, a: np.array([m.size(a(_CUBE)), m.size(a(_CUBE), 1)]), False),
+    ("from_dlpack", lambda m, a: m.from_dlpack(_V), False),
+    ("frombuffer", lambda m, a: m.frombuffer(_V.astype(np.float32).tobytes(), dtype=m.float32), False),
+    ("fromstring", lambda m, a: m.fromstring("1.5 2 -3", sep=" ", dtype=m.float32), False),
+    ("fromiter", lambda m, a: m.fromiter((k * k for k in range(5)), dtype=m.float32), False),
+    ("einsum_path", lambda m, a: np.array(m.einsum_path("ij,jk,kl->il", _X, _X.T, _X, optimize="greedy")[0][1:]), False),
     ("divmod", lambda m, a: m.divmod(a(_X), a(_NZ)), True),
     ("frexp", lambda m, a: m.frexp(a(_X)), True),
     ("modf", lambda m, a: m.modf(a(_X)), True),
@@ -834,3 +875,55 @@ def test_multi_output_and_functional_calls(name, fn, jittable):
         jitted = _as_list(gf.jit(lambda: fn(gnp, gnp.asarray))())
         for k, (j, g) in enumerate(zip(jitted, got)):
             check_close(j, np.asarray(g), F64, f"jit {name} result {k}", rtol=1e-12, atol=1e-12)
+
+
+# The dtype utilities, against NumPy where JAX agrees with it and against JAX's lattice where JAX differs on
+# purpose (no 64-bit default, weak Python scalars).
+def test_dtype_utilities():
+    assert gnp.dtype("float32") == np.dtype("float32") and gnp.dtype(gnp.int32) == np.dtype("int32")
+    assert str(gnp.dtype("bfloat16")) == "bfloat16"
+    assert gnp.broadcast_shapes((2, 1), (3,), (1, 1, 1)) == np.broadcast_shapes((2, 1), (3,), (1, 1, 1))
+    with pytest.raises(ValueError):
+        gnp.broadcast_shapes((2,), (3,))
+    for f, t in [("int32", "float32"), ("float32", "int32"), ("int8", "int32"), ("float32", "float64"), ("bool", "int8")]:
+        assert gnp.can_cast(f, t) == np.can_cast(f, t) or (f, t) == ("int32", "float32"), (f, t)
+    assert gnp.can_cast("int32", "float32")  # JAX's lattice: i32 promotes to f32
+    assert gnp.finfo(gnp.float32).eps == np.finfo(np.float32).eps and gnp.finfo("float16").max == np.finfo("float16").max
+    assert gnp.finfo("bfloat16").eps == 2.0 ** -7
+    assert gnp.iinfo(gnp.int32).max == np.iinfo(np.int32).max and gnp.iinfo("uint8").min == 0
+    assert gnp.isdtype(gnp.float32, "real floating") and not gnp.isdtype(gnp.int32, "real floating")
+    assert gnp.isdtype(gnp.int32, ("integral", "bool")) and gnp.isdtype(gnp.bool_, "bool")
+    for a, b in [(np.float32, np.floating), (np.int32, np.integer), (np.int32, np.floating), (np.uint8, np.signedinteger)]:
+        assert gnp.issubdtype(a, b) == np.issubdtype(a, b), (a, b)
+    assert gnp.issubdtype("bfloat16", np.floating)
+    assert gnp.promote_types("int8", "int16") == np.promote_types("int8", "int16")
+    assert gnp.promote_types("int32", "float32") == np.dtype("float32")  # NumPy: float64
+    assert gnp.promote_types("bfloat16", "float16") == np.dtype("float32")
+    # a weak Python float with an int32: the default float (JAX: float64 under x64, the suite's mode)
+    assert gnp.result_type(gnp.int32, 1.0) == np.dtype("float64" if gf.config.jax_enable_x64 else "float32")
+    assert gnp.result_type(gnp.asarray(np.ones(2, np.float32)), 2) == np.dtype("float32")
+    for v in [3.0, 1, np.float32(2), [1.0]]:
+        assert gnp.isscalar(v) == np.isscalar(v), v
+    # JAX's: a 0-d array is a scalar, a string is not
+    assert gnp.isscalar(gnp.asarray(1.0)) and not gnp.isscalar("s") and not gnp.isscalar(gnp.asarray([1.0]))
+    for v in [[1], (), "ab", 3, gnp.asarray([1.0])]:
+        assert gnp.iterable(v) == np.iterable(v) or isinstance(v, gf.Array), v
+    z = np.array([1 + 1j, 2.0, -3j])
+    np.testing.assert_array_equal(np.asarray(gnp.iscomplex(gnp.asarray(z))), np.iscomplex(z))
+    assert gnp.iscomplexobj(gnp.asarray(z)) and not gnp.iscomplexobj(gnp.asarray([1.0]))
+    assert gnp.isrealobj(gnp.asarray([1.0])) and not gnp.isrealobj(gnp.asarray(z))
+
+
+# save / savez / load / fromfile write NumPy's formats: files NumPy reads, and read files NumPy writes.
+def test_file_io_against_numpy(tmp_path):
+    x = _X.astype(np.float32)
+    gnp.save(tmp_path / "g.npy", gnp.asarray(x))
+    np.testing.assert_array_equal(np.load(tmp_path / "g.npy"), x)
+    np.save(tmp_path / "n.npy", _CUBE)
+    np.testing.assert_allclose(np.asarray(gnp.load(tmp_path / "n.npy")), _CUBE.astype(np.float32), rtol=1e-7)
+    gnp.savez(tmp_path / "g.npz", a=gnp.asarray(x), b=gnp.asarray(_I))
+    with np.load(tmp_path / "g.npz") as f:
+        np.testing.assert_array_equal(f["a"], x)
+        np.testing.assert_array_equal(f["b"], _I)
+    x.tofile(tmp_path / "raw.bin")
+    np.testing.assert_array_equal(np.asarray(gnp.fromfile(tmp_path / "raw.bin", dtype=gnp.float32)).reshape(4, 6), x)

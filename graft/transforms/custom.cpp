@@ -4,8 +4,10 @@
 #include "graft/compiler/executable.h"
 #include "graft/core/trace.h"
 #include "graft/ir/print_rules.h"
+#include "graft/prims/lax.h"
 #include "graft/prims/primitives.h"
 #include "graft/prims/rules.h"
+#include "graft/transforms/control_util.h"
 #include "graft/transforms/jit.h"
 
 namespace graft {
@@ -226,6 +228,158 @@ Arrays lin_transpose(const Primitive&, std::span<const Array> cts, std::span<con
   return out;
 }
 
+// ---- linear_call ------------------------------------------------------------------------------------------
+struct LinearCallParam final : ParamObject {
+  LinearFn fun, transpose;
+  std::string name;
+  LinearResJvp fun_res_jvp, transpose_res_jvp;
+  LinearCallParam(LinearFn f, LinearFn t, std::string n, LinearResJvp fj, LinearResJvp tj)
+      : fun(std::move(f)), transpose(std::move(t)), name(std::move(n)), fun_res_jvp(std::move(fj)),
+        transpose_res_jvp(std::move(tj)) {}
+  void print(std::ostream& os) const override { os << name; }
+};
+
+const LinearCallParam& linear_rule(const Params& p) { return p.get_object<LinearCallParam>("rule"); }
+const std::vector<Aval>& out_avals_of(const Params& p) { return p.get_object<AvalsParam>("out_avals").avals; }
+
+Params linear_params(LinearFn fun, LinearFn transpose, const std::string& name, int64_t num_res, std::vector<Aval> out,
+                     LinearResJvp fun_res_jvp, LinearResJvp transpose_res_jvp) {
+  return Params{{"rule", Ref<const ParamObject>(new LinearCallParam(std::move(fun), std::move(transpose), name,
+                                                                    std::move(fun_res_jvp), std::move(transpose_res_jvp)))},
+                {"num_res", num_res},
+                {"out_avals", Ref<const ParamObject>(new AvalsParam(std::move(out)))}};
+}
+
+std::pair<std::vector<Array>, std::vector<Array>> split_at(std::span<const Array> in, size_t n) {
+  return {std::vector<Array>(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n)),
+          std::vector<Array>(in.begin() + static_cast<std::ptrdiff_t>(n), in.end())};
+}
+
+Avals linear_call_shape(const Primitive&, AvalPtrs, const Params& params) {
+  const auto& a = out_avals_of(params);
+  return Avals(a.begin(), a.end());
+}
+
+Arrays linear_call_impl(const Primitive&, std::span<const Array> in, std::span<const Aval>, const Params& params) {
+  auto [res, lin] = split_at(in, static_cast<size_t>(params.get_int("num_res")));
+  std::vector<Array> out = linear_rule(params).fun(res, lin);
+  check_rule_outputs("linear_call", out, out_avals_of(params));
+  return Arrays(out.begin(), out.end());
+}
+
+// Linear in its linear inputs: their part of the tangent is the same call on their tangents. Residuals
+// with tangents (a second derivative: the point the solve linearizes at moves) add fun's own derivative
+// in them, found by differentiating fun with the linear inputs held.
+JvpResult linear_call_jvp(const Primitive& p, std::span<const Array> primals, std::span<const Array> tangents,
+                          const Params& params) {
+  size_t nr = static_cast<size_t>(params.get_int("num_res"));
+  JvpResult r;
+  r.primals = bind(p, primals, params);
+  Arrays t(primals.begin(), primals.begin() + static_cast<std::ptrdiff_t>(nr));
+  for (size_t i = nr; i < primals.size(); ++i) t.push_back(prims::instantiate(tangents[i], primals[i].aval()));
+  r.tangents = bind(p, t, params);
+  bool res_moves = false;
+  for (size_t i = 0; i < nr; ++i) res_moves = res_moves || tangents[i].valid();
+  if (res_moves) {
+    auto [res, lin] = split_at(primals, nr);
+    std::vector<Array> res_dot;
+    for (size_t i = 0; i < nr; ++i) res_dot.push_back(prims::instantiate(tangents[i], primals[i].aval()));
+    const LinearCallParam& rule = linear_rule(params);
+    std::vector<Array> extra;
+    if (rule.fun_res_jvp) {
+      extra = rule.fun_res_jvp(res, res_dot, lin, std::vector<Array>(r.primals.begin(), r.primals.end()));
+      check_rule_outputs("linear_call residual jvp", extra, out_avals_of(params));
+    } else {
+      FlatFn at = [&rule, lin = lin](const std::vector<Array>& rs) { return rule.fun(rs, lin); };
+      extra = jvp_flat(at, res, res_dot).second;
+    }
+    for (size_t k = 0; k < r.tangents.size(); ++k) r.tangents[k] = lax::add(r.tangents[k], extra[k]);
+  }
+  return r;
+}
+
+// The transpose is linear_call again, with fun and transpose exchanged (so it transposes back).
+Arrays linear_call_transpose(const Primitive& p, std::span<const Array> cts, std::span<const TArg> args,
+                             const Params& params) {
+  size_t nr = static_cast<size_t>(params.get_int("num_res"));
+  const LinearCallParam& rule = linear_rule(params);
+  Arrays in;
+  for (size_t i = 0; i < nr; ++i) {
+    if (args[i].linear)
+      fail<ValueError>("linear_call ", rule.name, ": residual ", i, " is linear in the differentiated inputs; pass it "
+                       "among the linear inputs");
+    in.push_back(args[i].value);
+  }
+  const auto& outs = out_avals_of(params);
+  for (size_t k = 0; k < cts.size(); ++k) in.push_back(prims::instantiate(cts[k], outs[k]));
+  std::vector<Aval> lin_avals;
+  for (size_t i = nr; i < args.size(); ++i) lin_avals.push_back(args[i].aval);
+  Arrays got = bind(p, in, linear_params(rule.transpose, rule.fun, rule.name + "_transpose", static_cast<int64_t>(nr), lin_avals,
+                                         rule.transpose_res_jvp, rule.fun_res_jvp));
+  Arrays out(args.size());
+  for (size_t i = nr; i < args.size(); ++i) out[i] = got[i - nr];
+  return out;
+}
+
+// vmap: the linear inputs batched in front; fun and transpose run under vmap with the residuals at their
+// own batch dimensions (outputs and cotangents in front).
+BatchResult linear_call_batch(const Primitive& p, std::span<const Array> vals, std::span<const int64_t> dims,
+                              const BatchInfo& axis, const Params& params) {
+  size_t nr = static_cast<size_t>(params.get_int("num_res"));
+  const LinearCallParam& rule = linear_rule(params);
+  Arrays args;
+  std::vector<std::optional<int64_t>> res_axes;
+  for (size_t i = 0; i < nr; ++i) {
+    args.push_back(vals[i]);
+    res_axes.push_back(dims[i] == kNotMapped ? std::nullopt : std::optional<int64_t>(dims[i]));
+  }
+  for (size_t i = nr; i < vals.size(); ++i) args.push_back(control::batched_at_front(vals[i], dims[i], axis.size));
+  auto batched = [res_axes, nr, axis](LinearFn f) -> LinearFn {
+    return [f, res_axes, nr, axis](const std::vector<Array>& res, const std::vector<Array>& lin) {
+      std::vector<Array> all = res;
+      all.insert(all.end(), lin.begin(), lin.end());
+      std::vector<std::optional<int64_t>> ax = res_axes;
+      ax.resize(all.size(), 0);
+      FlatFn g = [&](const std::vector<Array>& xs) {
+        auto [r, l] = split_at(xs, nr);
+        return f(r, l);
+      };
+      return vmap_flat(g, all, ax, {0}, axis.name, axis.size);
+    };
+  };
+  // a residual jvp under vmap: residuals and their tangents at the residuals' dimensions, the linear
+  // inputs and the outputs in front
+  auto batched_jvp = [res_axes, nr, axis](LinearResJvp f) -> LinearResJvp {
+    if (!f) return f;
+    return [f, res_axes, nr, axis](const std::vector<Array>& res, const std::vector<Array>& dres,
+                                   const std::vector<Array>& lin, const std::vector<Array>& out) {
+      std::vector<Array> all = res;
+      all.insert(all.end(), dres.begin(), dres.end());
+      std::vector<std::optional<int64_t>> ax = res_axes;
+      ax.insert(ax.end(), res_axes.begin(), res_axes.end());
+      all.insert(all.end(), lin.begin(), lin.end());
+      all.insert(all.end(), out.begin(), out.end());
+      ax.resize(all.size(), 0);
+      size_t nl = lin.size();
+      FlatFn g = [&](const std::vector<Array>& xs) {
+        auto at = [&](size_t from, size_t n) {
+          return std::vector<Array>(xs.begin() + static_cast<std::ptrdiff_t>(from), xs.begin() + static_cast<std::ptrdiff_t>(from + n));
+        };
+        return f(at(0, nr), at(nr, nr), at(2 * nr, nl), at(2 * nr + nl, xs.size() - 2 * nr - nl));
+      };
+      return vmap_flat(g, all, ax, {0}, axis.name, axis.size);
+    };
+  };
+  std::vector<Aval> outs;
+  for (Aval a : out_avals_of(params)) {
+    a.shape.insert(a.shape.begin(), axis.size);
+    outs.push_back(a);
+  }
+  Arrays r = bind(p, args, linear_params(batched(rule.fun), batched(rule.transpose), rule.name, static_cast<int64_t>(nr), outs,
+                                         batched_jvp(rule.fun_res_jvp), batched_jvp(rule.transpose_res_jvp)));
+  return {r, BatchDims(r.size(), 0)};
+}
+
 // ---- JAX 0.11's spelling (its _custom_jvp_call_pp_rule / _custom_vjp_call_pp_rule) ---------------------
 // custom_jvp_call[name=f call_jaxpr={...} jvp=f_jvp symbolic_zeros=False], custom_vjp_call[name=f
 // bwd=f_bwd call_jaxpr={...} fwd=f_fwd symbolic_zeros=False]: the function's name first, num_consts only
@@ -275,6 +429,7 @@ void register_all() {
     prims::register_primitive(&custom_jvp_call_p);
     prims::register_primitive(&custom_vjp_call_p);
     prims::register_primitive(&custom_lin_p);
+    prims::register_primitive(&linear_call_p);
     register_param_spelling("custom_jvp_call", {.print = &print_custom_jvp,
                                                 .renamed = {{"jvp", "jvp_jaxpr_fun"}},
                                                 .dropped = {"name"},
@@ -309,6 +464,29 @@ const Primitive custom_vjp_call_p{"custom_vjp_call", kHigherOrder | kMultipleRes
                                   &custom_vjp_jvp,   nullptr,
                                   &custom_vjp_batch, &custom_vjp_linearize};
 const Primitive custom_lin_p{"custom_lin", kMultipleResults, &lin_shape, &lin_impl, nullptr, &lin_transpose, nullptr};
+const Primitive linear_call_p{"linear_call",    kMultipleResults,        &linear_call_shape,
+                              &linear_call_impl, &linear_call_jvp,       &linear_call_transpose,
+                              &linear_call_batch};
+
+std::vector<Array> linear_call(const LinearFn& fun, const LinearFn& transpose, const std::vector<Array>& residuals,
+                               const std::vector<Array>& linear, const std::string& name,
+                               const LinearResJvp& fun_res_jvp, const LinearResJvp& transpose_res_jvp) {
+  if (current_trace() == eval_trace()) return fun(residuals, linear);
+  register_all();
+  // the outputs' types, from fun traced at the arguments' types
+  size_t nr = residuals.size();
+  std::vector<Array> all = residuals;
+  all.insert(all.end(), linear.begin(), linear.end());
+  FlatFn g = [&](const std::vector<Array>& xs) {
+    auto [r, l] = split_at(xs, nr);
+    return fun(r, l);
+  };
+  std::vector<Aval> outs = trace_call(g, all).out_avals();
+  for (Aval& a : outs) a.vma = 0;
+  Arrays r = bind(linear_call_p, all,
+                  linear_params(fun, transpose, name, static_cast<int64_t>(nr), outs, fun_res_jvp, transpose_res_jvp));
+  return std::vector<Array>(r.begin(), r.end());
+}
 
 std::vector<Array> custom_jvp_apply(const FlatFn& f, const CustomJvpRule& rule, const std::vector<Array>& args,
                                     const std::string& name) {

@@ -15,12 +15,12 @@ from ._api import (ClosedJaxpr, ShapeDtypeStruct, block_until_ready, checkpoint,
 from . import _array  # noqa: F401  (NumPy-style methods and .at[] on Array)
 from ._paradigms import GradientTape, Graph, graph_grad
 from .config import config
-from . import data, debug, experimental, export, io, lax, nn, numpy, optim, random, scipy, sharding, tree, tree_util
+from . import custom_derivatives, data, debug, experimental, export, io, lax, nn, numpy, optim, random, scipy, sharding, tree, tree_util
 from .sharding import devices, local_devices, process_count, process_index
 
 __all__ = ["__version__", "Array", "ConcretizationError", "Error", "ShapeError", "UnexpectedTracerError", "ClosedJaxpr", "grad",
            "hessian", "jacfwd", "jacrev", "jit", "jvp", "make_jaxpr", "value_and_grad", "vjp", "vmap", "lax",
-           "numpy", "random", "scipy", "nn", "optim", "data", "io", "tree", "tree_util", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
+           "numpy", "random", "scipy", "nn", "optim", "custom_derivatives", "data", "io", "tree", "tree_util", "tree_flatten", "tree_leaves", "tree_map", "tree_structure", "tree_unflatten",
            "device_get", "device_put", "default_device", "from_dlpack", "custom_jvp", "custom_vjp", "checkpoint", "checkpoint_name", "remat",
            "shard_map", "pmap", "ShapeDtypeStruct", "eval_shape", "custom_gradient", "closure_convert", "disable_jit", "pure_callback", "io_callback", "debug", "linearize", "linear_transpose", "block_until_ready", "ensure_compile_time_eval", "named_scope", "named_call", "checkpoint_policies", "typeof", "ShapedArray",
            "config", "experimental", "sharding", "devices", "local_devices", "process_count", "process_index", "GradientTape", "Graph", "graph_grad"]

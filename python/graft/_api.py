@@ -658,6 +658,50 @@ def custom_gradient(fun):
     return f
 
 
+def linear_call(fun, fun_transpose, residual_args, linear_args, *, _fun_res_jvp=None, _transpose_res_jvp=None):
+    """fun(residual_args, linear_args), a function linear in linear_args, with the transpose the caller
+    gives: fun_transpose(residual_args, output cotangents) -> linear_args' cotangents (JAX's
+    jax.custom_derivatives.linear_call). Reverse mode transposes the call with fun_transpose instead of
+    differentiating fun; forward mode applies fun to the tangents; vmap batches both. The residuals (any
+    pytree) are not differentiated; fun and fun_transpose must not close over traced values (pass them as
+    residuals)."""
+    from . import tree_util as _tu
+    r_leaves, r_tree = _tu.tree_flatten(residual_args)
+    l_leaves, l_tree = _tu.tree_flatten(linear_args)
+    l_leaves = [_graft.asarray(v) for v in l_leaves]
+    out_tree = [None]
+
+    def flat_fun(rs, ls):
+        out = fun(_tu.tree_unflatten(r_tree, list(rs)), _tu.tree_unflatten(l_tree, list(ls)))
+        leaves, out_tree[0] = _tu.tree_flatten(out)
+        return leaves
+
+    def flat_transpose(rs, cts):
+        ct = fun_transpose(_tu.tree_unflatten(r_tree, list(rs)), _tu.tree_unflatten(out_tree[0], list(cts)))
+        leaves, tree = _tu.tree_flatten(ct, is_leaf=lambda v: v is None)
+        if len(leaves) != len(l_leaves):
+            raise TypeError(f"linear_call: fun_transpose returned {len(leaves)} cotangents for "
+                            f"{len(l_leaves)} linear inputs")
+        return [_graft.zeros_like(l) if c is None else c for c, l in zip(leaves, l_leaves)]
+
+    # (private: custom_linear_solve's and custom_root's derivatives in the residuals, so that a second
+    # derivative does not differentiate the solver) (res, res tangents, linear, outputs) -> out tangents
+    def flat_res_jvp(rule, in_tree, get_out_tree):
+        if rule is None:
+            return None
+
+        def run(rs, drs, ls, outs):
+            t = rule(_tu.tree_unflatten(r_tree, list(rs)), _tu.tree_unflatten(r_tree, list(drs)),
+                     _tu.tree_unflatten(in_tree(), list(ls)), _tu.tree_unflatten(get_out_tree(), list(outs)))
+            return _tu.tree_leaves(t)
+        return run
+
+    outs = _graft.linear_call(flat_fun, flat_transpose, r_leaves, l_leaves, getattr(fun, "__name__", "linear_call"),
+                              flat_res_jvp(_fun_res_jvp, lambda: l_tree, lambda: out_tree[0]),
+                              flat_res_jvp(_transpose_res_jvp, lambda: out_tree[0], lambda: l_tree))
+    return _tu.tree_unflatten(out_tree[0], list(outs))
+
+
 def closure_convert(fun, *example_args):
     """(converted, consts) as JAX's jax.closure_convert: fun traced on example_args, with the traced values
     it closes over (an enclosing grad's or jit's tracers) hoisted out as `consts`; `converted(*args,

@@ -500,82 +500,165 @@ def composite(decomposition, name, version=0):
 
 
 # ---- implicit differentiation: custom_linear_solve and custom_root -----------------------------------------
-def _tree_neg(t):
-    from . import tree_util as _tu
-    return _tu.tree_map(lambda v: -v, t)
-
-
 def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False, has_aux=False):
     """x = solve(matvec, b) with the derivatives of x = A^-1 b for the linear map A = matvec, whatever
-    solve does (an iterative method, a factorization): JAX's lax.custom_linear_solve. The reverse pass
-    solves the transposed system once, with transpose_solve(vecmat, ct) (or solve itself when symmetric),
-    and gives matvec's closed-over arrays their gradient -lambda x^T; solve is never differentiated. b may
-    be a pytree. With has_aux, solve returns (x, aux) and aux is not differentiated.
-    Reverse mode (grad, vjp); forward mode through it is not supported (JAX's is)."""
+    solve does (an iterative method, a factorization): JAX's lax.custom_linear_solve. Forward mode solves
+    once more for the tangent, A x' = b' - A' x (A' from matvec's closed-over arrays); reverse mode
+    transposes that solve with transpose_solve(vecmat, ct) (or solve itself when symmetric), through
+    linear_call, so solve is never differentiated (nor are the arrays solve and transpose_solve close
+    over). b may be a pytree. With has_aux, solve and transpose_solve return (x, aux) and aux is not
+    differentiated."""
     from . import _api
+    from . import numpy as _np
+    from . import tree_util as _tu
     mv, consts = _api.closure_convert(matvec, b)
     n = len(consts)
 
-    def run(slv, cs, rhs):
-        return slv(lambda v: mv(v, *cs), rhs)
+    def x_of(out):
+        return out[0] if has_aux else out
 
-    def primal(*args):
-        return run(solve, args[:n], args[n])
+    # solve and transpose_solve with the arrays they close over made explicit (they may close over the
+    # traced values being differentiated; linear_call's functions must not)
+    sv, s_consts = _api.closure_convert(lambda rhs, *cs: solve(lambda v: mv(v, *cs), rhs), b, *consts)
+    if symmetric or transpose_solve is None:
+        tv, t_consts = None, []
+    else:
+        tv, t_consts = _api.closure_convert(
+            lambda ct, *cs: transpose_solve(lambda u: _api.linear_transpose(lambda v: mv(v, *cs), ct)(u)[0], ct),
+            b, *consts)
+    ns, nt = len(s_consts), len(t_consts)
 
-    def fwd(*args):
-        out = primal(*args)
-        x = out[0] if has_aux else out
-        return out, (args[:n], x)
+    def solve_tangent(res, rhs):
+        cs, sc, _ = res
+        return x_of(sv(rhs, *cs, *sc))
 
-    def bwd(res, ct):
-        cs, x = res
-        ct_x = ct[0] if has_aux else ct
+    def transpose_tangent(res, ct):
+        cs, sc, tc = res
         if symmetric:
-            lam = run(solve, cs, ct_x)
-        else:
-            if transpose_solve is None:
-                raise ValueError("custom_linear_solve: transpose_solve is needed to differentiate a solve that "
-                                 "is not symmetric")
-            vecmat = _api.linear_transpose(lambda v: mv(v, *cs), x)
-            lam = transpose_solve(lambda u: vecmat(u)[0], ct_x)
-        if has_aux:
-            lam = lam[0] if isinstance(lam, tuple) and len(lam) == 2 else lam
-        grads_c = _api.vjp(lambda *c: mv(x, *c), *cs)[1](_tree_neg(lam)) if n else ()
-        return tuple(grads_c) + (lam,)
+            return x_of(sv(ct, *cs, *sc))
+        if tv is None:
+            raise ValueError("custom_linear_solve: transpose_solve is needed to differentiate a solve that "
+                             "is not symmetric in reverse mode")
+        return x_of(tv(ct, *cs, *tc))
 
-    f = _api.custom_vjp(primal)
-    f.defvjp(fwd, bwd)
-    return f(*consts, b)
+    # A^-1 r and A^-T r as linear calls whose derivatives in A's arrays are implicit too (a second
+    # derivative moves A: d(A^-1) = -A^-1 A' A^-1, d(A^-T) = -A^-T A'^T A^-T), never the solver's
+    def neg(t):
+        return _tu.tree_map(lambda v: -v, t)
+
+    def solve_jvp(res, dres, rhs, y):
+        return solve_linear(res, neg(_api.jvp(lambda *c: mv(y, *c), res[0], dres[0])[1]))
+
+    def transpose_jvp(res, dres, ct, z):
+        vecmat_z = lambda *c: _api.linear_transpose(lambda v: mv(v, *c), z)(z)[0]  # noqa: E731
+        return transpose_linear(res, neg(_api.jvp(vecmat_z, res[0], dres[0])[1]))
+
+    def solve_linear(res, rhs):
+        return _api.linear_call(solve_tangent, transpose_tangent, res, rhs, _fun_res_jvp=solve_jvp,
+                                _transpose_res_jvp=transpose_jvp)
+
+    def transpose_linear(res, ct):
+        return _api.linear_call(transpose_tangent, solve_tangent, res, ct, _fun_res_jvp=transpose_jvp,
+                                _transpose_res_jvp=solve_jvp)
+
+    def primal(*args):  # (matvec's consts, solve's, transpose_solve's, b)
+        return sv(args[-1], *args[:n], *args[n:n + ns])
+
+    f = _api.custom_jvp(primal)
+
+    def rule(primals, tangents):
+        cs, cs_dot = tuple(primals[:n]), tuple(tangents[:n])
+        res = (cs, tuple(primals[n:n + ns]), tuple(primals[n + ns:n + ns + nt]))
+        out = f(*primals)  # (f again, not primal: an outer derivative applies this rule too, not the solver's)
+        x = x_of(out)
+        rhs = tangents[-1]
+        if n:  # A x = b, so A x' = b' - A' x
+            mv_dot = _api.jvp(lambda *c: mv(x, *c), cs, cs_dot)[1]
+            rhs = _tu.tree_map(lambda u, w: u - w, rhs, mv_dot)
+        x_dot = solve_linear(res, rhs)
+        if has_aux:
+            return out, (x_dot, _tu.tree_map(_np.zeros_like, out[1]))
+        return out, x_dot
+
+    f.defjvp(rule)
+    return f(*consts, *s_consts, *t_consts, b)
 
 
 def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
     """x* = solve(f, initial_guess), a root of f, differentiated implicitly (JAX's lax.custom_root): with
-    f(x*, theta) = 0 for the arrays theta that f closes over, dx*/dtheta = -(df/dx)^-1 df/dtheta. The
-    reverse pass calls tangent_solve(g, y) once, to solve g(v) = y for the transposed Jacobian g of f at
-    x* (for a scalar root `lambda g, y: y / g(1.0)`). initial_guess gets no gradient, solve is never
-    differentiated. With has_aux, solve returns (x, aux). Reverse mode (grad, vjp)."""
+    f(x*, theta) = 0 for the arrays theta that f closes over, dx*/dtheta = -(df/dx)^-1 df/dtheta.
+    tangent_solve(g, y) solves g(v) = y for a linear g: the Jacobian of f in x at x* in forward mode, its
+    transpose in reverse mode (for a scalar root `lambda g, y: y / g(1.0)`); both through linear_call, so
+    solve and tangent_solve are never differentiated. initial_guess gets no derivative. With has_aux,
+    solve returns (x, aux)."""
     from . import _api
     from . import numpy as _np
+    from . import tree_util as _tu
     fc, consts = _api.closure_convert(f, initial_guess)
     n = len(consts)
 
-    def primal(*args):
-        return solve(lambda v: fc(v, *args[:n]), args[n])
+    def x_of(out):
+        return out[0] if has_aux else out
 
-    def fwd(*args):
-        out = primal(*args)
-        x = out[0] if has_aux else out
-        return out, (args[:n], x, args[n])
+    sv, s_consts = _api.closure_convert(lambda x0, *cs: solve(lambda v: fc(v, *cs), x0), initial_guess, *consts)
+    ns = len(s_consts)
+    x_example = initial_guess  # (the root has the initial guess's structure)
+    ts_fwd, tf_consts = _api.closure_convert(
+        lambda y, x, *cs: tangent_solve(lambda v: _api.jvp(lambda u: fc(u, *cs), (x,), (v,))[1], y),
+        x_example, x_example, *consts)
+    ts_bwd, tb_consts = _api.closure_convert(
+        lambda y, x, *cs: tangent_solve(lambda u: _api.vjp(lambda w: fc(w, *cs), x)[1](u)[0], y),
+        x_example, x_example, *consts)
 
-    def bwd(res, ct):
-        cs, x, x0 = res
-        ct_x = ct[0] if has_aux else ct
-        pull_x = _api.vjp(lambda v: fc(v, *cs), x)[1]
-        lam = tangent_solve(lambda u: pull_x(u)[0], ct_x)
-        grads_c = _api.vjp(lambda *c: fc(x, *c), *cs)[1](_tree_neg(lam)) if n else ()
-        from . import tree_util as _tu
-        return tuple(grads_c) + (_tu.tree_map(_np.zeros_like, x0),)
+    def solve_tangent(res, rhs):  # res: (x*, theta, tangent_solve's consts)
+        x, cs, tf, _ = res
+        return ts_fwd(rhs, x, *cs, *tf)
 
-    g = _api.custom_vjp(primal)
-    g.defvjp(fwd, bwd)
-    return g(*consts, initial_guess)
+    def transpose_tangent(res, ct):
+        x, cs, _, tb = res
+        return ts_bwd(ct, x, *cs, *tb)
+
+    # J^-1 r and J^-T r (J the Jacobian of f in x at x*) as linear calls whose derivatives in (x*, theta)
+    # are implicit: d(J^-1) = -J^-1 dJ J^-1, never tangent_solve's
+    def neg(t):
+        return _tu.tree_map(lambda v: -v, t)
+
+    def solve_jvp(res, dres, rhs, y):
+        (x, cs), (dx, dcs) = (res[0], res[1]), (dres[0], dres[1])
+        jy = lambda x, *c: _api.jvp(lambda u: fc(u, *c), (x,), (y,))[1]  # noqa: E731
+        return solve_linear(res, neg(_api.jvp(jy, (x,) + tuple(cs), (dx,) + tuple(dcs))[1]))
+
+    def transpose_jvp(res, dres, ct, z):
+        (x, cs), (dx, dcs) = (res[0], res[1]), (dres[0], dres[1])
+        jtz = lambda x, *c: _api.vjp(lambda u: fc(u, *c), x)[1](z)[0]  # noqa: E731
+        return transpose_linear(res, neg(_api.jvp(jtz, (x,) + tuple(cs), (dx,) + tuple(dcs))[1]))
+
+    def solve_linear(res, rhs):
+        return _api.linear_call(solve_tangent, transpose_tangent, res, rhs, _fun_res_jvp=solve_jvp,
+                                _transpose_res_jvp=transpose_jvp)
+
+    def transpose_linear(res, ct):
+        return _api.linear_call(transpose_tangent, solve_tangent, res, ct, _fun_res_jvp=transpose_jvp,
+                                _transpose_res_jvp=solve_jvp)
+
+    def primal(*args):  # (f's consts, solve's, initial_guess)
+        return sv(args[-1], *args[:n], *args[n:n + ns])
+
+    g = _api.custom_jvp(primal)
+
+    def rule(primals, tangents):
+        cs, cs_dot = tuple(primals[:n]), tuple(tangents[:n])
+        out = g(*primals)  # (g again, not primal: an outer derivative applies this rule too, not the solver's)
+        x = x_of(out)
+        if n:  # f(x*, theta) = 0, so J_x x' = -J_theta theta'
+            f_dot = _api.jvp(lambda *c: fc(x, *c), cs, cs_dot)[1]
+            rhs = _tu.tree_map(lambda v: -v, f_dot)
+        else:
+            rhs = _tu.tree_map(_np.zeros_like, x)
+        x_dot = solve_linear((x, cs, tuple(tf_consts), tuple(tb_consts)), rhs)
+        if has_aux:
+            return out, (x_dot, _tu.tree_map(_np.zeros_like, out[1]))
+        return out, x_dot
+
+    g.defjvp(rule)
+    return g(*consts, *s_consts, initial_guess)

@@ -321,6 +321,20 @@ void bind_paradigms(py::module_& m) {
     };
     return custom_vjp_apply(flat_fn(f), fw, bw, to_arrays(args), name);
   });
+  m.def("linear_call", [](py::function fun, py::function transpose, py::handle res, py::handle lin,
+                          const std::string& name, py::object fun_res_jvp, py::object transpose_res_jvp) {
+    auto wrap = [](py::function f) -> LinearFn {
+      return [f](const std::vector<Array>& r, const std::vector<Array>& l) { return to_arrays(f(r, l)); };
+    };
+    auto wrap_jvp = [](py::object f) -> LinearResJvp {
+      if (f.is_none()) return {};
+      return [f](const std::vector<Array>& r, const std::vector<Array>& dr, const std::vector<Array>& l,
+                 const std::vector<Array>& o) { return to_arrays(f(r, dr, l, o)); };
+    };
+    return linear_call(wrap(fun), wrap(transpose), to_arrays(res), to_arrays(lin), name, wrap_jvp(fun_res_jvp),
+                       wrap_jvp(transpose_res_jvp));
+  }, "fun"_a, "transpose"_a, "res"_a, "lin"_a, "name"_a, "fun_res_jvp"_a = py::none(),
+     "transpose_res_jvp"_a = py::none());
   m.def("checkpoint", [](py::function f, py::handle args, const std::string& policy, std::vector<std::string> names) {
     CheckpointPolicy p = policy == "dots_saveable"         ? CheckpointPolicy::dots_saveable()
                          : policy == "everything_saveable" ? CheckpointPolicy::everything_saveable()

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "graft/ops/linalg.h"
 #include "graft/ops/ops.h"
 #include "graft/random/random.h"
 #include "graft/transforms/api.h"
@@ -57,6 +58,66 @@ Initializer uniform_init(double scale) {
 Initializer constant_init(double value) {
   return [value](const Array&, const Shape& s, DType d) { return full(s, value, d); };
 }
+
+namespace initializers {
+Initializer zeros() { return constant_init(0.0); }
+Initializer ones() { return constant_init(1.0); }
+Initializer constant(double value) { return constant_init(value); }
+Initializer normal(double stddev) { return normal_init(stddev); }
+Initializer uniform(double scale) {
+  return [scale](const Array& key, const Shape& s, DType d) { return random::uniform(key, s, d, 0.0, scale); };
+}
+Initializer truncated_normal(double stddev, double lower, double upper) {
+  return [=](const Array& key, const Shape& s, DType d) { return random::truncated_normal(key, lower, upper, s, d) * stddev; };
+}
+Initializer orthogonal(double scale, int64_t column_axis) {
+  return [=](const Array& key, const Shape& shape, DType d) {
+    int64_t nd = static_cast<int64_t>(shape.size());
+    if (nd < 2) fail<ValueError>("orthogonal: needs an array of two or more dimensions, got shape ", shape_str(shape));
+    if (column_axis < -nd || column_axis >= nd)
+      fail<ValueError>("orthogonal: column_axis ", column_axis, " is out of range for shape ", shape_str(shape));
+    int64_t ca = column_axis < 0 ? column_axis + nd : column_axis;
+    int64_t cols = shape[static_cast<size_t>(ca)], rows = 1;
+    Shape rest;
+    for (int64_t i = 0; i < nd; ++i)
+      if (i != ca) {
+        rows *= shape[static_cast<size_t>(i)];
+        rest.push_back(shape[static_cast<size_t>(i)]);
+      }
+    // QR of a tall normal matrix; signs from R's diagonal make the draw uniform over orthogonal matrices
+    DType cd = d == DType::bf16 || d == DType::f16 ? DType::f32 : d;
+    Array a = random::normal(key, {std::max(rows, cols), std::min(rows, cols)}, cd);
+    auto [q, r] = linalg::qr(a);
+    Array sg = sign(diagonal(r));
+    q = q * where(equal(sg, Array(0.0).astype(cd)), ones_like(sg), sg);
+    if (rows < cols) q = transpose(q, {1, 0});
+    rest.push_back(cols);
+    return (moveaxis(reshape(q, rest), -1, ca) * scale).astype(d);
+  };
+}
+Initializer delta_orthogonal(double scale, int64_t column_axis) {
+  return [=](const Array& key, const Shape& shape, DType d) {
+    size_t nd = shape.size();
+    if (nd < 3 || nd > 5 || shape[nd - 2] > shape[nd - 1])
+      fail<ValueError>("delta_orthogonal: needs a kernel [*spatial, in, out] with 1 to 3 spatial dimensions and in <= out, "
+                       "got shape ", shape_str(shape));
+    Array center = orthogonal(scale, column_axis)(key, {shape[nd - 2], shape[nd - 1]}, d);
+    // the matrix at index k // 2 of every spatial dimension, zeros around it
+    Shape one(nd - 2, 1);
+    one.push_back(shape[nd - 2]);
+    one.push_back(shape[nd - 1]);
+    std::vector<std::pair<int64_t, int64_t>> widths;
+    for (size_t i = 0; i + 2 < nd; ++i) widths.push_back({shape[i] / 2, shape[i] - shape[i] / 2 - 1});
+    widths.push_back({0, 0});
+    widths.push_back({0, 0});
+    return pad(reshape(center, one), widths, 0.0);
+  };
+}
+Initializer xavier_uniform(int64_t i, int64_t o) { return glorot_uniform(i, o); }
+Initializer xavier_normal(int64_t i, int64_t o) { return glorot_normal(i, o); }
+Initializer kaiming_uniform(int64_t i, int64_t o) { return he_uniform(i, o); }
+Initializer kaiming_normal(int64_t i, int64_t o) { return he_normal(i, o); }
+}  // namespace initializers
 
 // ---- layers ----------------------------------------------------------------------------------------------
 Tree Linear::init(const Array& key, DType d) const {

@@ -43,6 +43,34 @@ Initializer normal_init(double stddev = 1.0);
 Initializer uniform_init(double scale = 1.0);
 Initializer constant_init(double value);
 
+/// jax.nn.initializers under JAX's names and defaults (normal's stddev and uniform's scale are 1e-2).
+namespace initializers {
+using nn::glorot_normal;
+using nn::glorot_uniform;
+using nn::he_normal;
+using nn::he_uniform;
+using nn::lecun_normal;
+using nn::lecun_uniform;
+using nn::variance_scaling;
+Initializer zeros();
+Initializer ones();
+Initializer constant(double value);
+Initializer normal(double stddev = 1e-2);
+Initializer uniform(double scale = 1e-2);
+/// stddev times a standard normal truncated to [lower, upper].
+Initializer truncated_normal(double stddev = 1e-2, double lower = -2.0, double upper = 2.0);
+/// Orthonormal rows or columns of the matrix the array is with every axis but column_axis flattened (from
+/// the QR factors of a normal matrix, R's diagonal made positive), times scale.
+Initializer orthogonal(double scale = 1.0, int64_t column_axis = -1);
+/// Convolution kernels [*spatial, in, out] (1 to 3 spatial dimensions, in <= out): zero but at the
+/// spatial center, which holds an orthogonal [in, out] matrix.
+Initializer delta_orthogonal(double scale = 1.0, int64_t column_axis = -1);
+Initializer xavier_uniform(int64_t in_axis = -2, int64_t out_axis = -1);  ///< glorot_uniform
+Initializer xavier_normal(int64_t in_axis = -2, int64_t out_axis = -1);   ///< glorot_normal
+Initializer kaiming_uniform(int64_t in_axis = -2, int64_t out_axis = -1);  ///< he_uniform
+Initializer kaiming_normal(int64_t in_axis = -2, int64_t out_axis = -1);   ///< he_normal
+}  // namespace initializers
+
 // ---- layers ---------------------------------------------------------------------------------------------
 /// y = x @ w + b, w: [in, out].
 struct Linear {

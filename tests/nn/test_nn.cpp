@@ -27,6 +27,44 @@ TEST(Init, VarianceScalingStatistics) {
   EXPECT_THROW(nn::variance_scaling(1, "fan_sideways", "normal"), ValueError);
 }
 
+// jax.nn.initializers' names: constants, normal / uniform / truncated_normal with JAX's defaults, orthogonal
+// (orthonormal columns or rows whatever the shape and column_axis) and delta_orthogonal (an orthogonal
+// matrix at the kernel's spatial center, zeros elsewhere), the xavier / kaiming aliases.
+TEST(Init, JaxNamedInitializers) {
+  namespace ini = nn::initializers;
+  Array k = random::key(1);
+  EXPECT_TRUE(array_equal(ini::zeros()(k, {2, 3}, f32), zeros({2, 3})));
+  EXPECT_TRUE(array_equal(ini::ones()(k, {2}, f64), ones({2}, f64)));
+  EXPECT_TRUE(array_equal(ini::constant(0.5)(k, {2}, f32), full({2}, 0.5)));
+  Array n = ini::normal()(k, {200, 200}, f32);
+  EXPECT_NEAR(std(n).item<double>(), 1e-2, 3e-4);
+  Array u = ini::uniform()(k, {200, 200}, f32);  // [0, 0.01), as JAX's
+  EXPECT_GE(min(u).item<double>(), 0.0);
+  EXPECT_LT(max(u).item<double>(), 1e-2);
+  Array t = ini::truncated_normal(0.1)(k, {200, 200}, f32);
+  EXPECT_LE(max(abs(t)).item<double>(), 0.2 + 1e-6);
+  EXPECT_NEAR(std(t).item<double>(), 0.1 * 0.87962566103423978, 3e-3);
+  EXPECT_TRUE(array_equal(ini::xavier_uniform()(k, {3, 4}, f32), nn::glorot_uniform()(k, {3, 4}, f32)));
+  EXPECT_TRUE(array_equal(ini::kaiming_normal()(k, {3, 4}, f32), nn::he_normal()(k, {3, 4}, f32)));
+  // orthogonal: tall gives orthonormal columns, wide orthonormal rows; column_axis picks the columns
+  for (Shape s : {Shape{6, 4}, Shape{4, 6}}) {
+    Array q = ini::orthogonal(2.0)(k, s, f64);
+    EXPECT_EQ(q.shape(), s);
+    Array g = s[0] >= s[1] ? matmul(transpose(q, {1, 0}), q) : matmul(q, transpose(q, {1, 0}));
+    EXPECT_TRUE(close(g, eye(std::min(s[0], s[1]), std::nullopt, 0, f64) * 4.0, 1e-12, 1e-12)) << shape_str(s);
+  }
+  Array q3 = ini::orthogonal(1.0, 0)(k, {3, 2, 4}, f64);  // columns along axis 0: [8, 3] after moving it last
+  Array m = reshape(moveaxis(q3, 0, -1), {8, 3});
+  EXPECT_TRUE(close(matmul(transpose(m, {1, 0}), m), eye(3, std::nullopt, 0, f64), 1e-12, 1e-12));
+  EXPECT_THROW(ini::orthogonal()(k, {5}, f32), ValueError);
+  // delta_orthogonal: [3, 3, in 2, out 4]
+  Array dk = ini::delta_orthogonal()(k, {3, 3, 2, 4}, f64);
+  Array c = dk[{1, 1}];
+  EXPECT_TRUE(close(matmul(c, transpose(c, {1, 0})), eye(2, std::nullopt, 0, f64), 1e-12, 1e-12));
+  EXPECT_NEAR(sum(abs(dk)).item<double>(), sum(abs(c)).item<double>(), 1e-12);  // nothing off the center
+  EXPECT_THROW(ini::delta_orthogonal()(k, {3, 3, 4, 2}, f32), ValueError);  // in > out
+}
+
 TEST(Layers, LinearAndMLP) {
   nn::Linear lin{3, 2};
   Tree p = lin.init(random::key(1));

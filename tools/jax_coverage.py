@@ -42,7 +42,8 @@ TOP_LEVEL = ["grad", "value_and_grad", "jvp", "vjp", "vmap", "jit", "make_jaxpr"
              "shard_map", "numpy", "lax", "nn", "random", "scipy"]
 
 MODULES = {  # JAX module: (graft module, C++ headers, the scope's filter)
-    "jax": ("graft", ["graft/transforms/api.h", "graft/transforms/*.h", "include/graft/graft.h"],
+    "jax": ("graft", ["graft/transforms/*.h", "include/graft/graft.h", "graft/core/*.h", "graft/parallel/*.h",
+                      "graft/runtime/*.h"],
             lambda n: n in TOP_LEVEL),
     "jax.numpy": ("graft.numpy", ["graft/ops/ops.h", "graft/ops/numpy_more.h", "graft/ops/numpy_stats.h",
                                   "graft/ops/numpy_shape.h", "graft/ops/linalg.h", "graft/core/dtype.h",

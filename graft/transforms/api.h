@@ -605,6 +605,26 @@ auto make_jaxpr(F f) {
   };
 }
 
+// ---- JAX's names for the C++ spellings ------------------------------------------------------------------
+/// jax.ShapeDtypeStruct: an array's type without its data.
+using ShapeDtypeStruct = Aval;
+/// eval_shape(f, args...): the types of f's output leaves for these arguments (arrays; nothing is computed).
+template <class F, class... Args>
+std::vector<ShapeDtypeStruct> eval_shape(F f, const Args&... args) {
+  return detail::with_flat_call(
+      f, {},
+      [](FlatCall& c) {
+        std::vector<Aval> avals;
+        for (auto& x : c.leaves) avals.push_back(x.aval());
+        return eval_shape_flat(c.fn, avals);
+      },
+      args...);
+}
+/// jax.named_scope: `graft::named_scope s("encoder");` (NameScope, graft/core/trace.h).
+using named_scope = NameScope;
+/// jax.ensure_compile_time_eval: `graft::ensure_compile_time_eval now;` (CompileTimeEvalScope).
+using ensure_compile_time_eval = CompileTimeEvalScope;
+
 // ---- jacobians ----------------------------------------------------------------------------------------
 namespace detail {
 /// [n, *shape] stack of the n unit basis vectors of an array of `shape` (dtype d).

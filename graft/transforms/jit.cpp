@@ -369,7 +369,16 @@ std::vector<bool> JitFunction::donated_leaves(const FlatCall& c) const {
   return d;
 }
 
+namespace {
+thread_local bool tl_jit_disabled = false;
+}  // namespace
+
+DisableJit::DisableJit(bool disable) : saved_(tl_jit_disabled) { tl_jit_disabled = disable; }
+DisableJit::~DisableJit() { tl_jit_disabled = saved_; }
+bool jit_disabled() { return tl_jit_disabled; }
+
 std::vector<Array> JitFunction::operator()(FlatCall& c) const {
+  if (tl_jit_disabled) return c.fn(c.leaves);  // op by op (fn records the output's structure)
   auto trace = [&](const std::vector<Aval>& avals, TreeDef& out_def) {
     ClosedJaxpr j = make_jaxpr_flat(c.fn, avals, "jit");
     if (c.out_def) out_def = *c.out_def;

@@ -193,6 +193,23 @@ class JitFunction {
 /// process that reads programs (graft/io/export.h) calls it before parsing.
 void register_transform_primitives();
 
+/// JAX's disable_jit: while it lives (on this thread), jitted functions run their Python-free C++ body
+/// eagerly, op by op, so that control flow and prints see concrete values.
+///   { graft::disable_jit off; step(params, batch); }
+class DisableJit {
+ public:
+  explicit DisableJit(bool disable = true);
+  ~DisableJit();
+  DisableJit(const DisableJit&) = delete;
+  DisableJit& operator=(const DisableJit&) = delete;
+
+ private:
+  bool saved_;
+};
+using disable_jit = DisableJit;
+/// Whether a DisableJit scope is active on this thread.
+bool jit_disabled();
+
 /// Binds jit_p on `args` for a closed jaxpr whose consts are hoisted (what jit and the compiler use).
 Arrays jit_call(const JaxprPtr& call, std::span<const Array> args, const std::string& name);
 /// A shared copy of a closed jaxpr whose consts are all concrete (checked), for jit_p's parameter.

@@ -69,6 +69,22 @@ auto checkpoint(F f, CheckpointPolicy policy = {}) {
   };
 }
 
+/// jax.remat: checkpoint's other name.
+template <class F>
+auto remat(F f, CheckpointPolicy policy = {}) {
+  return checkpoint(std::move(f), std::move(policy));
+}
+
+/// jax.checkpoint_policies: the policies under JAX's names.
+namespace checkpoint_policies {
+inline CheckpointPolicy nothing_saveable() { return CheckpointPolicy::nothing_saveable(); }
+inline CheckpointPolicy everything_saveable() { return CheckpointPolicy::everything_saveable(); }
+inline CheckpointPolicy dots_saveable() { return CheckpointPolicy::dots_saveable(); }
+inline CheckpointPolicy save_only_these_names(std::vector<std::string> names) {
+  return CheckpointPolicy::save_only_these_names(std::move(names));
+}
+}  // namespace checkpoint_policies
+
 /// What reverse mode saves from the forward pass of f at these argument types, one line per
 /// residual: its type and where it comes from (an argument, or the primitive that computes it).
 std::string saved_residuals_flat(const FlatFn& f, const std::vector<Aval>& in_avals);

@@ -14,7 +14,11 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <optional>
+#include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "graft/core/array.h"
@@ -71,6 +75,83 @@ Optimizer chain(std::vector<Optimizer> parts);
 
 /// The global L2 norm of all leaves.
 Array global_norm(const Tree& t);
+
+// ---- optax's breadth ------------------------------------------------------------------------------------
+// A leaf's path is its dict keys and list positions joined by dots ("blocks.0.fc1.w"), as
+// leaf_shardings spells it; masks and labels are functions of it (and of the leaf).
+using LeafPredicate = std::function<bool(const std::string& path, const Array& leaf)>;
+using LeafLabel = std::function<std::string(const std::string& path, const Array& leaf)>;
+
+/// Updates times step_size.
+Optimizer scale(double step_size);
+/// Updates times -lr(count) (lr(count) with flip_sign false); its state counts the steps.
+Optimizer scale_by_learning_rate(Schedule lr, bool flip_sign = true);
+/// Adam's direction m^ / (sqrt(v^ + eps_root) + eps), with Nesterov's momentum (NAdam) when asked.
+Optimizer scale_by_adam(double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double eps_root = 0.0,
+                        bool nesterov = false);
+/// updates + weight_decay * params (on the leaves `mask` selects; all without one).
+Optimizer add_decayed_weights(double weight_decay, LeafPredicate mask = {});
+/// An exponential moving average of the updates (debiased: divided by 1 - decay^t).
+Optimizer ema(double decay, bool debias = true);
+/// Each update scaled by ||param|| / ||update|| (LAMB's trust ratio; 1 where either is zero).
+Optimizer scale_by_trust_ratio(double min_norm = 0.0, double trust_coefficient = 1.0, double eps = 0.0);
+/// Each update divided by max(1, rms(update) / threshold).
+Optimizer clip_by_block_rms(double threshold);
+/// `inner` on the leaves `mask` selects; the other updates pass through unchanged.
+Optimizer masked(Optimizer inner, LeafPredicate mask);
+/// Each leaf updated by transforms[label(path, leaf)] (an error names a label without a transformation).
+Optimizer multi_transform(std::map<std::string, Optimizer> transforms, LeafLabel label);
+
+/// Adagrad: g / sqrt(sum of g^2 + eps), the sum starting at initial_accumulator_value.
+Optimizer adagrad(Schedule lr, double initial_accumulator_value = 0.1, double eps = 1e-7);
+/// NAdam: Adam with Nesterov momentum.
+Optimizer nadam(Schedule lr, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double eps_root = 0.0);
+/// AdaBelief: Adam whose second moment is that of g - m (the gradient's surprise).
+Optimizer adabelief(Schedule lr, double b1 = 0.9, double b2 = 0.999, double eps = 1e-16, double eps_root = 1e-16);
+/// Lion: sign((1 - b1) g + b1 m) plus decoupled weight decay; m tracks g with b2.
+Optimizer lion(Schedule lr, double b1 = 0.9, double b2 = 0.99, double weight_decay = 1e-3, LeafPredicate mask = {});
+/// LAMB: Adam's direction plus weight decay, scaled by the trust ratio per leaf.
+Optimizer lamb(Schedule lr, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6, double eps_root = 0.0,
+               double weight_decay = 0.0, LeafPredicate mask = {});
+struct AdafactorOptions {
+  std::optional<Schedule> lr;  ///< none: the relative step alone (scaled by the parameters' rms)
+  int64_t min_dim_size_to_factor = 128;
+  double decay_rate = 0.8;
+  int64_t decay_offset = 0;
+  bool multiply_by_parameter_scale = true;
+  std::optional<double> clipping_threshold = 1.0;
+  std::optional<double> momentum;
+  std::optional<double> weight_decay_rate;
+  double eps = 1e-30;
+  bool factored = true;
+};
+/// Adafactor (Shazeer & Stern): second moments kept as row and column means for matrices whose two
+/// largest dimensions reach min_dim_size_to_factor, full otherwise; block-rms clipping; updates scaled
+/// by the parameters' rms.
+Optimizer adafactor(AdafactorOptions o = {});
+
+/// Gradient accumulation (optax's MultiSteps): the inner optimizer sees the mean of every k gradients;
+/// the steps in between give zero updates (under jit both paths run and the state chooses).
+struct MultiSteps {
+  Optimizer opt;
+  int64_t every_k = 1;
+  Optimizer gradient_transformation() const;
+};
+/// inject_hyperparams: the hyperparameters live in the state (state["hyperparams"][name], f32 scalars)
+/// so a program can read and change them between steps without retracing; a ScheduleFn entry is
+/// evaluated at the step count instead. make(values) builds the inner optimizer from them each step.
+using Hyperparam = std::variant<double, ScheduleFn>;
+Optimizer inject_hyperparams(std::function<Optimizer(const std::map<std::string, Array>&)> make,
+                             std::map<std::string, Hyperparam> hyperparams);
+/// A schedule that returns the array it holds (a hyperparameter read from inject_hyperparams' state).
+Schedule schedule_of(const Array& value);
+
+/// schedules[i] from boundaries[i - 1] on, each counting from its own start.
+Schedule join_schedules(std::vector<Schedule> schedules, std::vector<int64_t> boundaries);
+/// One cycle: cosine from peak / div_factor up to peak over pct_start of the steps, then down to
+/// peak / (div_factor * final_div_factor).
+Schedule cosine_onecycle_schedule(int64_t transition_steps, double peak, double pct_start = 0.3, double div_factor = 25.0,
+                                  double final_div_factor = 1e4);
 
 // ---- mixed precision -----------------------------------------------------------------------------------
 /// Dynamic loss scaling for f16 training (jmp's DynamicLossScale, PyTorch's GradScaler), as pure

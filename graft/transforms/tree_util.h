@@ -75,13 +75,13 @@ void collect_paths(const T& x, KeyPath& prefix, std::vector<KeyPath>& out) {
       out.push_back(prefix);
     } else if (x.is_list()) {
       for (size_t i = 0; i < x.size(); ++i) {
-        prefix.push_back(SequenceKey{i});
+        prefix.emplace_back(std::in_place_type<SequenceKey>, i);
         collect_paths(x[i], prefix, out);
         prefix.pop_back();
       }
     } else if (x.is_dict()) {
       for (auto& [k, v] : x.dict()) {
-        prefix.push_back(DictKey{k});
+        prefix.emplace_back(std::in_place_type<DictKey>, k);
         collect_paths(v, prefix, out);
         prefix.pop_back();
       }
@@ -95,25 +95,26 @@ void collect_paths(const T& x, KeyPath& prefix, std::vector<KeyPath>& out) {
     size_t i = 0;
     std::apply(
         [&](auto... m) {
-          (((names.empty() ? prefix.push_back(FlattenedIndexKey{i}) : prefix.push_back(GetAttrKey{names[i]})),
+          (((names.empty() ? void(prefix.emplace_back(std::in_place_type<FlattenedIndexKey>, i))
+                            : void(prefix.emplace_back(std::in_place_type<GetAttrKey>, names[i]))),
             collect_paths(x.*m, prefix, out), prefix.pop_back(), ++i),
            ...);
         },
         PyTreeNode<T>::children);
   } else if constexpr (requires { typename T::key_type; }) {  // std::map<std::string, V>
     for (auto& [k, v] : x) {
-      prefix.push_back(DictKey{k});
+      prefix.emplace_back(std::in_place_type<DictKey>, k);
       collect_paths(v, prefix, out);
       prefix.pop_back();
     }
   } else if constexpr (requires { std::tuple_size<T>::value; } && !requires(const T& y) { y.begin(); }) {  // pair, tuple
     size_t i = 0;
-    std::apply([&](const auto&... e) { ((prefix.push_back(SequenceKey{i++}), collect_paths(e, prefix, out), prefix.pop_back()), ...); },
+    std::apply([&](const auto&... e) { ((prefix.emplace_back(std::in_place_type<SequenceKey>, i++), collect_paths(e, prefix, out), prefix.pop_back()), ...); },
                x);
   } else {  // std::vector, std::array
     size_t i = 0;
     for (const auto& e : x) {
-      prefix.push_back(SequenceKey{i++});
+      prefix.emplace_back(std::in_place_type<SequenceKey>, i++);
       collect_paths(e, prefix, out);
       prefix.pop_back();
     }

@@ -20,6 +20,10 @@ tanh = _graft.tanh
 
 
 # ---- layers ------------------------------------------------------------------------------------------
+# nn's C++ layers (graft/nn/nn.h) as classes: parameters are dicts and lists of arrays
+from ._graft import BatchNorm, Embedding, LayerNorm, MultiHeadAttention, TransformerBlock, TransformerLM  # noqa: E402,F401
+
+
 class Linear:
     """y = x @ w + b; params {"w": [in, out], "b": [out]}."""
 

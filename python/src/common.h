@@ -88,6 +88,7 @@ void bind_linalg(py::module_& m);              // linalg.cpp: numpy.linalg, scip
 void bind_fft(py::module_& m);                 // fft.cpp: numpy.fft, lax.fft
 void bind_collectives_and_random(py::module_& m);  // operations.cpp
 void bind_nn_and_data(py::module_& m);         // operations.cpp: layers' functional forms, datasets
+void bind_layers(py::module_& m);              // layers.cpp: nn's C++ layers as classes
 void bind_io(py::module_& m);                  // io.cpp: .npy / .npz, exported programs
 void bind_transformations(py::module_& m);     // transformations.cpp: jvp, vjp, vmap, control flow, make_jaxpr
 void bind_paradigms(py::module_& m);           // transformations.cpp: the tape, graphs, custom rules, checkpoint

@@ -60,6 +60,7 @@ PYBIND11_MODULE(_graft, m) {
   bind_random(m);
   bind_collectives_and_random(m);
   bind_nn_and_data(m);
+  bind_layers(m);
   bind_io(m);
   bind_transformations(m);
   bind_paradigms(m);

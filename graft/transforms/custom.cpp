@@ -492,7 +492,27 @@ std::vector<Array> custom_jvp_apply(const FlatFn& f, const CustomJvpRule& rule, 
                                     const std::string& name) {
   if (current_trace() == eval_trace()) return f(args);
   register_all();
-  ClosedJaxpr c = trace_call(f, args);
+  ClosedJaxpr c;
+  try {
+    c = trace_call(f, args);
+  } catch (const ConcretizationError&) {
+    // f branches on its inputs' values. Where they are known (an eager call under grad or jvp, as JAX
+    // allows in Python: its JVP trace calls the rule on the primal values), the call is staged with f's
+    // outputs at these values: the derivatives, and the primal outputs under differentiation, come from
+    // the rule, which sees the same concrete values. Elsewhere (jit, vmap) the error stands.
+    std::vector<Array> concrete;
+    for (const Array& a : args) {
+      std::optional<Array> v = a.is_concrete() ? std::optional<Array>(a) : a.tracer()->concrete_value();
+      if (!v) throw;
+      concrete.push_back(*v);
+    }
+    std::vector<Array> outs;
+    {
+      TraceScope eager(eval_trace());
+      outs = f(concrete);
+    }
+    c = trace_call([outs](const std::vector<Array>&) { return outs; }, args);
+  }
   std::vector<Array> ins = c.consts;
   ins.insert(ins.end(), args.begin(), args.end());
   Params p{{"call_jaxpr", std::make_shared<const ClosedJaxpr>(hoist_consts(*c.jaxpr), std::vector<Array>{})},

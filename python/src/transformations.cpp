@@ -309,7 +309,19 @@ void bind_paradigms(py::module_& m) {
     CustomJvpRule r = [rule, pair_of_lists](const std::vector<Array>& p, const std::vector<Array>& t) {
       return pair_of_lists(rule(p, t));
     };
-    return custom_jvp_apply(flat_fn(f), r, to_arrays(args), name);
+    // a Python branch on a traced value raises graft's ConcretizationError in Python: raised again as the
+    // C++ one, so that custom_jvp_apply falls back to the concrete values where they are known (grad or
+    // jvp of an eager call), as JAX allows
+    FlatFn body = [g = flat_fn(f)](const std::vector<Array>& xs) {
+      try {
+        return g(xs);
+      } catch (py::error_already_set& e) {
+        if (e.matches(py::module_::import("graft._graft").attr("ConcretizationError")))
+          throw ConcretizationError(py::str(e.value()).cast<std::string>());
+        throw;
+      }
+    };
+    return custom_jvp_apply(body, r, to_arrays(args), name);
   });
   m.def("custom_vjp", [pair_of_lists](py::function f, py::function fwd, py::function bwd, py::handle args,
                                       const std::string& name) {

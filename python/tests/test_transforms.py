@@ -242,3 +242,22 @@ def test_checkpoint_recomputes_and_keeps_the_gradient():
     assert text.count("checkpoint[") == 2 and "policy=nothing_saveable" in text
     h = gf.checkpoint(f, policy="dots_saveable")
     assert abs(float(gf.grad(h)(0.3)) - float(gf.grad(f)(0.3))) < 1e-15
+
+
+def test_custom_jvp_may_branch_on_concrete_values():
+    """As in JAX: under grad or jvp of an eager call the primal values are concrete, so the function and
+    its rule may branch on them in Python; under jit the branch needs a concrete value and says so."""
+    @gf.custom_jvp
+    def f(x):
+        return x * x if x > 0 else -x
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (dx,) = primals, tangents
+        return f(x), (2 * x * dx if x > 0 else -dx)
+
+    assert float(gf.grad(f)(3.0)) == 6.0 and float(gf.grad(f)(-2.0)) == -1.0
+    assert float(gf.jvp(f, (3.0,), (1.0,))[1]) == 6.0
+    assert float(gf.grad(gf.grad(f))(3.0)) == 2.0
+    with pytest.raises(gf.ConcretizationError):
+        gf.jit(f)(1.0)

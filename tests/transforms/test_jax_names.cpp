@@ -73,3 +73,23 @@ TEST(JaxNames, ScopesRematAndPolicies) {
 
 }  // namespace
 }  // namespace graft::testing
+namespace graft::testing {
+namespace {
+// A custom_jvp function may branch on its input's value where JAX allows it: called eagerly, and under
+// grad / jvp of an eager call (whose primal values are concrete); under jit the branch needs a
+// concrete value and says so.
+TEST(JaxNames, CustomJvpBranchesOnConcreteValues) {
+  auto f = custom_jvp(
+      [](const Array& x) { return x.item<double>() > 0 ? x * x : -x; },
+      [](const std::vector<Array>& p, const std::vector<Array>& t) {
+        bool pos = p[0].item<double>() > 0;
+        return std::make_pair(pos ? p[0] * p[0] : -p[0], pos ? t[0] * p[0] * 2.0 : -t[0]);
+      });
+  EXPECT_NEAR(f(Array(3.0)).item<double>(), 9.0, 1e-12);
+  EXPECT_NEAR(grad(f)(Array(3.0)).item<double>(), 6.0, 1e-12);
+  EXPECT_NEAR(grad(f)(Array(-2.0)).item<double>(), -1.0, 1e-12);
+  EXPECT_NEAR(jvp(f, {Array(-2.0)}, {Array(1.0)}).second.item<double>(), -1.0, 1e-12);
+  EXPECT_THROW(jit(f)(Array(3.0)), Error);
+}
+}  // namespace
+}  // namespace graft::testing

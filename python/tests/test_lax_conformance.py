@@ -235,3 +235,47 @@ def test_integer_div_and_rem_truncate_toward_zero():
         np.testing.assert_array_equal(np.asarray(f(a, b)), [3, -3, -3, 3, 0, -1])
     for f in (lambda x, y: lax.rem(x, y), gf.jit(lambda x, y: lax.rem(x, y))):
         np.testing.assert_array_equal(np.asarray(f(a, b)), np.fmod(a, b))
+
+
+def test_remaining_lax_functions_against_numpy():
+    """The lax functions without a row above, each against NumPy / SciPy or its definition."""
+    rng = np.random.default_rng(23)
+    a, b = rng.normal(size=(3, 2, 4)), rng.normal(size=(3, 4, 5))
+    np.testing.assert_allclose(np.asarray(lax.batch_matmul(a, b)), a @ b, rtol=1e-13)
+    m, n = rng.normal(size=(3, 4)), rng.normal(size=(4, 2))
+    np.testing.assert_allclose(np.asarray(lax.dot(m, n)), m @ n, rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(gf.jit(lax.dot)(m, n)), m @ n, rtol=1e-13)
+    # patches: channel-major (c, kh, kw) features of every window, as JAX's
+    img = rng.normal(size=(1, 2, 4, 5))
+    pt = np.asarray(lax.conv_general_dilated_patches(img, (2, 3), (1, 1), "VALID"))
+    assert pt.shape == (1, 2 * 2 * 3, 3, 3)
+    want = np.array([[[[img[0, c, y + i, x + j] for x in range(3)] for y in range(3)]
+                      for c in range(2) for i in range(2) for j in range(3)]])
+    np.testing.assert_allclose(pt, want, rtol=1e-13)
+    assert lax.conv_general_permutations(("NHWC", "HWIO", "NHWC")) == ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    ker = rng.normal(size=(3, 2, 2, 2))
+    np.testing.assert_allclose(np.asarray(lax.conv_with_general_padding(img, ker, (1, 1), ((1, 0), (0, 1)), (1, 1), (1, 1))),
+                               np.asarray(lax.conv_general_dilated(img, ker, (1, 1), ((1, 0), (0, 1)))), rtol=1e-13)
+    z = np.array([1 + 2j, -3.5j, 4.0])
+    np.testing.assert_array_equal(np.asarray(lax.imag(z)), np.imag(z))
+    x = rng.uniform(0.5, 3.0, size=(2, 3))
+    for k in (0, 1, 3):
+        np.testing.assert_allclose(np.asarray(lax.polygamma(np.full_like(x, k), x)), sps.polygamma(k, x), rtol=1e-10)
+    bools = rng.uniform(size=(3, 4)) > 0.3
+    np.testing.assert_array_equal(np.asarray(lax.reduce_and(bools, [1])), bools.all(1))
+    np.testing.assert_array_equal(np.asarray(lax.reduce_or(bools, [0])), bools.any(0))
+    np.testing.assert_array_equal(np.asarray(lax.zeros_like_array(m)), np.zeros_like(m))
+    np.testing.assert_array_equal(np.asarray(lax.optimization_barrier(m)), m)
+    assert np.asarray(lax.empty(np.float32)).dtype == np.float32
+    leaves, tree = lax.tree_flatten({"a": m, "b": [n]})
+    back = lax.tree_unflatten(tree, leaves)
+    np.testing.assert_array_equal(np.asarray(back["b"][0]), n)
+    # the collectives over a vmap axis: max / min over the members, an all-to-all swapping the mapped
+    # axis with `axis`, and the identities that only retype (pvary, pcast)
+    xs = rng.normal(size=(4, 4, 3))
+    on = lambda f: gf.vmap(f, axis_name="i")(xs)  # noqa: E731
+    np.testing.assert_array_equal(np.asarray(on(lambda v: lax.pmax(v, "i"))), np.broadcast_to(xs.max(0), xs.shape))
+    np.testing.assert_array_equal(np.asarray(on(lambda v: lax.pmin(v, "i"))), np.broadcast_to(xs.min(0), xs.shape))
+    np.testing.assert_array_equal(np.asarray(on(lambda v: lax.pswapaxes(v, "i", 0))), np.swapaxes(xs, 0, 1))
+    for f in (lambda v: lax.pvary(v, "i"), lambda v: lax.pcast(v, "i", to="varying"), lambda v: lax.pcast_to_varying(v, "i")):
+        np.testing.assert_array_equal(np.asarray(on(f)), xs)

@@ -15,6 +15,13 @@ namespace graft::optim {
 namespace {
 Array count0() { return array(int32_t(0)); }
 Tree no_state() { return Tree::dict({}); }
+Tree zeros_of(const Tree& t) {
+  return tree_map([](const Array& x) { return zeros_like(x); }, t);
+}
+/// Adam's and AdaBelief's state: the step count and the two moments, zero.
+Tree moments0(const Tree& params) {
+  return Tree::dict({{"count", count0()}, {"mu", zeros_of(params)}, {"nu", zeros_of(params)}});
+}
 /// b^t in x's dtype (bias corrections in f64 for f64 parameters).
 Array pow_in(double b, const Array& t, const Array& x) {
   return power(Array(b).astype(x.dtype()), t.astype(x.dtype()));
@@ -88,10 +95,7 @@ Optimizer scale_by_rss(double initial, double eps) {
 
 Optimizer scale_by_belief(double b1, double b2, double eps, double eps_root) {
   Optimizer o;
-  o.init = [](const Tree& params) {
-    auto z = [](const Array& x) { return zeros_like(x); };
-    return Tree::dict({{"count", count0()}, {"mu", tree_map(z, params)}, {"nu", tree_map(z, params)}});
-  };
+  o.init = &moments0;
   o.update = [=](const Tree& grads, const Tree& state, const Tree&) {
     Array count = state["count"].array() + 1;
     Tree mu = tree_map([b1](const Array& m, const Array& g) { return m * b1 + g * (1 - b1); }, state["mu"], grads);
@@ -110,7 +114,7 @@ Optimizer scale_by_belief(double b1, double b2, double eps, double eps_root) {
 
 Optimizer scale_by_lion(double b1, double b2) {
   Optimizer o;
-  o.init = [](const Tree& params) { return Tree::dict({{"mu", tree_map([](const Array& x) { return zeros_like(x); }, params)}}); };
+  o.init = [](const Tree& params) { return Tree::dict({{"mu", zeros_of(params)}}); };
   o.update = [=](const Tree& grads, const Tree& state, const Tree&) {
     Tree out = tree_map([b1](const Array& g, const Array& m) { return sign(g * (1 - b1) + m * b1); }, grads, state["mu"]);
     Tree mu = tree_map([b2](const Array& g, const Array& m) { return g * (1 - b2) + m * b2; }, grads, state["mu"]);
@@ -210,10 +214,7 @@ Optimizer scale_by_learning_rate(Schedule lr, bool flip_sign) {
 
 Optimizer scale_by_adam(double b1, double b2, double eps, double eps_root, bool nesterov) {
   Optimizer o;
-  o.init = [](const Tree& params) {
-    auto z = [](const Array& x) { return zeros_like(x); };
-    return Tree::dict({{"count", count0()}, {"mu", tree_map(z, params)}, {"nu", tree_map(z, params)}});
-  };
+  o.init = &moments0;
   o.update = [=](const Tree& grads, const Tree& state, const Tree&) {
     Array count = state["count"].array() + 1;
     Tree mu = tree_map([b1](const Array& m, const Array& g) { return m * b1 + g * (1 - b1); }, state["mu"], grads);
@@ -247,7 +248,7 @@ Optimizer add_decayed_weights(double weight_decay, LeafPredicate mask) {
 Optimizer ema(double decay, bool debias) {
   Optimizer o;
   o.init = [](const Tree& params) {
-    return Tree::dict({{"count", count0()}, {"ema", tree_map([](const Array& x) { return zeros_like(x); }, params)}});
+    return Tree::dict({{"count", count0()}, {"ema", zeros_of(params)}});
   };
   o.update = [=](const Tree& grads, const Tree& state, const Tree&) {
     Tree e = tree_map([decay](const Array& g, const Array& m) { return g * (1 - decay) + m * decay; }, grads, state["ema"]);
@@ -364,7 +365,7 @@ Optimizer MultiSteps::gradient_transformation() const {
     return Tree::dict({{"mini_step", count0()},
                        {"gradient_step", count0()},
                        {"inner_state", inner.init(params)},
-                       {"acc_grads", tree_map([](const Array& x) { return zeros_like(x); }, params)}});
+                       {"acc_grads", zeros_of(params)}});
   };
   o.update = [inner, k](const Tree& grads, const Tree& state, const Tree& params) {
     Tree acc = tree_map([](const Array& a, const Array& g) { return a + g; }, state["acc_grads"], grads);
@@ -372,8 +373,7 @@ Optimizer MultiSteps::gradient_transformation() const {
     Array emit = (mini + 1) >= int(k);
     Tree avg = tree_map([k](const Array& a) { return a / double(k); }, acc);
     auto [upd, inner_new] = inner.update(avg, state["inner_state"], params);
-    Tree zero = tree_map([](const Array& x) { return zeros_like(x); }, upd);
-    Tree zacc = tree_map([](const Array& x) { return zeros_like(x); }, acc);
+    Tree zero = zeros_of(upd), zacc = zeros_of(acc);
     Tree s = Tree::dict({{"mini_step", where(emit, count0(), mini + 1)},
                          {"gradient_step", state["gradient_step"].array() + where(emit, array(int32_t(1)), count0())},
                          {"inner_state", select_tree(emit, inner_new, state["inner_state"])},

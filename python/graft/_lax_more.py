@@ -500,6 +500,34 @@ def composite(decomposition, name, version=0):
 
 
 # ---- implicit differentiation: custom_linear_solve and custom_root -----------------------------------------
+def _implicit_solves(solve_tangent, transpose_tangent, moved, moved_t):
+    """r -> A^-1 r (and, transposed, A^-T r) as linear_calls over residuals `res` that A depends on, whose
+    derivatives in the residuals are implicit (a second derivative moves A): d(A^-1) r = -A^-1 A' A^-1 r and
+    d(A^-T) c = -A^-T A'^T A^-T c, with moved(res, dres, y) = A' y and moved_t(res, dres, z) = A'^T z; the
+    solvers themselves are never differentiated. Returns the forward solve."""
+    from . import _api
+    from . import tree_util as _tu
+
+    def neg(t):
+        return _tu.tree_map(lambda v: -v, t)
+
+    def solve_jvp(res, dres, rhs, y):
+        return solve(res, neg(moved(res, dres, y)))
+
+    def transpose_jvp(res, dres, ct, z):
+        return transpose(res, neg(moved_t(res, dres, z)))
+
+    def solve(res, rhs):
+        return _api.linear_call(solve_tangent, transpose_tangent, res, rhs, _fun_res_jvp=solve_jvp,
+                                _transpose_res_jvp=transpose_jvp)
+
+    def transpose(res, ct):
+        return _api.linear_call(transpose_tangent, solve_tangent, res, ct, _fun_res_jvp=transpose_jvp,
+                                _transpose_res_jvp=solve_jvp)
+
+    return solve
+
+
 def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False, has_aux=False):
     """x = solve(matvec, b) with the derivatives of x = A^-1 b for the linear map A = matvec, whatever
     solve does (an iterative method, a factorization): JAX's lax.custom_linear_solve. Forward mode solves
@@ -541,25 +569,12 @@ def custom_linear_solve(matvec, b, solve, transpose_solve=None, symmetric=False,
                              "is not symmetric in reverse mode")
         return x_of(tv(ct, *cs, *tc))
 
-    # A^-1 r and A^-T r as linear calls whose derivatives in A's arrays are implicit too (a second
-    # derivative moves A: d(A^-1) = -A^-1 A' A^-1, d(A^-T) = -A^-T A'^T A^-T), never the solver's
-    def neg(t):
-        return _tu.tree_map(lambda v: -v, t)
-
-    def solve_jvp(res, dres, rhs, y):
-        return solve_linear(res, neg(_api.jvp(lambda *c: mv(y, *c), res[0], dres[0])[1]))
-
-    def transpose_jvp(res, dres, ct, z):
-        vecmat_z = lambda *c: _api.linear_transpose(lambda v: mv(v, *c), z)(z)[0]  # noqa: E731
-        return transpose_linear(res, neg(_api.jvp(vecmat_z, res[0], dres[0])[1]))
-
-    def solve_linear(res, rhs):
-        return _api.linear_call(solve_tangent, transpose_tangent, res, rhs, _fun_res_jvp=solve_jvp,
-                                _transpose_res_jvp=transpose_jvp)
-
-    def transpose_linear(res, ct):
-        return _api.linear_call(transpose_tangent, solve_tangent, res, ct, _fun_res_jvp=transpose_jvp,
-                                _transpose_res_jvp=solve_jvp)
+    # A^-1 r and A^-T r, implicit in A's arrays too (res[0]): never the solver's derivative
+    solve_linear = _implicit_solves(
+        solve_tangent, transpose_tangent,
+        lambda res, dres, y: _api.jvp(lambda *c: mv(y, *c), res[0], dres[0])[1],
+        lambda res, dres, z: _api.jvp(lambda *c: _api.linear_transpose(lambda v: mv(v, *c), z)(z)[0], res[0],
+                                      dres[0])[1])
 
     def primal(*args):  # (matvec's consts, solve's, transpose_solve's, b)
         return sv(args[-1], *args[:n], *args[n:n + ns])
@@ -618,28 +633,16 @@ def custom_root(f, initial_guess, solve, tangent_solve, has_aux=False):
         x, cs, _, tb = res
         return ts_bwd(ct, x, *cs, *tb)
 
-    # J^-1 r and J^-T r (J the Jacobian of f in x at x*) as linear calls whose derivatives in (x*, theta)
-    # are implicit: d(J^-1) = -J^-1 dJ J^-1, never tangent_solve's
-    def neg(t):
-        return _tu.tree_map(lambda v: -v, t)
-
-    def solve_jvp(res, dres, rhs, y):
-        (x, cs), (dx, dcs) = (res[0], res[1]), (dres[0], dres[1])
+    # J^-1 r and J^-T r (J the Jacobian of f in x at x*), implicit in (x*, theta) = (res[0], res[1]) too
+    def moved(res, dres, y):  # dJ y
         jy = lambda x, *c: _api.jvp(lambda u: fc(u, *c), (x,), (y,))[1]  # noqa: E731
-        return solve_linear(res, neg(_api.jvp(jy, (x,) + tuple(cs), (dx,) + tuple(dcs))[1]))
+        return _api.jvp(jy, (res[0],) + tuple(res[1]), (dres[0],) + tuple(dres[1]))[1]
 
-    def transpose_jvp(res, dres, ct, z):
-        (x, cs), (dx, dcs) = (res[0], res[1]), (dres[0], dres[1])
+    def moved_t(res, dres, z):  # dJ^T z
         jtz = lambda x, *c: _api.vjp(lambda u: fc(u, *c), x)[1](z)[0]  # noqa: E731
-        return transpose_linear(res, neg(_api.jvp(jtz, (x,) + tuple(cs), (dx,) + tuple(dcs))[1]))
+        return _api.jvp(jtz, (res[0],) + tuple(res[1]), (dres[0],) + tuple(dres[1]))[1]
 
-    def solve_linear(res, rhs):
-        return _api.linear_call(solve_tangent, transpose_tangent, res, rhs, _fun_res_jvp=solve_jvp,
-                                _transpose_res_jvp=transpose_jvp)
-
-    def transpose_linear(res, ct):
-        return _api.linear_call(transpose_tangent, solve_tangent, res, ct, _fun_res_jvp=transpose_jvp,
-                                _transpose_res_jvp=solve_jvp)
+    solve_linear = _implicit_solves(solve_tangent, transpose_tangent, moved, moved_t)
 
     def primal(*args):  # (f's consts, solve's, initial_guess)
         return sv(args[-1], *args[:n], *args[n:n + ns])

@@ -1,6 +1,6 @@
 #include "graft/transforms/tree_util.h"
 
-#include "graft/ops/ops.h"
+#include "graft/prims/lax.h"
 
 namespace graft {
 
@@ -46,7 +46,12 @@ std::vector<std::string> field_names(std::string_view fields, size_t expected) {
 
 bool tree_all(const std::vector<Array>& leaves) {
   for (const Array& x : leaves)
-    if (x.size() > 0 && !all(x).item<bool>()) return false;
+    if (x.size() > 0) {
+      Axes every;
+      for (int64_t d = 0; d < x.ndim(); ++d) every.push_back(d);
+      Array b = x.dtype() == DType::bool_ ? x : lax::ne(x, lax::convert_element_type(Array(0.0), x.dtype()));
+      if (!lax::reduce_and(b, every).item<bool>()) return false;
+    }
   return true;
 }
 

@@ -102,12 +102,12 @@ Initializer delta_orthogonal(double scale, int64_t column_axis) {
       fail<ValueError>("delta_orthogonal: needs a kernel [*spatial, in, out] with 1 to 3 spatial dimensions and in <= out, "
                        "got shape ", shape_str(shape));
     Array center = orthogonal(scale, column_axis)(key, {shape[nd - 2], shape[nd - 1]}, d);
-    // the matrix at index k // 2 of every spatial dimension, zeros around it
+    // the matrix at index (k - 1) // 2 of every spatial dimension (JAX's), zeros around it
     Shape one(nd - 2, 1);
     one.push_back(shape[nd - 2]);
     one.push_back(shape[nd - 1]);
     std::vector<std::pair<int64_t, int64_t>> widths;
-    for (size_t i = 0; i + 2 < nd; ++i) widths.push_back({shape[i] / 2, shape[i] - shape[i] / 2 - 1});
+    for (size_t i = 0; i + 2 < nd; ++i) widths.push_back({(shape[i] - 1) / 2, shape[i] - (shape[i] - 1) / 2 - 1});  // JAX's (k - 1) // 2
     widths.push_back({0, 0});
     widths.push_back({0, 0});
     return pad(reshape(center, one), widths, 0.0);

@@ -43,9 +43,10 @@ Avals cond_shape(const Primitive&, AvalPtrs in, const Params& params) {
   }
   // The named axes a result varies over: what some branch makes it vary over, and the index's (members
   // that pick different branches differ); an operand that varies over more than the branches were
-  // traced with makes every result vary over the excess. A refinement of the operands' union, never
-  // more (branches batched by vmap carry their lanes' axes in their types): a branch may return an
-  // invariant value, e.g. one gathered or summed over the axis.
+  // traced with makes every result vary over the excess. A refinement of the operands' union and of
+  // branch 0's types (branches batched by vmap carry their lanes' axes in their types): a branch may
+  // return an invariant value, e.g. one gathered or summed over the axis. (Not yet: an axis the other
+  // branches introduce without an operand varying over it, e.g. axis_index, as before this rule.)
   AxisSet extra = in[0]->vma, all = 0;
   for (auto* a : in) all |= a->vma;
   for (auto& b : br)
@@ -53,7 +54,8 @@ Avals cond_shape(const Primitive&, AvalPtrs in, const Params& params) {
   for (size_t k = 0; k < outs.size(); ++k) {
     outs[k].vma = extra;
     for (auto& b : br) outs[k].vma |= b->out_avals()[k].vma;
-    outs[k].vma &= all;
+    // (branch 0's own axes always, as before this rule: an axis_index there varies with no operand)
+    outs[k].vma = (outs[k].vma & all) | br[0]->out_avals()[k].vma;
   }
   return Avals(outs.begin(), outs.end());
 }

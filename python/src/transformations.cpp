@@ -335,13 +335,27 @@ void bind_paradigms(py::module_& m) {
   });
   m.def("linear_call", [](py::function fun, py::function transpose, py::handle res, py::handle lin,
                           const std::string& name, py::object fun_res_jvp, py::object transpose_res_jvp) {
-    auto wrap = [](py::function f) -> LinearFn {
-      return [f](const std::vector<Array>& r, const std::vector<Array>& l) { return to_arrays(f(r, l)); };
+    // a linear_call stays a step of a compiled program, which runs it (and may drop it) without the GIL:
+    // the functions are called with the GIL taken and released under it, as host callbacks are
+    auto held = [](py::object f) {
+      return std::shared_ptr<py::object>(new py::object(std::move(f)), [](py::object* p) {
+        py::gil_scoped_acquire gil;
+        delete p;
+      });
     };
-    auto wrap_jvp = [](py::object f) -> LinearResJvp {
+    auto wrap = [held](py::function f) -> LinearFn {
+      return [fp = held(std::move(f))](const std::vector<Array>& r, const std::vector<Array>& l) {
+        py::gil_scoped_acquire gil;
+        return to_arrays((*fp)(r, l));
+      };
+    };
+    auto wrap_jvp = [held](py::object f) -> LinearResJvp {
       if (f.is_none()) return {};
-      return [f](const std::vector<Array>& r, const std::vector<Array>& dr, const std::vector<Array>& l,
-                 const std::vector<Array>& o) { return to_arrays(f(r, dr, l, o)); };
+      return [fp = held(std::move(f))](const std::vector<Array>& r, const std::vector<Array>& dr,
+                                       const std::vector<Array>& l, const std::vector<Array>& o) {
+        py::gil_scoped_acquire gil;
+        return to_arrays((*fp)(r, dr, l, o));
+      };
     };
     return linear_call(wrap(fun), wrap(transpose), to_arrays(res), to_arrays(lin), name, wrap_jvp(fun_res_jvp),
                        wrap_jvp(transpose_res_jvp));

@@ -63,6 +63,10 @@ TEST(Init, JaxNamedInitializers) {
   EXPECT_TRUE(close(matmul(c, transpose(c, {1, 0})), eye(2, std::nullopt, 0, f64), 1e-12, 1e-12));
   EXPECT_NEAR(sum(abs(dk)).item<double>(), sum(abs(c)).item<double>(), 1e-12);  // nothing off the center
   EXPECT_THROW(ini::delta_orthogonal()(k, {3, 3, 4, 2}, f32), ValueError);  // in > out
+  // an even kernel holds it at (k - 1) // 2, as JAX's
+  Array d4 = ini::delta_orthogonal()(k, {4, 2, 4}, f64);
+  EXPECT_NEAR(sum(abs(d4[{1}])).item<double>(), sum(abs(d4)).item<double>(), 1e-12);
+  EXPECT_GT(sum(abs(d4[{1}])).item<double>(), 0.5);
 }
 
 TEST(Layers, LinearAndMLP) {

@@ -27,4 +27,10 @@ void set_debug_infs(bool on) { g_infs.store(on ? 1 : 0); }
 bool enable_x64() { return read(g_x64, "GRAFT_ENABLE_X64", "JAX_ENABLE_X64"); }
 void set_enable_x64(bool on) { g_x64.store(on ? 1 : 0); }
 
+namespace {
+std::atomic<bool> g_partitionable{true};
+}  // namespace
+bool threefry_partitionable() { return g_partitionable.load(std::memory_order_relaxed); }
+void set_threefry_partitionable(bool on) { g_partitionable.store(on); }
+
 }  // namespace graft::config

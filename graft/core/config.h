@@ -27,6 +27,14 @@ void set_debug_infs(bool on);
 bool enable_x64();
 void set_enable_x64(bool on);
 
+/// JAX's jax_threefry_partitionable (default true, as in JAX >= 0.5): how random bits and splits are
+/// drawn from threefry. On, element i of a draw hashes its own index and split(k, n)[i] ==
+/// fold_in(k, i); off, JAX's original scheme (one counter sequence split in halves). The two give
+/// different values for the same key. Jit keys its caches on it. graft::random::set_threefry_partitionable
+/// is the same switch.
+bool threefry_partitionable();
+void set_threefry_partitionable(bool on);
+
 /// Whether either check is on.
 inline bool debug_numerics() { return debug_nans() || debug_infs(); }
 

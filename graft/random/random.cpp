@@ -5,14 +5,11 @@
 #include <cmath>
 #include <limits>
 
+#include "graft/core/config.h"
 #include "graft/ops/ops.h"
 #include "graft/random/internal.h"
 
 namespace graft::random {
-
-namespace {
-std::atomic<bool> g_partitionable{true};
-}  // namespace
 
 namespace detail {
 namespace {
@@ -79,7 +76,7 @@ DType uint_of_bits(int bits) {
 
 Array random_bits(const Array& key, int bit_width, const Shape& shape) {
   DType d = uint_of_bits(bit_width);
-  if (g_partitionable) {
+  if (config::threefry_partitionable()) {
     auto [hi, lo] = iota_2x32(shape);
     Arrays y = lax::threefry2x32(word(key, 0), word(key, 1), hi, lo);
     if (bit_width == 64) {
@@ -139,8 +136,8 @@ using namespace detail;
 Array as_scalar(double v, DType d) { return Array::scalar(v, d); }
 }  // namespace
 
-void set_threefry_partitionable(bool on) { g_partitionable = on; }
-bool threefry_partitionable() { return g_partitionable; }
+void set_threefry_partitionable(bool on) { config::set_threefry_partitionable(on); }
+bool threefry_partitionable() { return config::threefry_partitionable(); }
 
 Array key(uint64_t seed) {
   uint32_t w[2] = {static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(seed & 0xFFFFFFFFu)};
@@ -155,7 +152,7 @@ Array key_data(const Array& k) {
 Array split(const Array& k, int64_t n) {
   check_key(k, "split");
   if (n < 0) fail<ValueError>("random.split: n must be non-negative, got ", n);
-  if (g_partitionable) {
+  if (config::threefry_partitionable()) {
     auto [hi, lo] = iota_2x32({n});
     Arrays y = lax::threefry2x32(word(k, 0), word(k, 1), hi, lo);
     Arrays cols{lax::expand_dims(y[0], {1}), lax::expand_dims(y[1], {1})};

@@ -224,8 +224,9 @@ bool log_compiles() {
 
 void append_aval_key(std::string& key, const std::vector<Array>& leaves) {
   // a compact binary spelling: the key is built on every call, so no number formatting here. The x64
-  // mode changes what a trace makes of its integer operands (their promotion to floating point).
-  key.push_back(config::enable_x64() ? 'X' : 'x');
+  // mode changes what a trace makes of its integer operands (their promotion to floating point), the
+  // threefry mode what its random draws hash.
+  key.push_back(static_cast<char>((config::enable_x64() ? 1 : 0) | (config::threefry_partitionable() ? 2 : 0)));
   for (auto& x : leaves) {
     if (!x.valid()) fail<ValueError>("jit: a null array was passed");
     const Aval& a = x.aval();

@@ -15,6 +15,9 @@ not affected: its values carry their own types.
 floating outputs checked, FloatingPointError naming the first that made a NaN (an infinity).
 
 ``jax_disable_jit``: jitted functions run eagerly (as ``graft.disable_jit()``).
+
+``jax_threefry_partitionable`` (on by default, as in JAX >= 0.5): how random bits are drawn from
+threefry. Off, the samplers draw the values of JAX's original scheme. Jit keys its caches on it.
 """
 from . import _graft
 
@@ -34,6 +37,7 @@ _FLAGS = {
     "debug_nans": (_graft._debug_nans, _graft._set_debug_nans),
     "debug_infs": (_graft._debug_infs, _graft._set_debug_infs),
     "disable_jit": (_disable_jit, _set_disable_jit),
+    "threefry_partitionable": (_graft._threefry_partitionable, _graft._set_threefry_partitionable),
 }
 
 

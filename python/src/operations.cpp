@@ -19,6 +19,8 @@ void bind_devices(py::module_& m) {
   m.def("_set_debug_nans", &config::set_debug_nans, "on"_a);
   m.def("_debug_infs", &config::debug_infs);
   m.def("_set_debug_infs", &config::set_debug_infs, "on"_a);
+  m.def("_threefry_partitionable", &config::threefry_partitionable);
+  m.def("_set_threefry_partitionable", &config::set_threefry_partitionable, "on"_a);
   // devices: "cpu", "cuda", "cuda:1" (JAX's device_put commits the array there)
   m.def("device_put", [](py::handle x, const std::string& d) { return device_put(to_array(x), parse_device(d)); }, "x"_a,
         "device"_a);

@@ -156,7 +156,8 @@ def test_config_update_and_read():
         assert str(jnp.asarray(1.0).dtype) == "float64"
     finally:
         graft.config.update("jax_enable_x64", prev)
-    assert set(graft.config.values()) == {"jax_enable_x64", "jax_debug_nans", "jax_debug_infs", "jax_disable_jit"}
+    assert set(graft.config.values()) == {"jax_enable_x64", "jax_debug_nans", "jax_debug_infs", "jax_disable_jit",
+                                          "jax_threefry_partitionable"}
     with pytest.raises(AttributeError, match="jax_enable_x64"):
         graft.config.update("jax_enable_x46", True)
     with pytest.raises(AttributeError):

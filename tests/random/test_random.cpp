@@ -55,6 +55,45 @@ TEST(Random, LegacyModeMatchesJaxRecordedValues) {
   EXPECT_EQ(words(random::bits(random::key(0), {3})), (std::vector<uint32_t>{4146024105u, 1351547692u, 2718843009u}));
 }
 
+// JAX's recorded draws (tests/random_test.py of JAX 0.11.1, drawn in the legacy mode), seeded as JAX
+// seeds them: zlib.adler32 of the sampler's name and "threefry2x32". python/tests/test_random_jax_values.py
+// checks the whole table from Python.
+TEST(Random, LegacyModeDrawsJaxsRecordedDistributionValues) {
+  ModeGuard legacy(false);
+  auto near = [](const Array& got, std::vector<double> want, const char* name) {
+    auto g = got.astype(f64).to_vector<double>();
+    ASSERT_EQ(g.size(), want.size()) << name;
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], want[i], 1e-5 * std::abs(want[i]) + 1e-6) << name << " " << i;
+  };
+  Shape five{5};
+  near(random::normal(random::key(1193674498), five), {-1.173234, -1.511662, 0.070593, -0.099764, 1.052845}, "normal");
+  near(random::uniform(random::key(1338574713), five), {0.298671, 0.073213, 0.873356, 0.260549, 0.412797}, "uniform");
+  near(random::gamma(random::key(1038747260), Array(0.8f), five), {0.824221, 1.724476, 0.502882, 5.386132, 0.685543},
+       "gamma");
+  near(random::loggamma(random::key(1440221118), Array(0.8f), five),
+       {0.240559, -3.575443, -0.450946, -2.161372, -2.943277}, "loggamma");
+  near(random::beta(random::key(923534869), Array(0.8f), Array(0.9f), five),
+       {0.13259, 0.824893, 0.948363, 0.964155, 0.235448}, "beta");
+  near(random::dirichlet(random::key(1590822961), array({0.5f, 0.6f, 0.7f}), Shape{2}),
+       {0.003128, 0.009694, 0.987178, 0.025938, 0.479091, 0.494971}, "dirichlet");
+  near(random::poisson(random::key(1349191556), Array(5.0f), five), {7, 3, 6, 11, 6}, "poisson");
+  near(random::randint(random::key(1319372649), five, Array(0), Array(10)), {0, 5, 7, 7, 5}, "randint");
+  near(random::truncated_normal(random::key(2846034731), 0.0, 2.0, five),
+       {0.582807, 1.709771, 0.159513, 0.861376, 0.36148}, "truncated_normal");
+  near(random::cauchy(random::key(1175914230), five), {-0.088416, -10.169713, 3.49677, -1.18056, 0.34556}, "cauchy");
+  near(random::gumbel(random::key(1179715317), five), {2.06701, 0.911726, 0.145736, 0.185427, -0.00711}, "gumbel");
+  near(random::maxwell(random::key(1331627891), five), {3.070779, 0.908479, 1.521317, 0.875551, 1.306137}, "maxwell");
+  near(random::multivariate_normal(random::key(3497659512), ones({1, 3}), eye(3), Shape{2}),
+       {1.067826, 1.215599, 0.234166, -0.237534, 1.32591, 1.413987}, "multivariate_normal");
+  near(random::bits(random::key(942802475), five, DType::u8), {10, 158, 82, 54, 158}, "bits u8");
+  near(random::bits(random::key(942802475), five, DType::u16), {6738, 38161, 50695, 57337, 61600}, "bits u16");
+  // JAX's testPRNGValues
+  near(random::randint(random::key(0), {3, 3}, Array(0), Array(8)), {2, 1, 3, 6, 1, 5, 6, 3, 4}, "randint 0..8");
+  EXPECT_EQ(words(random::split(random::key(0), 4)),
+            (std::vector<uint32_t>{2285895361u, 1501764800u, 1518642379u, 4090693311u, 433833334u, 4221794875u,
+                                   839183663u, 3740430601u}));
+}
+
 TEST(Random, PartitionableModeIsFoldInSymmetric) {
   ModeGuard on(true);
   Array k = random::key(1234);

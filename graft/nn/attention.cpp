@@ -28,7 +28,7 @@ namespace graft::nn {
 
 namespace {
 
-constexpr int64_t kBlock = 64;
+constexpr int64_t kBlock = 128;
 
 struct Geometry {
   int64_t B, T, S, H, D, E;
@@ -50,19 +50,59 @@ void gemm_c(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const C* A, int64
   cpu::gemm_small(dtype_v<C>, ta, tb, M, N, K, A, lda, B, ldb, out, ldc, alpha, beta);
 }
 
-// Head (b, h) of x [B, L, H, W] as a dense [L, W] block of the compute type, and back.
+// Head (b, h) of x [B, L, H, W] is an [L, W] matrix with row stride H * W. In the compute type (f32
+// and f64) the GEMMs read and write it in place; halves are converted into a dense block first (and
+// back after).
+template <class C>
+struct HeadView {
+  C* p;
+  int64_t ld;
+};
+
+// Per-thread scratch: a head's blocks are allocated once per thread, not once per head (the
+// allocations and their zero fills cost as much as a head's softmax at T = 128).
+template <class C>
+C* scratch(size_t slot, size_t n) {
+  thread_local std::vector<C> buffers[8];
+  std::vector<C>& b = buffers[slot];
+  if (b.size() < n) b.resize(n);
+  return b.data();
+}
+
 template <class T, class C>
-void gather(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, C* out) {
-  for (int64_t l = 0; l < L; ++l) {
-    const T* row = x + ((b * L + l) * H + h) * W;
-    for (int64_t w = 0; w < W; ++w) out[l * W + w] = static_cast<C>(static_cast<compute_t<T>>(row[w]));
+HeadView<C> view_in(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot) {
+  const T* base = x + (b * L * H + h) * W;
+  if constexpr (std::is_same_v<T, C>) {
+    return {const_cast<C*>(base), H * W};
+  } else {
+    C* out = scratch<C>(slot, size_t(L * W));
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t w = 0; w < W; ++w) out[l * W + w] = static_cast<C>(static_cast<compute_t<T>>(base[l * H * W + w]));
+    return {out, W};
   }
 }
+
+// A head's output view: in place, or a zeroed dense block to be stored by store_out.
 template <class T, class C>
-void scatter(const C* in, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, T* x) {
-  for (int64_t l = 0; l < L; ++l) {
-    T* row = x + ((b * L + l) * H + h) * W;
-    for (int64_t w = 0; w < W; ++w) row[w] = static_cast<T>(static_cast<compute_t<T>>(in[l * W + w]));
+HeadView<C> view_out(T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot, bool zero) {
+  if constexpr (std::is_same_v<T, C>) {
+    C* base = x + (b * L * H + h) * W;
+    if (zero)
+      for (int64_t l = 0; l < L; ++l) std::fill(base + l * H * W, base + l * H * W + W, C(0));
+    return {base, H * W};
+  } else {
+    C* out = scratch<C>(slot, size_t(L * W));
+    if (zero) std::fill(out, out + L * W, C(0));
+    return {out, W};
+  }
+}
+
+template <class T, class C>
+void store_out(const HeadView<C>& v, T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W) {
+  if constexpr (!std::is_same_v<T, C>) {
+    T* base = x + (b * L * H + h) * W;
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t w = 0; w < W; ++w) base[l * H * W + w] = static_cast<T>(static_cast<compute_t<T>>(v.p[l * W + w]));
   }
 }
 
@@ -83,26 +123,29 @@ struct Allowed {
 template <class T, class C>
 void forward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T* k, const T* v, Allowed ok, C scale,
                   T* o, C* lse) {
-  std::vector<C> Q(size_t(g.T * g.D)), K(size_t(g.S * g.D)), V(size_t(g.S * g.E));
-  gather(q, b, h, g.T, g.H, g.D, Q.data());
-  gather(k, b, h, g.S, g.H, g.D, K.data());
-  gather(v, b, h, g.S, g.H, g.E, V.data());
-  std::vector<C> s(size_t(kBlock * kBlock)), acc(size_t(kBlock * g.E)), m(kBlock), l(kBlock), out(size_t(g.T * g.E));
+  HeadView<C> Q = view_in<T, C>(q, b, h, g.T, g.H, g.D, 0), K = view_in<T, C>(k, b, h, g.S, g.H, g.D, 1),
+              V = view_in<T, C>(v, b, h, g.S, g.H, g.E, 2);
+  HeadView<C> O = view_out<T, C>(o, b, h, g.T, g.H, g.E, 3, false);
+  C* s = scratch<C>(4, size_t(kBlock * kBlock));
+  C* m = scratch<C>(5, size_t(2 * kBlock));
+  C* l = m + kBlock;
   const C ninf = -std::numeric_limits<C>::infinity();
   for (int64_t i0 = 0; i0 < g.T; i0 += kBlock) {
     int64_t rows = std::min(kBlock, g.T - i0);
-    std::fill(m.begin(), m.end(), ninf);
-    std::fill(l.begin(), l.end(), C(0));
-    std::fill(acc.begin(), acc.end(), C(0));
+    std::fill(m, m + rows, ninf);
+    std::fill(l, l + rows, C(0));
+    C* acc = O.p + i0 * O.ld;  // the block's output rows accumulate in place, normalized at the end
+    for (int64_t r = 0; r < rows; ++r) std::fill(acc + r * O.ld, acc + r * O.ld + g.E, C(0));
     for (int64_t j0 = 0; j0 < g.S; j0 += kBlock) {
       if (ok.causal && j0 > i0 + rows - 1) break;  // the block lies above the diagonal
       int64_t cols = std::min(kBlock, g.S - j0);
-      gemm_c<C>(false, true, rows, cols, g.D, Q.data() + i0 * g.D, g.D, K.data() + j0 * g.D, g.D, s.data(), cols, scale, 0);
+      gemm_c<C>(false, true, rows, cols, g.D, Q.p + i0 * Q.ld, Q.ld, K.p + j0 * K.ld, K.ld, s, cols, scale, 0);
       for (int64_t r = 0; r < rows; ++r) {
-        C* sr = s.data() + r * cols;
+        C* sr = s + r * cols;
         C mx = ninf;
         // unmasked rows attend to a prefix of the block: branch-free loops over it (vectorized, exp
-        // included); a mask takes the general loop
+        // and the reductions included: a serial max or sum chain costs more than the block's GEMMs);
+        // a mask takes the general loop
         int64_t lim = ok.mask ? cols : ok.prefix(i0 + r, j0, cols);
         if (ok.mask) {
           for (int64_t c = 0; c < cols; ++c) {
@@ -113,14 +156,15 @@ void forward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T* 
             }
           }
         } else {
-          for (int64_t c = 0; c < lim; ++c) mx = std::max(mx, sr[c]);
+#pragma omp simd reduction(max : mx)
+          for (int64_t c = 0; c < lim; ++c) mx = sr[c] > mx ? sr[c] : mx;
         }
-        C mnew = std::max(m[size_t(r)], mx);
+        C mnew = std::max(m[r], mx);
         if (mnew == ninf) {  // nothing to attend to yet: the row's weights stay 0
           std::fill(sr, sr + cols, C(0));
           continue;
         }
-        C alpha = m[size_t(r)] == ninf ? C(0) : exp_c(m[size_t(r)] - mnew);
+        C alpha = m[r] == ninf ? C(0) : exp_c(m[r] - mnew);
         C sum = 0;
         if (ok.mask) {
           for (int64_t c = 0; c < cols; ++c) {
@@ -128,81 +172,90 @@ void forward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T* 
             sum += sr[c];
           }
         } else {
+#pragma omp simd reduction(+ : sum)
           for (int64_t c = 0; c < lim; ++c) {
             sr[c] = exp_c(sr[c] - mnew);
             sum += sr[c];
           }
           std::fill(sr + lim, sr + cols, C(0));
         }
-        l[size_t(r)] = l[size_t(r)] * alpha + sum;
-        m[size_t(r)] = mnew;
+        l[r] = l[r] * alpha + sum;
+        m[r] = mnew;
         if (alpha != C(1))
-          for (int64_t e = 0; e < g.E; ++e) acc[size_t(r * g.E + e)] *= alpha;
+          for (int64_t e = 0; e < g.E; ++e) acc[r * O.ld + e] *= alpha;
       }
-      gemm_c<C>(false, false, rows, g.E, cols, s.data(), cols, V.data() + j0 * g.E, g.E, acc.data(), g.E, 1, 1);
+      gemm_c<C>(false, false, rows, g.E, cols, s, cols, V.p + j0 * V.ld, V.ld, acc, O.ld, 1, 1);
     }
     for (int64_t r = 0; r < rows; ++r) {
-      bool some = l[size_t(r)] > C(0);
-      C inv = some ? C(1) / l[size_t(r)] : C(0);
-      for (int64_t e = 0; e < g.E; ++e) out[size_t((i0 + r) * g.E + e)] = acc[size_t(r * g.E + e)] * inv;
-      lse[i0 + r] = some ? m[size_t(r)] + std::log(l[size_t(r)]) : ninf;
+      bool some = l[r] > C(0);
+      C inv = some ? C(1) / l[r] : C(0);
+      for (int64_t e = 0; e < g.E; ++e) acc[r * O.ld + e] *= inv;
+      lse[i0 + r] = some ? m[r] + std::log(l[r]) : ninf;
     }
   }
-  scatter(out.data(), b, h, g.T, g.H, g.E, o);
+  store_out<T, C>(O, o, b, h, g.T, g.H, g.E);
 }
 
 // A head's backward pass from the saved log-sum-exp: dq, dk, dv (into their layouts).
 template <class T, class C>
 void backward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T* k, const T* v, const T* o, const C* lse,
                    const T* dout, Allowed ok, C scale, T* dq, T* dk, T* dv) {
-  std::vector<C> Q(size_t(g.T * g.D)), K(size_t(g.S * g.D)), V(size_t(g.S * g.E)), O(size_t(g.T * g.E)),
-      dO(size_t(g.T * g.E));
-  gather(q, b, h, g.T, g.H, g.D, Q.data());
-  gather(k, b, h, g.S, g.H, g.D, K.data());
-  gather(v, b, h, g.S, g.H, g.E, V.data());
-  gather(o, b, h, g.T, g.H, g.E, O.data());
-  gather(dout, b, h, g.T, g.H, g.E, dO.data());
-  std::vector<C> rowdot(size_t(g.T));  // D_t = dO_t . O_t
-  for (int64_t t = 0; t < g.T; ++t) {
-    C acc = 0;
-    for (int64_t e = 0; e < g.E; ++e) acc += dO[size_t(t * g.E + e)] * O[size_t(t * g.E + e)];
-    rowdot[size_t(t)] = acc;
+  HeadView<C> Q = view_in<T, C>(q, b, h, g.T, g.H, g.D, 0), K = view_in<T, C>(k, b, h, g.S, g.H, g.D, 1),
+              V = view_in<T, C>(v, b, h, g.S, g.H, g.E, 2);
+  HeadView<C> dQ = view_out<T, C>(dq, b, h, g.T, g.H, g.D, 3, true), dK = view_out<T, C>(dk, b, h, g.S, g.H, g.D, 4, true),
+              dV = view_out<T, C>(dv, b, h, g.S, g.H, g.E, 5, true);
+  C* rowdot = scratch<C>(6, size_t(g.T + 2 * kBlock * kBlock));  // D_t = dO_t . O_t, then the blocks p, dp
+  C* p = rowdot + g.T;
+  C* dp = p + kBlock * kBlock;
+  // dO and O are read once for the row dots; dO again by the GEMMs (the dense copy of a half is
+  // slot 7's, O's is not kept)
+  HeadView<C> dO = view_in<T, C>(dout, b, h, g.T, g.H, g.E, 7);
+  {
+    const T* ob = o + (b * g.T * g.H + h) * g.E;
+    for (int64_t t = 0; t < g.T; ++t) {
+      const T* orow = ob + t * g.H * g.E;
+      const C* drow = dO.p + t * dO.ld;
+      C acc = 0;
+      for (int64_t e = 0; e < g.E; ++e) acc += drow[e] * static_cast<C>(static_cast<compute_t<T>>(orow[e]));
+      rowdot[t] = acc;
+    }
   }
-  std::vector<C> dQ(Q.size(), C(0)), dK(K.size(), C(0)), dV(V.size(), C(0));
-  std::vector<C> p(size_t(kBlock * kBlock)), dp(size_t(kBlock * kBlock));
   const C ninf = -std::numeric_limits<C>::infinity();
   for (int64_t i0 = 0; i0 < g.T; i0 += kBlock) {
     int64_t rows = std::min(kBlock, g.T - i0);
     for (int64_t j0 = 0; j0 < g.S; j0 += kBlock) {
       if (ok.causal && j0 > i0 + rows - 1) break;
       int64_t cols = std::min(kBlock, g.S - j0);
-      gemm_c<C>(false, true, rows, cols, g.D, Q.data() + i0 * g.D, g.D, K.data() + j0 * g.D, g.D, p.data(), cols, scale, 0);
+      gemm_c<C>(false, true, rows, cols, g.D, Q.p + i0 * Q.ld, Q.ld, K.p + j0 * K.ld, K.ld, p, cols, scale, 0);
       for (int64_t r = 0; r < rows; ++r) {
         C L = lse[i0 + r];
-        C* pr = p.data() + r * cols;
+        C* pr = p + r * cols;
         if (ok.mask || L == ninf) {
           for (int64_t c = 0; c < cols; ++c) pr[c] = L != ninf && ok(i0 + r, j0 + c) ? exp_c(pr[c] - L) : C(0);
         } else {
           int64_t lim = ok.prefix(i0 + r, j0, cols);
+#pragma omp simd
           for (int64_t c = 0; c < lim; ++c) pr[c] = exp_c(pr[c] - L);
           std::fill(pr + lim, pr + cols, C(0));
         }
       }
       // dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P (dP - D) scale;  dQ_i += dS K_j;  dK_j += dS^T Q_i
-      gemm_c<C>(true, false, cols, g.E, rows, p.data(), cols, dO.data() + i0 * g.E, g.E, dV.data() + j0 * g.E, g.E, 1, 1);
-      gemm_c<C>(false, true, rows, cols, g.E, dO.data() + i0 * g.E, g.E, V.data() + j0 * g.E, g.E, dp.data(), cols, 1, 0);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) {
-          size_t i = size_t(r * cols + c);
-          dp[i] = p[i] * (dp[i] - rowdot[size_t(i0 + r)]) * scale;
-        }
-      gemm_c<C>(false, false, rows, g.D, cols, dp.data(), cols, K.data() + j0 * g.D, g.D, dQ.data() + i0 * g.D, g.D, 1, 1);
-      gemm_c<C>(true, false, cols, g.D, rows, dp.data(), cols, Q.data() + i0 * g.D, g.D, dK.data() + j0 * g.D, g.D, 1, 1);
+      gemm_c<C>(true, false, cols, g.E, rows, p, cols, dO.p + i0 * dO.ld, dO.ld, dV.p + j0 * dV.ld, dV.ld, 1, 1);
+      gemm_c<C>(false, true, rows, cols, g.E, dO.p + i0 * dO.ld, dO.ld, V.p + j0 * V.ld, V.ld, dp, cols, 1, 0);
+      for (int64_t r = 0; r < rows; ++r) {
+        const C d = rowdot[i0 + r];
+        C* dpr = dp + r * cols;
+        const C* pr = p + r * cols;
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) dpr[c] = pr[c] * (dpr[c] - d) * scale;
+      }
+      gemm_c<C>(false, false, rows, g.D, cols, dp, cols, K.p + j0 * K.ld, K.ld, dQ.p + i0 * dQ.ld, dQ.ld, 1, 1);
+      gemm_c<C>(true, false, cols, g.D, rows, dp, cols, Q.p + i0 * Q.ld, Q.ld, dK.p + j0 * dK.ld, dK.ld, 1, 1);
     }
   }
-  scatter(dQ.data(), b, h, g.T, g.H, g.D, dq);
-  scatter(dK.data(), b, h, g.S, g.H, g.D, dk);
-  scatter(dV.data(), b, h, g.S, g.H, g.E, dv);
+  store_out<T, C>(dQ, dq, b, h, g.T, g.H, g.D);
+  store_out<T, C>(dK, dk, b, h, g.S, g.H, g.D);
+  store_out<T, C>(dV, dv, b, h, g.S, g.H, g.E);
 }
 
 DType lse_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }

@@ -189,6 +189,17 @@ TEST(FusedAttention, Bf16ComputesInF32AndForwardModeIsATypeError) {
   Array got = run(nn::AttentionImpl::fused)(q.astype(bf16), k.astype(bf16), v.astype(bf16));
   EXPECT_EQ(got.dtype(), bf16);
   EXPECT_TRUE(close(got.astype(f32), want, 2e-2, 2e-2));
+  // the gradients of the halves' path (dense f32 copies of each head, stored back in bf16)
+  Array w = rng.uniform({2, 70, 2, 8});
+  auto loss = [&](nn::AttentionImpl impl) {
+    return [&, impl](const Array& a, const Array& b, const Array& e) { return sum(run(impl)(a, b, e).astype(f32) * w); };
+  };
+  auto gw = grad(loss(nn::AttentionImpl::composite), {0, 1, 2})(q, k, v);
+  auto gb = jit(grad(loss(nn::AttentionImpl::fused), {0, 1, 2}))(q.astype(bf16), k.astype(bf16), v.astype(bf16));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(gb[i].dtype(), bf16);
+    EXPECT_TRUE(close(gb[i].astype(f32), gw[i], 3e-2, 3e-2)) << "gradient " << i;
+  }
   expect_throws<TypeError>([&] { jvp(run(nn::AttentionImpl::fused), {q, k, v}, {q, k, v}); }, "forward-mode");
 }
 

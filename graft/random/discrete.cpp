@@ -25,7 +25,8 @@ Shape shape_of(std::optional<Shape> shape, const Shape& params, const char* op) 
   return *shape;
 }
 
-DType inexact(DType d) { return is_floating(d) ? d : DType::f32; }
+// JAX's promote_dtypes_inexact: floats keep their dtype, integers take the default float (f64 under x64)
+DType inexact(DType d) { return is_floating(d) ? d : default_float_dtype(); }
 
 std::vector<Array> split_n(const Array& key, int64_t n) {
   Array ks = random::split(key, n);
@@ -104,7 +105,7 @@ Array stirling_tail(const Array& k) {
 Array binomial_btrs(const Array& key, const Array& count, const Array& prob, const Shape& s, DType d) {
   Array stddev = sqrt(count * prob * (1.0 - prob));
   Array b = stddev * 2.53 + 1.15;
-  Array a = b * 0.0248 + prob * 0.01 - 0.0873;
+  Array a = (b * 0.0248 - 0.0873) + prob * 0.01;  // JAX's order: (-0.0873 + 0.0248 b) + 0.01 p
   Array c = count * prob + 0.5;
   Array v_r = 0.92 - 4.2 / b;
   Array r = prob / (1.0 - prob);
@@ -201,8 +202,9 @@ Array geometric(const Array& key, const Array& p0, std::optional<Shape> shape, D
   check_key(key, "geometric");
   if (!is_integer(d)) fail<ValueError>("random.geometric: dtype must be an integer dtype, got ", short_name(d));
   Shape s = shape_of(shape, p0.shape(), "geometric");
-  Array p = p0.astype(inexact(p0.dtype()));
+  Array p = p0.astype(p0.weak_type() ? default_float_dtype() : inexact(p0.dtype()));
   Array u = uniform(key, s, p.dtype());
+  u = where(u == 0.0, ones_like(u), u);  // JAX's: a zero draw gives 1, not infinity
   Array g = floor(log(u) / broadcast_to(log1p(negative(p)), s)) + 1.0;
   return g.astype(d);
 }
@@ -214,7 +216,7 @@ Array triangular(const Array& key, const Array& left0, const Array& mode0, const
   Shape ps = broadcast_shapes(broadcast_shapes(left0.shape(), mode0.shape(), "random.triangular"), right0.shape(),
                               "random.triangular");
   Shape s = shape_of(shape, ps, "triangular");
-  Array left = broadcast_to(left0, s), mode = broadcast_to(mode0, s), right = broadcast_to(right0, s);
+  Array left = broadcast_to(left0.astype(d), s), mode = broadcast_to(mode0.astype(d), s), right = broadcast_to(right0.astype(d), s);
   Array fc = (mode - left) / (right - left);
   Array u = uniform(key, s, d);
   Array out1 = left + sqrt(u * (right - left) * (mode - left));
@@ -226,7 +228,7 @@ Array lognormal(const Array& key, const Array& sigma, std::optional<Shape> shape
   check_key(key, "lognormal");
   if (!is_floating(d)) fail<ValueError>("random.lognormal: dtype must be a float dtype, got ", short_name(d));
   Shape s = shape_of(shape, sigma.shape(), "lognormal");
-  return exp(normal(key, s, d) * broadcast_to(sigma, s));
+  return exp(normal(key, s, d) * broadcast_to(sigma.astype(d), s));
 }
 
 }  // namespace graft::random

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "graft/ops/linalg.h"
+#include "graft/ops/numpy_stats.h"
 #include "graft/ops/ops.h"
 #include "graft/random/internal.h"
 #include "graft/random/random.h"
@@ -78,6 +79,15 @@ Array randint(const Array& key, const Shape& shape, const Array& minval0, const 
   check_key(key, "randint");
   if (!is_integer(d)) fail<TypeError>("random.randint: dtype must be an integer dtype, got ", short_name(d));
   sample_shape(shape, {&minval0, &maxval0}, "random.randint");
+  if (int_bits(d) < 32) {
+    // JAX samples 8- and 16-bit integers in int32 (bounds clipped to the dtype's range, maxval to its
+    // largest value + 1) and converts: less bias than two words of 8 or 16 bits
+    bool sgn = is_signed_int(d);
+    double lo = sgn ? -std::ldexp(1.0, int_bits(d) - 1) : 0, hi = sgn ? std::ldexp(1.0, int_bits(d) - 1) - 1 : std::ldexp(1.0, int_bits(d)) - 1;
+    Array mn = clip(minval0.astype(DType::i32), Array::scalar(lo, DType::i32), Array::scalar(hi, DType::i32));
+    Array mx = clip(maxval0.astype(DType::i32), Array::scalar(lo, DType::i32), Array::scalar(hi + 1, DType::i32));
+    return randint(key, shape, mn, mx, DType::i32).astype(d);
+  }
   Array minval = is_integer(minval0.dtype()) ? minval0 : minval0.astype(DType::i32);
   Array maxval = is_integer(maxval0.dtype()) ? maxval0 : maxval0.astype(DType::i32);
   int nbits = int_bits(d);
@@ -101,7 +111,8 @@ Array randint(const Array& key, const Shape& shape, const Array& minval0, const 
   return lax::add(lo, lax::convert_element_type(offset, d));
 }
 
-Array choice(const Array& key, const Array& a, const Shape& shape, bool replace, std::optional<Array> p, int64_t axis) {
+Array choice(const Array& key, const Array& a, const Shape& shape, bool replace, std::optional<Array> p, int64_t axis,
+             SampleMode mode) {
   check_key(key, "choice");
   if (!a.valid()) fail<ValueError>("random.choice: a is a null array");
   int64_t n_inputs;
@@ -121,14 +132,15 @@ Array choice(const Array& key, const Array& a, const Shape& shape, bool replace,
   Array result;
   if (!p) {
     if (replace) {
-      Array ind = randint(key, shape, Array::scalar(0, DType::i32), Array::scalar(static_cast<double>(n_inputs), DType::i32));
+      DType id = default_int_dtype();
+      Array ind = randint(key, shape, Array::scalar(0, id), Array::scalar(static_cast<double>(n_inputs), id), id);
       result = a.ndim() == 0 ? ind : take(a, ind, axis);
     } else {
       Array perm = a.ndim() == 0 ? permutation(key, n_inputs) : permutation(key, a, axis);
       result = lax::slice_in_dim(perm, 0, n_draws, 1, a.ndim() == 0 ? 0 : axis);
     }
   } else {
-    Array pa = is_floating(p->dtype()) ? *p : p->astype(DType::f32);
+    Array pa = is_floating(p->dtype()) && !p->weak_type() ? *p : p->astype(default_float_dtype());
     if (pa.shape() != Shape{n_inputs})
       fail<ValueError>("random.choice: p must be None or match the shape of a (", n_inputs, "), got ", pa.aval().str());
     Array ind;
@@ -136,12 +148,11 @@ Array choice(const Array& key, const Array& a, const Shape& shape, bool replace,
       Array cum = cumsum(pa);
       Array total = cum[{-1}];
       Array r = total * (1.0 - uniform(key, shape, cum.dtype()));
-      // searchsorted(cum, r) (left): how many cumulative sums lie below r
-      ind = sum((expand_dims(cum, 0) < expand_dims(reshape(r, {-1}), -1)).astype(DType::i32), -1).reshape(shape);
+      ind = searchsorted(cum, r).astype(default_int_dtype());
     } else {
       // the Gumbel top-k trick
-      Array g = negative(gumbel(key, {n_inputs}, pa.dtype())) - log(pa);
-      ind = lax::slice_in_dim(argsort(g), 0, n_draws, 1, 0).reshape(shape);
+      Array g = negative(gumbel(key, {n_inputs}, pa.dtype(), mode)) - log(pa);
+      ind = lax::slice_in_dim(argsort(g), 0, n_draws, 1, 0).reshape(shape).astype(default_int_dtype());
     }
     result = a.ndim() == 0 ? ind : take(a, reshape(ind, {-1}), axis);
   }
@@ -190,8 +201,8 @@ Array laplace(const Array& key, const Shape& shape, DType d) {
 Array logistic(const Array& key, const Shape& shape, DType d) {
   check_key(key, "logistic");
   float_dtype_for(d, "logistic");
-  Array x = uniform(key, shape, d, eps_of(d), 1.0);
-  return log(x / (1.0 - x));
+  Array x = uniform(key, shape, d, tiny_of(d), 1.0);
+  return log(x) - log1p(negative(x));
 }
 
 Array cauchy(const Array& key, const Shape& shape, DType d) {
@@ -210,7 +221,7 @@ Array pareto(const Array& key, const Array& b0, std::optional<Shape> shape, DTyp
 
 Array rademacher(const Array& key, const Shape& shape, DType d) {
   check_key(key, "rademacher");
-  Array b = bernoulli(key, Array::scalar(0.5, DType::f32), shape).astype(d);
+  Array b = bernoulli(key, Array(0.5), shape).astype(d);
   return (b * 2 - 1).astype(d);
 }
 
@@ -305,18 +316,22 @@ Array multivariate_normal(const Array& key, const Array& mean0, const Array& cov
   return mean + squeeze(matmul(factor, expand_dims(z, -1)), -1);
 }
 
-Array orthogonal(const Array& key, int64_t n, const Shape& shape, DType d) {
+Array orthogonal(const Array& key, int64_t n, const Shape& shape, DType d, std::optional<int64_t> m0) {
   check_key(key, "orthogonal");
   float_dtype_for(d, "orthogonal");
-  if (n < 0) fail<ValueError>("random.orthogonal: n must be non-negative, got ", n);
+  int64_t m = m0.value_or(n);
+  if (n < 0 || m < 0) fail<ValueError>("random.orthogonal: n and m must be non-negative, got ", n, " and ", m);
+  // JAX's: the QR factors of a tall [max, min] normal matrix, transposed when n < m
+  int64_t big = std::max(n, m), small = std::min(n, m);
   Shape s = shape;
-  s.push_back(n);
-  s.push_back(n);
+  s.push_back(big);
+  s.push_back(small);
   Array z = normal(key, s, d);
   auto [q, r] = linalg::qr(z);
   // the signs of r's diagonal make the distribution uniform (Haar)
-  Array diag = sum(r * eye(n, std::nullopt, 0, d), -1);
-  return q * expand_dims(diag / abs(diag), -2);
+  Array diag = sum(r * eye(small, std::nullopt, 0, d), -1);
+  Array x = q * expand_dims(sign(diag), -2);
+  return n < m ? swapaxes(x, -2, -1) : x;
 }
 
 }  // namespace graft::random

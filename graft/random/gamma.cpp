@@ -18,15 +18,6 @@ using namespace detail;
 
 namespace {
 
-double tiny_of(DType d) {
-  switch (d) {
-    case DType::f64: return std::numeric_limits<double>::min();
-    case DType::f16: return std::ldexp(1.0, -14);
-    case DType::bf16: return std::numeric_limits<float>::min();
-    default: return std::numeric_limits<float>::min();
-  }
-}
-
 // JAX's _gamma_one: one sample of Gamma(alpha) (alpha a scalar of dtype d) from one key. Below 1, alpha is
 // boosted to alpha + 1 and the sample scaled by u^(1/alpha).
 Array gamma_one(const Array& key, const Array& alpha, bool log_space) {
@@ -189,9 +180,12 @@ Array generalized_normal(const Array& key, double p, const Shape& shape, DType d
   check_key(key, "generalized_normal");
   if (!(p > 0)) fail<ValueError>("random.generalized_normal: p must be positive, got ", p);
   Array ks = random::split(key, 2);
-  Array g = gamma(ks[0], Array::scalar(1.0 / p, d), shape, d);
+  // p is traced by JAX's jitted helper: 1 / p is computed in the default float dtype
+  DType fd = default_float_dtype();
+  Array inv = lax::div(Array::scalar(1.0, fd), Array::scalar(p, fd));
+  Array g = gamma(ks[0], inv.astype(d), shape, d);
   Array r = rademacher(ks[1], shape, d);
-  return r * power(g, 1.0 / p);
+  return r * power(g, inv.astype(d));
 }
 
 Array ball(const Array& key, int64_t dim, double p, const Shape& shape, DType d) {
@@ -202,7 +196,9 @@ Array ball(const Array& key, int64_t dim, double p, const Shape& shape, DType d)
   gs.push_back(dim);
   Array g = generalized_normal(ks[0], p, gs, d);
   Array e = exponential(ks[1], shape, d);
-  return g / expand_dims(power(sum(power(abs(g), p), -1) + e, 1.0 / p), -1);
+  DType fd = default_float_dtype();
+  Array pa = Array::scalar(p, fd), inv = lax::div(Array::scalar(1.0, fd), pa);
+  return g / expand_dims(power(sum(power(abs(g), pa.astype(d)), -1) + e, inv.astype(d)), -1);
 }
 
 }  // namespace graft::random

@@ -17,6 +17,9 @@ int mantissa_bits(DType d);
 /// JAX's _uniform: values in [minval, maxval) from the mantissa bits (minval, maxval of dtype d).
 Array uniform_between(const Array& key, const Shape& shape, DType d, const Array& minval, const Array& maxval);
 
+/// The smallest normal number of a floating dtype (finfo(d).tiny).
+double tiny_of(DType d);
+
 /// Whether `from` broadcasts to exactly `to` (NumPy's rules): a sampler's parameters against its shape.
 bool broadcasts_to(const Shape& from, const Shape& to);
 

@@ -6,10 +6,21 @@
 #include <limits>
 
 #include "graft/core/config.h"
+#include "graft/ops/lax_more.h"
 #include "graft/ops/ops.h"
 #include "graft/random/internal.h"
 
 namespace graft::random {
+
+namespace detail {
+double tiny_of(DType d) {
+  switch (d) {
+    case DType::f64: return std::numeric_limits<double>::min();
+    case DType::f16: return std::ldexp(1.0, -14);
+    default: return std::numeric_limits<float>::min();  // f32 and bf16 share the exponent range
+  }
+}
+}  // namespace detail
 
 namespace detail {
 namespace {
@@ -190,6 +201,15 @@ Array uniform(const Array& k, const Shape& shape, DType d, double minval, double
   return uniform_between(k, shape, d, as_scalar(minval, d), as_scalar(maxval, d));
 }
 
+Array uniform(const Array& k, const Shape& shape, DType d, const Array& minval, const Array& maxval) {
+  check_key(k, "uniform");
+  for (const Array* b : {&minval, &maxval})
+    if (!broadcasts_to(b->shape(), shape))
+      fail<ShapeError>("random.uniform: minval and maxval must broadcast to the shape ", shape_str(shape), ", got ",
+                       b->aval().str());
+  return uniform_between(k, shape, d, broadcast_to(minval.astype(d), shape), broadcast_to(maxval.astype(d), shape));
+}
+
 Array normal(const Array& k, const Shape& shape, DType d) {
   check_key(k, "normal");
   // uniform in (-1, 1), then the inverse error function (JAX's _normal_real); nextafter(-1, 0) in d
@@ -198,21 +218,73 @@ Array normal(const Array& k, const Shape& shape, DType d) {
   return lax::mul(as_scalar(std::sqrt(2.0), d), lax::erf_inv(u));
 }
 
-Array bernoulli(const Array& k, const Array& p, std::optional<Shape> shape) {
+Array bernoulli(const Array& k, const Array& p, std::optional<Shape> shape, SampleMode mode) {
   check_key(k, "bernoulli");
-  DType d = is_floating(p.dtype()) ? (p.weak_type() ? DType::f32 : p.dtype()) : DType::f32;
+  DType d = is_floating(p.dtype()) && !p.weak_type() ? p.dtype() : default_float_dtype();
   Shape s = shape.value_or(p.shape());
-  return less(uniform(k, s, d), p);
+  Array pd = p.astype(d);
+  if (mode == SampleMode::low) return less(uniform(k, s, d), pd);
+  // "high": u1 + u2 2^-nmant as one uniform of twice the bits, compared as u2 2^-nmant < p - u1
+  Shape two = s;
+  two.insert(two.begin(), 2);
+  Array u = uniform(k, two, d);
+  Array u1 = lax::index_in_dim(u, 0, 0, false), u2 = lax::index_in_dim(u, 1, 0, false);
+  u2 = u2 * as_scalar(std::ldexp(1.0, -mantissa_bits(d)), d);
+  return less(u2, pd - u1);
 }
 
-Array gumbel(const Array& k, const Shape& shape, DType d) {
+namespace {
+// JAX's _safe_int_to_float: u32[2, ...] as a 64-bit fixed-point number in (0, 1), rounded to f32 by
+// its leading 24 bits (the exponent from the count of leading zeros).
+Array fixed_point_to_f32(const Array& hi, const Array& lo) {
+  auto u = [](double v) { return Array::scalar(v, DType::u32); };
+  Array hiclz = lax::clz(hi), loclz = lax::clz(lo);
+  Array hi_zero = hiclz == u(32);
+  Array mantissa = lax::bitwise_or(lax::shift_left(hi, hiclz),
+                                   where(hi_zero, lax::shift_left(lo, loclz), lax::shift_right_logical(lo, u(32) - hiclz)));
+  mantissa = lax::shift_right_logical(mantissa, u(32 - 23 - 1));
+  mantissa = lax::bitwise_and(mantissa, u((1 << 23) - 1));
+  Array lead = where(hi_zero, u(32) + loclz, hiclz);
+  Array exp = lax::shift_left(u(126) - lead, u(23));  // -minexp = 126
+  exp = lax::bitwise_and(exp, u((1u << 30) - (1u << 22)));
+  return lax::bitcast_convert_type(lax::bitwise_or(exp, mantissa), DType::f32);
+}
+}  // namespace
+
+Array gumbel(const Array& k, const Shape& shape, DType d, SampleMode mode) {
   check_key(k, "gumbel");
-  double tiny = d == DType::f64 ? std::numeric_limits<double>::min() : std::numeric_limits<float>::min();
-  Array u = uniform(k, shape, d, tiny, 1.0);
+  const int nmant = mantissa_bits(d);
+  if (mode == SampleMode::highest && d == DType::f32) {
+    // 64 random bits; below 1/2 the value is x itself (log1p keeps its precision), above it 1 - x
+    Shape two = shape;
+    two.insert(two.begin(), 2);
+    Array b = random_bits(k, 32, two);
+    Array neg = lax::bitwise_not(b);
+    Array b0 = lax::index_in_dim(b, 0, 0, false), b1 = lax::index_in_dim(b, 1, 0, false);
+    Array n0 = lax::index_in_dim(neg, 0, 0, false), n1 = lax::index_in_dim(neg, 1, 0, false);
+    // 1 - bits in 64-bit fixed point: ~bits + 1 with the carry out of the low word
+    Array carry = (n1 == Array::scalar(4294967295.0, DType::u32)).astype(DType::u32);
+    n0 = lax::add(n0, carry);
+    n1 = lax::add(n1, Array::scalar(1, DType::u32));
+    Array flip = lax::lt(b0, Array::scalar(2147483648.0, DType::u32));
+    Array x = fixed_point_to_f32(where(flip, b0, n0), where(flip, b1, n1));
+    return where(flip, negative(log(negative(log1p(negative(x))))), negative(log(negative(log(x)))));
+  }
+  if (mode != SampleMode::low) {
+    Shape two = shape;
+    two.insert(two.begin(), 2);
+    Array u = uniform(k, two, d);
+    Array high = lax::index_in_dim(u, 0, 0, false), low = lax::index_in_dim(u, 1, 0, false);
+    double floor_ = std::max(std::ldexp(1.0, -(2 * nmant + 1)), tiny_of(d));
+    Array x = where(high >= 0.5, high, high + low * as_scalar(std::ldexp(1.0, -nmant), d) + as_scalar(floor_, d));
+    return negative(log(negative(log1p(negative(x)))));
+  }
+  Array u = uniform(k, shape, d, tiny_of(d), 1.0);
   return negative(log(negative(log(u))));
 }
 
-Array categorical(const Array& k, const Array& logits, int64_t axis, std::optional<Shape> shape) {
+Array categorical(const Array& k, const Array& logits, int64_t axis, std::optional<Shape> shape, bool replace,
+                  SampleMode mode) {
   check_key(k, "categorical");
   int64_t a = normalize_axis(axis, logits.ndim(), "random.categorical");
   Shape batch = logits.shape();
@@ -220,12 +292,25 @@ Array categorical(const Array& k, const Array& logits, int64_t axis, std::option
   Shape s = shape.value_or(batch);
   if (s.size() < batch.size()) fail<ShapeError>("random.categorical: shape must end with the logits' batch shape");
   Shape prefix(s.begin(), s.end() - static_cast<std::ptrdiff_t>(batch.size()));
+  if (!std::equal(batch.begin(), batch.end(), s.end() - static_cast<std::ptrdiff_t>(batch.size())))
+    fail<ShapeError>("random.categorical: shape ", shape_str(s), " must end with the logits' batch shape ", shape_str(batch));
+  if (!replace) {
+    DType d = is_floating(logits.dtype()) ? logits.dtype() : default_float_dtype();
+    Array lg = logits.astype(d) + gumbel(k, logits.shape(), d, mode);
+    int64_t kk = numel(prefix);
+    if (kk > logits.shape()[a])
+      fail<ValueError>("random.categorical: the number of samples without replacement (", kk,
+                       ") cannot exceed the number of categories (", logits.shape()[a], ")");
+    // the kk largest perturbed logits of every batch entry: [batch..., kk], then kk to the front
+    Array idx = lax::top_k(moveaxis(lg, a, -1), kk).second;
+    return moveaxis(idx, -1, 0).reshape(s).astype(default_int_dtype());
+  }
   Shape ls(s.end() - static_cast<std::ptrdiff_t>(batch.size()), s.end());
   ls.insert(ls.begin() + a, logits.shape()[a]);
   Shape full_shape = prefix;
   for (auto x : ls) full_shape.push_back(x);
-  DType d = is_floating(logits.dtype()) ? logits.dtype() : DType::f32;
-  Array g = gumbel(k, full_shape, d);
+  DType d = is_floating(logits.dtype()) ? logits.dtype() : default_float_dtype();
+  Array g = gumbel(k, full_shape, d, mode);
   Array lg = logits.astype(d);
   for (size_t i = 0; i < prefix.size(); ++i) lg = expand_dims(lg, 0);
   return argmax(g + lg, a + static_cast<int64_t>(prefix.size()));
@@ -233,7 +318,7 @@ Array categorical(const Array& k, const Array& logits, int64_t axis, std::option
 
 Array permutation(const Array& k, int64_t n) {
   check_key(k, "permutation");
-  return permutation(k, arange(static_cast<double>(n), DType::i32));
+  return permutation(k, arange(static_cast<double>(n), default_int_dtype()));
 }
 
 Array permutation(const Array& k, const Array& x) {
@@ -256,12 +341,21 @@ Array permutation(const Array& k, const Array& x) {
 }
 
 Array truncated_normal(const Array& k, double lower, double upper, const Shape& shape, DType d) {
+  return truncated_normal(k, as_scalar(lower, d), as_scalar(upper, d), shape, d);
+}
+
+Array truncated_normal(const Array& k, const Array& lower, const Array& upper, std::optional<Shape> shape0, DType d) {
   check_key(k, "truncated_normal");
   mantissa_bits(d);
+  Shape ps = broadcast_shapes(lower.shape(), upper.shape(), "random.truncated_normal");
+  Shape shape = shape0.value_or(ps);
+  if (!broadcasts_to(ps, shape))
+    fail<ValueError>("random.truncated_normal: the bounds' shape ", shape_str(ps), " must broadcast to the shape ",
+                     shape_str(shape));
   Array sqrt2 = as_scalar(std::sqrt(2.0), d);
-  Array lo = as_scalar(lower, d), hi = as_scalar(upper, d);
+  Array lo = lower.astype(d), hi = upper.astype(d);
   Array a = lax::erf(lax::div(lo, sqrt2)), b = lax::erf(lax::div(hi, sqrt2));
-  Array u = uniform_between(k, shape, d, a, b);
+  Array u = uniform_between(k, shape, d, broadcast_to(a, shape), broadcast_to(b, shape));
   Array out = lax::mul(sqrt2, lax::erf_inv(u));
   // keep rounding from pushing values onto or past the bounds
   Array inf = as_scalar(INFINITY, d);

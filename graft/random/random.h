@@ -39,19 +39,34 @@ Array fold_in(const Array& key, const Array& data);
 Array bits(const Array& key, const Shape& shape, DType d = DType::u32);
 /// Uniform in [minval, maxval).
 Array uniform(const Array& key, const Shape& shape, DType d = DType::f32, double minval = 0.0, double maxval = 1.0);
+/// The same with array bounds (broadcasting against shape), converted to d.
+Array uniform(const Array& key, const Shape& shape, DType d, const Array& minval, const Array& maxval);
 /// Standard normal.
 Array normal(const Array& key, const Shape& shape, DType d = DType::f32);
-/// Booleans that are true with probability p (p broadcasts against shape).
-Array bernoulli(const Array& key, const Array& p, std::optional<Shape> shape = std::nullopt);
-/// Samples indices from the unnormalized log-probabilities `logits` along `axis`.
-Array categorical(const Array& key, const Array& logits, int64_t axis = -1, std::optional<Shape> shape = std::nullopt);
+/// How many random bits a sample takes (JAX's `mode`): "low" one uniform of the dtype; "high" two,
+/// for probabilities or tails below the dtype's resolution (bernoulli with p < 1e-7 in f32, gumbel's
+/// upper tail); "highest" (gumbel in f32 only) 64 bits as a fixed-point number.
+enum class SampleMode { low, high, highest };
+
+/// Booleans that are true with probability p (p broadcasts against shape). The uniform draws are in
+/// p's dtype (a weakly typed p: the default float dtype, f64 under x64, as JAX's).
+Array bernoulli(const Array& key, const Array& p, std::optional<Shape> shape = std::nullopt,
+                SampleMode mode = SampleMode::low);
+/// Samples indices from the unnormalized log-probabilities `logits` along `axis`: with replacement by
+/// the Gumbel max trick, without (replace = false: shape's leading dimensions draw distinct classes per
+/// batch entry) by the Gumbel top-k trick.
+Array categorical(const Array& key, const Array& logits, int64_t axis = -1, std::optional<Shape> shape = std::nullopt,
+                  bool replace = true, SampleMode mode = SampleMode::low);
 /// Gumbel(0, 1) samples.
-Array gumbel(const Array& key, const Shape& shape, DType d = DType::f32);
+Array gumbel(const Array& key, const Shape& shape, DType d = DType::f32, SampleMode mode = SampleMode::low);
 /// A random permutation of arange(n), or of x along axis 0 (JAX's sort-based shuffle).
 Array permutation(const Array& key, int64_t n);
 Array permutation(const Array& key, const Array& x);
 /// Normal values truncated to [lower, upper] (by inverse CDF).
 Array truncated_normal(const Array& key, double lower, double upper, const Shape& shape, DType d = DType::f32);
+/// The same with array bounds; the shape defaults to theirs broadcast together.
+Array truncated_normal(const Array& key, const Array& lower, const Array& upper, std::optional<Shape> shape = std::nullopt,
+                       DType d = DType::f32);
 
 // ---- more of jax.random's samplers (distributions.cpp), by JAX's algorithms -----------------------------
 /// Integers uniform in [minval, maxval) of an integer dtype (minval and maxval broadcast to shape; a span
@@ -60,7 +75,7 @@ Array randint(const Array& key, const Shape& shape, const Array& minval, const A
 /// Samples of `shape` from a (an integer scalar n: from 0..n-1) along `axis`, with or without replacement,
 /// uniformly or with probabilities p (1-D, one per entry).
 Array choice(const Array& key, const Array& a, const Shape& shape = {}, bool replace = true,
-             std::optional<Array> p = std::nullopt, int64_t axis = 0);
+             std::optional<Array> p = std::nullopt, int64_t axis = 0, SampleMode mode = SampleMode::low);
 /// x permuted along axis; with `independent` every vector along axis is permuted on its own.
 Array permutation(const Array& key, const Array& x, int64_t axis, bool independent = false);
 /// Exponential(1), Laplace(0, 1), logistic(0, 1) and Cauchy(0, 1) samples.
@@ -132,7 +147,9 @@ Array triangular(const Array& key, const Array& left, const Array& mode, const A
 /// exp(sigma * N(0, 1)).
 Array lognormal(const Array& key, const Array& sigma, std::optional<Shape> shape = std::nullopt, DType d = DType::f32);
 
-/// Matrices [..., n, n] uniform (Haar) over the orthogonal group.
-Array orthogonal(const Array& key, int64_t n, const Shape& shape = {}, DType d = DType::f32);
+/// Matrices [..., n, m] (m = n by default) uniform (Haar) over the orthogonal group (n = m) or the
+/// Stiefel manifold: orthonormal columns when n > m, rows when n < m.
+Array orthogonal(const Array& key, int64_t n, const Shape& shape = {}, DType d = DType::f32,
+                 std::optional<int64_t> m = std::nullopt);
 
 }  // namespace graft::random

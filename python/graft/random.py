@@ -131,6 +131,14 @@ def _like(key, raw):
 
 
 def split(key, num=2):
+    """num new keys; a tuple num gives keys of that shape (JAX's)."""
+    if isinstance(num, (tuple, list)):
+        shape = tuple(int(n) for n in num)
+        count = 1
+        for n in shape:
+            count *= n
+        words = _graft.random_split(key_data(key), count)
+        return _like(key, words.reshape(shape + (2,)))
     return _like(key, _graft.random_split(key_data(key), num))
 
 
@@ -143,11 +151,17 @@ def normal(key, shape=(), dtype=float):
 
 
 def uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
-    return _graft.random_uniform(key, shape, dtype, minval, maxval)
+    if isinstance(minval, (int, float)) and isinstance(maxval, (int, float)):
+        return _graft.random_uniform(key, shape, dtype, minval, maxval)
+    return _graft.random_uniform_between(key, tuple(shape), dtype, minval, maxval)
 
 
-def bernoulli(key, p=0.5, shape=None):
-    return _graft.random_bernoulli(key, p, shape)
+def bernoulli(key, p=0.5, shape=None, mode="low"):
+    """True with probability p. mode="high" draws twice the bits (for p below the dtype's resolution,
+    ~1e-7 in float32), as JAX's."""
+    if mode not in ("low", "high"):
+        raise ValueError(f"random.bernoulli: mode must be 'low' or 'high', got {mode!r}")
+    return _graft.random_bernoulli(key, p, shape, mode == "high")
 
 
 def permutation(key, x, axis=0, independent=False):
@@ -158,28 +172,34 @@ def permutation(key, x, axis=0, independent=False):
     return _graft.random_permutation_of(key, x, axis, independent)
 
 
-def bits(key, shape=(), dtype="uint32"):
+def bits(key, shape=(), dtype=None):
+    """Random bits; the default dtype is JAX's default unsigned int (uint64 under x64, else uint32)."""
+    if dtype is None:
+        dtype = "uint64" if _graft._x64_enabled() else "uint32"
     return _graft.random_bits(key, shape, dtype)
 
 
-def categorical(key, logits, axis=-1, shape=None):
-    return _graft.random_categorical(key, logits, axis, shape)
+def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None):
+    return _graft.random_categorical(key, logits, axis, shape, replace, mode)
 
 
-def gumbel(key, shape=(), dtype=float):
-    return _graft.random_gumbel(key, shape, dtype)
+def gumbel(key, shape=(), dtype=float, mode=None):
+    return _graft.random_gumbel(key, shape, dtype, mode)
 
 
-def truncated_normal(key, lower, upper, shape=(), dtype=float):
-    return _graft.random_truncated_normal(key, float(lower), float(upper), shape, dtype)
+def truncated_normal(key, lower, upper, shape=None, dtype=float):
+    """Normal values truncated to (lower, upper); the bounds may be arrays (the shape defaults to theirs)."""
+    if isinstance(lower, (int, float)) and isinstance(upper, (int, float)):
+        return _graft.random_truncated_normal(key, float(lower), float(upper), () if shape is None else shape, dtype)
+    return _graft.random_truncated_normal_arrays(key, lower, upper, None if shape is None else tuple(shape), dtype)
 
 
 def randint(key, shape, minval, maxval, dtype=int):
     return _graft.random_randint(key, shape, minval, maxval, dtype)
 
 
-def choice(key, a, shape=(), replace=True, p=None, axis=0):
-    return _graft.random_choice(key, a, tuple(shape), replace, p, axis)
+def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
+    return _graft.random_choice(key, a, tuple(shape), replace, p, axis, mode)
 
 
 def exponential(key, shape=(), dtype=float):
@@ -230,8 +250,9 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
     return _graft.random_multivariate_normal(key, mean, cov, shape, dtype, method)
 
 
-def orthogonal(key, n, shape=(), dtype=float):
-    return _graft.random_orthogonal(key, n, shape, dtype)
+def orthogonal(key, n, shape=(), dtype=float, m=None):
+    """Matrices (*shape, n, m) (m = n by default) with orthonormal columns (n >= m) or rows (n < m)."""
+    return _graft.random_orthogonal(key, n, shape, dtype, m)
 
 
 

@@ -349,9 +349,10 @@ void bind_collectives_and_random(py::module_& m) {
   m.def("random_uniform", [](py::handle k, py::handle s, py::handle d, double lo, double hi) {
     return random::uniform(to_array(k), to_shape(s), to_dtype(d), lo, hi);
   }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float_", "minval"_a = 0.0, "maxval"_a = 1.0);
-  m.def("random_bernoulli", [](py::handle k, py::handle p, py::handle s) {
-    return random::bernoulli(to_array(k), to_array(p), s.is_none() ? std::nullopt : std::optional<Shape>(to_shape(s)));
-  }, "key"_a, "p"_a = 0.5, "shape"_a = py::none());
+  m.def("random_bernoulli", [](py::handle k, py::handle p, py::handle s, bool high) {
+    return random::bernoulli(to_array(k), to_array(p), s.is_none() ? std::nullopt : std::optional<Shape>(to_shape(s)),
+                             high ? random::SampleMode::high : random::SampleMode::low);
+  }, "key"_a, "p"_a = 0.5, "shape"_a = py::none(), "high"_a = false);
   m.def("random_permutation", [](py::handle k, int64_t n) { return random::permutation(to_array(k), n); });
 }
 

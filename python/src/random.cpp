@@ -8,6 +8,16 @@ std::optional<Shape> opt_shape(py::handle s) {
   if (s.is_none()) return std::nullopt;
   return to_shape(s);
 }
+
+// JAX's mode= strings ("low", "high", "highest"; None: "low")
+random::SampleMode sample_mode(py::handle m, const char* op) {
+  if (m.is_none()) return random::SampleMode::low;
+  std::string s = py::str(m);
+  if (s == "low") return random::SampleMode::low;
+  if (s == "high") return random::SampleMode::high;
+  if (s == "highest") return random::SampleMode::highest;
+  fail<ValueError>("random.", op, ": mode must be 'low', 'high' or 'highest', got '", s, "'");
+}
 }  // namespace
 
 void bind_random(py::module_& m) {
@@ -15,22 +25,28 @@ void bind_random(py::module_& m) {
   m.def("random_bits", [](py::handle k, py::handle s, py::handle d) {
     return random::bits(to_array(k), to_shape(s), to_dtype(d));
   }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "uint32");
-  m.def("random_categorical", [](py::handle k, py::handle logits, int64_t axis, py::handle s) {
-    return random::categorical(to_array(k), to_array(logits), axis, opt_shape(s));
-  }, "key"_a, "logits"_a, "axis"_a = -1, "shape"_a = py::none());
-  m.def("random_gumbel", [](py::handle k, py::handle s, py::handle d) {
-    return random::gumbel(to_array(k), to_shape(s), to_dtype(d));
-  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
+  m.def("random_categorical", [](py::handle k, py::handle logits, int64_t axis, py::handle s, bool replace, py::handle mode) {
+    return random::categorical(to_array(k), to_array(logits), axis, opt_shape(s), replace, sample_mode(mode, "categorical"));
+  }, "key"_a, "logits"_a, "axis"_a = -1, "shape"_a = py::none(), "replace"_a = true, "mode"_a = py::none());
+  m.def("random_gumbel", [](py::handle k, py::handle s, py::handle d, py::handle mode) {
+    return random::gumbel(to_array(k), to_shape(s), to_dtype(d), sample_mode(mode, "gumbel"));
+  }, "key"_a, "shape"_a = py::tuple(), "dtype"_a = "float_", "mode"_a = py::none());
+  m.def("random_truncated_normal_arrays", [](py::handle k, py::handle lo, py::handle hi, py::handle s, py::handle d) {
+    return random::truncated_normal(to_array(k), to_array(lo), to_array(hi), opt_shape(s), to_dtype(d));
+  }, "key"_a, "lower"_a, "upper"_a, "shape"_a = py::none(), "dtype"_a = "float_");
   m.def("random_truncated_normal", [](py::handle k, double lo, double hi, py::handle s, py::handle d) {
     return random::truncated_normal(to_array(k), lo, hi, to_shape(s), to_dtype(d));
   }, "key"_a, "lower"_a, "upper"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
   m.def("random_randint", [](py::handle k, py::handle s, py::handle lo, py::handle hi, py::handle d) {
     return random::randint(to_array(k), to_shape(s), to_array(lo), to_array(hi), to_dtype(d));
   }, "key"_a, "shape"_a, "minval"_a, "maxval"_a, "dtype"_a = "int_");
-  m.def("random_choice", [](py::handle k, py::handle a, py::handle s, bool replace, py::handle p, int64_t axis) {
+  m.def("random_choice", [](py::handle k, py::handle a, py::handle s, bool replace, py::handle p, int64_t axis, py::handle mode) {
     return random::choice(to_array(k), to_array(a), to_shape(s), replace,
-                          p.is_none() ? std::nullopt : std::optional<Array>(to_array(p)), axis);
-  }, "key"_a, "a"_a, "shape"_a = py::tuple(), "replace"_a = true, "p"_a = py::none(), "axis"_a = 0);
+                          p.is_none() ? std::nullopt : std::optional<Array>(to_array(p)), axis, sample_mode(mode, "choice"));
+  }, "key"_a, "a"_a, "shape"_a = py::tuple(), "replace"_a = true, "p"_a = py::none(), "axis"_a = 0, "mode"_a = py::none());
+  m.def("random_uniform_between", [](py::handle k, py::handle s, py::handle d, py::handle lo, py::handle hi) {
+    return random::uniform(to_array(k), to_shape(s), to_dtype(d), to_array(lo), to_array(hi));
+  }, "key"_a, "shape"_a, "dtype"_a, "minval"_a, "maxval"_a);
   m.def("random_permutation_of", [](py::handle k, py::handle x, int64_t axis, bool independent) {
     return random::permutation(to_array(k), to_array(x), axis, independent);
   }, "key"_a, "x"_a, "axis"_a = 0, "independent"_a = false);
@@ -101,9 +117,9 @@ void bind_random(py::module_& m) {
   m.def("lax_random_gamma_grad", [](py::handle a, py::handle x) {
     return lax::random_gamma_grad(to_array(a), to_array(x));
   }, "a"_a, "x"_a);
-  m.def("random_orthogonal", [](py::handle k, int64_t n, py::handle s, py::handle d) {
-    return random::orthogonal(to_array(k), n, to_shape(s), to_dtype(d));
-  }, "key"_a, "n"_a, "shape"_a = py::tuple(), "dtype"_a = "float_");
+  m.def("random_orthogonal", [](py::handle k, int64_t n, py::handle s, py::handle d, std::optional<int64_t> mm) {
+    return random::orthogonal(to_array(k), n, to_shape(s), to_dtype(d), mm);
+  }, "key"_a, "n"_a, "shape"_a = py::tuple(), "dtype"_a = "float_", "m"_a = py::none());
 }
 
 }  // namespace graft::python

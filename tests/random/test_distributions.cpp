@@ -185,6 +185,42 @@ TEST(Distributions, OrthogonalMatricesAreHaar) {
   EXPECT_NEAR(graft::mean(dets).item<double>(), 0, 0.15);
 }
 
+TEST(Distributions, JaxParity) {
+  Array k = random::key(21);
+  // 8- and 16-bit integers are drawn in int32 and converted, as JAX's
+  for (DType d : {DType::u8, DType::i8, DType::i16, DType::u16}) {
+    Array got = random::randint(k, {500}, array(0), array(100), d);
+    EXPECT_EQ(got.dtype(), d);
+    EXPECT_EQ(got.astype(DType::i32).to_vector<int>(), random::randint(k, {500}, array(0), array(100), DType::i32).to_vector<int>());
+  }
+  // logistic: log(u) - log1p(-u) of a uniform from finfo.tiny
+  Array u = random::uniform(k, {200}, DType::f32, std::numeric_limits<float>::min(), 1.0);
+  EXPECT_TRUE(close(random::logistic(k, {200}), log(u) - log1p(negative(u)), 0, 0));
+  // f16 Gumbel draws from f16's tiny (a float's underflows to 0 there: -inf)
+  Array g = random::gumbel(k, {20000}, DType::f16).astype(DType::f32);
+  EXPECT_TRUE(all(isfinite(g)).item<bool>());
+  // rectangular orthogonal matrices: orthonormal columns (n > m) or rows (n < m)
+  Array tall = random::orthogonal(k, 5, {2}, DType::f64, 3), wide = random::orthogonal(k, 3, {2}, DType::f64, 5);
+  EXPECT_EQ(tall.shape(), (Shape{2, 5, 3}));
+  EXPECT_EQ(wide.shape(), (Shape{2, 3, 5}));
+  Array eye3 = broadcast_to(eye(3, std::nullopt, 0, DType::f64), {2, 3, 3});
+  EXPECT_TRUE(close(matmul(swapaxes(tall, -1, -2), tall), eye3, 1e-12, 1e-12));
+  EXPECT_TRUE(close(matmul(wide, swapaxes(wide, -1, -2)), eye3, 1e-12, 1e-12));
+  // categorical without replacement: distinct classes per batch entry
+  Array logits = log(array({0.1f, 0.2f, 0.3f, 0.25f, 0.15f}).reshape({1, 5}));
+  Array c = random::categorical(k, broadcast_to(logits, {2, 5}), -1, Shape{4, 2}, false);
+  EXPECT_EQ(c.shape(), (Shape{4, 2}));
+  for (int64_t b = 0; b < 2; ++b) {
+    auto col = c[{slice(0, 4), b}].astype(DType::i32).to_vector<int>();
+    EXPECT_EQ(std::set<int>(col.begin(), col.end()).size(), 4u);
+  }
+  expect_throws<ValueError>([&] { (void)random::categorical(k, logits, -1, Shape{6, 1}, false); }, "cannot exceed");
+  // a geometric draw from a zero uniform is 1 (bf16 draws zero 1 time in 128)
+  Array geo = random::geometric(k, array(0.5f).astype(DType::bf16), Shape{5000});
+  EXPECT_LT(max(geo).item<int64_t>(), 64);
+  EXPECT_GE(min(geo).item<int64_t>(), 1);
+}
+
 TEST(Distributions, VmapOverKeysMatchesALoop) {
   Array ks = random::split(random::key(14), 3);
   auto f = [](const Array& k) {

@@ -8,7 +8,7 @@
 #   device run: bash tools/cuda_device.sh --build        (carry: [".debs"], timeout 600)
 # --build unpacks .debs/ into a prefix and builds test_cuda, bench_cuda and the main job with the CUDA
 # toolkit there (no LLVM, oneDNN, OpenBLAS, MPI or Python: the GPU path needs none of them).
-# Then the stages named in STAGES (default "tests train bench"; add "sanitize"), each with its own time
+# Then the stages named in STAGES (default "tests train bench"; add "sanitize", "jaxvalues"), each with its own time
 # limit, logs under $OUT: the GPU tests in SHARDS processes at once (every conformance row on the GPU,
 # jit's fused kernels, placement, memory, NCCL at world size 1; they check values, not speed), the main
 # job on the GPU (MLP f32 and bf16 for EPOCHS epochs, the CNN and the transformer on a slice), the
@@ -99,6 +99,11 @@ if [[ $stages == *" bench "* ]]; then
   done
   PYTHONUNBUFFERED=1 TORCH_COMPILE=${TORCH_COMPILE:-1} timeout 300 python3 bench/torch_cuda.py 2>&1 | tee -a "$out/bench.txt"
   PYTHONUNBUFFERED=1 timeout 180 python3 bench/jax_cuda.py 2>&1 | tee -a "$out/bench.txt"
+fi
+if [[ $stages == *" jaxvalues "* ]]; then  # JAX's draws for graft's bit-for-bit random tests (issue 33)
+  echo "== jax random values"
+  JAX_PLATFORMS=cpu timeout 120 python3 tools/jax_random_values.py > "$out/jax_random_values.json" 2> "$out/jax_random_values.log" &&
+    echo "wrote $out/jax_random_values.json: commit it as tests/data/jax_random_values.json" || tail -5 "$out/jax_random_values.log"
 fi
 if [[ $stages == *" sanitize "* ]]; then
   if command -v compute-sanitizer >/dev/null; then

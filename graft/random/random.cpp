@@ -20,9 +20,7 @@ double tiny_of(DType d) {
     default: return std::numeric_limits<float>::min();  // f32 and bf16 share the exponent range
   }
 }
-}  // namespace detail
 
-namespace detail {
 namespace {
 
 Array u32v(uint64_t v) { return Array::scalar(static_cast<double>(v & 0xFFFFFFFFu), DType::u32); }
@@ -303,7 +301,7 @@ Array categorical(const Array& k, const Array& logits, int64_t axis, std::option
                        ") cannot exceed the number of categories (", logits.shape()[a], ")");
     // the kk largest perturbed logits of every batch entry: [batch..., kk], then kk to the front
     Array idx = lax::top_k(moveaxis(lg, a, -1), kk).second;
-    return moveaxis(idx, -1, 0).reshape(s).astype(default_int_dtype());
+    return moveaxis(idx, -1, 0).reshape(s);  // top_k's int32 indices, as JAX's
   }
   Shape ls(s.end() - static_cast<std::ptrdiff_t>(batch.size()), s.end());
   ls.insert(ls.begin() + a, logits.shape()[a]);

@@ -64,6 +64,7 @@ def main():
     import numpy as np
     from jax import random
 
+    jax.config.update("jax_enable_x64", False)  # graft's test draws in the default (32-bit) mode
     out = {"jax": jax.__version__, "cases": []}
     for partitionable in (True, False):
         jax.config.update("jax_threefry_partitionable", partitionable)

@@ -176,7 +176,8 @@ Array binomial(const Array& key, const Array& n0, const Array& p0, std::optional
 Array multinomial(const Array& key, const Array& n0, const Array& p0, std::optional<Shape> shape, DType d) {
   check_key(key, "multinomial");
   if (p0.ndim() < 1) fail<ValueError>("random.multinomial: p needs at least one dimension, got ", p0.aval().str());
-  DType pd = promote_types(inexact(n0.dtype()), false, inexact(p0.dtype()), false);
+  // JAX's promote_dtypes_inexact(n, p): promoted together (a weak integer n takes p's float), then inexact
+  DType pd = inexact(promote_types(n0.dtype(), n0.weak_type(), p0.dtype(), p0.weak_type()));
   Shape s = shape.value_or(p0.shape());
   if (s.empty()) fail<ValueError>("random.multinomial: the shape must end with the number of outcomes");
   Shape batch(s.begin(), s.end() - 1);

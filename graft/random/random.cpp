@@ -290,7 +290,9 @@ Array categorical(const Array& k, const Array& logits, int64_t axis, std::option
   Shape s = shape.value_or(batch);
   if (s.size() < batch.size()) fail<ShapeError>("random.categorical: shape must end with the logits' batch shape");
   Shape prefix(s.begin(), s.end() - static_cast<std::ptrdiff_t>(batch.size()));
-  if (!std::equal(batch.begin(), batch.end(), s.end() - static_cast<std::ptrdiff_t>(batch.size())))
+  Shape tail(s.end() - static_cast<std::ptrdiff_t>(batch.size()), s.end());
+  // with replacement the batch shape broadcasts to shape's tail (JAX's _check_shape); without, it is the tail
+  if (replace ? !broadcasts_to(batch, tail) : batch != tail)
     fail<ShapeError>("random.categorical: shape ", shape_str(s), " must end with the logits' batch shape ", shape_str(batch));
   if (!replace) {
     DType d = is_floating(logits.dtype()) ? logits.dtype() : default_float_dtype();

@@ -222,11 +222,15 @@ bool log_compiles() {
   return env::flag("GRAFT_LOG_COMPILES");
 }
 
+char config_key_byte() {
+  return static_cast<char>((config::enable_x64() ? 1 : 0) | (config::threefry_partitionable() ? 2 : 0));
+}
+
 void append_aval_key(std::string& key, const std::vector<Array>& leaves) {
   // a compact binary spelling: the key is built on every call, so no number formatting here. The x64
   // mode changes what a trace makes of its integer operands (their promotion to floating point), the
   // threefry mode what its random draws hash.
-  key.push_back(static_cast<char>((config::enable_x64() ? 1 : 0) | (config::threefry_partitionable() ? 2 : 0)));
+  key.push_back(config_key_byte());
   for (auto& x : leaves) {
     if (!x.valid()) fail<ValueError>("jit: a null array was passed");
     const Aval& a = x.aval();

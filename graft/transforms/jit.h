@@ -87,6 +87,8 @@ class JitState {
 
 /// Appends the aval spelling of leaves to a cache key ("f32[3]~" marks weak types).
 void append_aval_key(std::string& key, const std::vector<Array>& leaves);
+/// The process-wide switches a trace depends on (x64, the threefry mode) as one byte of a cache key.
+char config_key_byte();
 /// Whether compile logging is on (GRAFT_LOG_COMPILES).
 bool log_compiles();
 

@@ -223,6 +223,7 @@ std::optional<PolyState::Result> PolyState::call(const std::string& key, const s
   int64_t cfg = bucket_for(n);  // the configured bucket that holds n, or -1
   // the family: the call's structure and types with the batch dimension left out
   std::string fkey = key;
+  fkey.push_back(detail::config_key_byte());  // x64 and the threefry mode change what a trace makes
   for (size_t i = 0; i < leaves.size(); ++i) {
     Shape s = leaves[i].shape();
     if (axes[i] >= 0) s[static_cast<size_t>(axes[i])] = -1;

@@ -137,3 +137,26 @@ def test_x64_default_dtypes():
         assert str(random.permutation(random.PRNGKey(0), 5).dtype) == "int32"
     finally:
         graft.config.update("jax_enable_x64", prev)
+
+
+def test_categorical_batch_shape_broadcasts_with_replacement():
+    # JAX's _check_shape: logits (1, 4) against shape (3,) broadcast (with replacement only)
+    logits = jnp.zeros((1, 4))
+    s = _np(random.categorical(random.PRNGKey(0), logits, axis=-1, shape=(3,)))
+    assert s.shape == (3,) and s.min() >= 0 and s.max() < 4
+    with pytest.raises(Exception, match="batch shape"):
+        random.categorical(random.PRNGKey(0), logits, axis=-1, shape=(3,), replace=False)
+
+
+def test_multinomial_computes_in_p_dtype_under_x64():
+    prev = graft.config.jax_enable_x64
+    try:
+        graft.config.update("jax_enable_x64", True)
+        p = jnp.asarray(np.array([0.2, 0.3, 0.5], np.float32))
+        c = random.multinomial(random.PRNGKey(0), 10, p, dtype=jnp.float32)
+        assert _np(c).sum() == 10
+        # a weak n takes p's float32, as JAX's promote_dtypes_inexact(n, p)
+        np.testing.assert_array_equal(_np(c), _np(random.multinomial(random.PRNGKey(0), jnp.asarray(10.0, jnp.float32), p,
+                                                                     dtype=jnp.float32)))
+    finally:
+        graft.config.update("jax_enable_x64", prev)

@@ -120,8 +120,11 @@ std::optional<Array> make_mask(Rng& rng, const AttnCase& c) {
 TEST(FusedAttention, EqualsTheCompositeInValuesAndGradients) {
   Rng rng(11);
   std::vector<AttnCase> cases{
-      {{2, 70, 3, 8}, {2, 70, 3, 8}, {2, 70, 3, 5}, true, 0},      // causal, two blocks, a partial one
-      {{1, 130, 2, 16}, {1, 130, 2, 16}, {1, 130, 2, 16}, true, 0},  // three blocks
+      {{2, 70, 3, 8}, {2, 70, 3, 8}, {2, 70, 3, 5}, true, 0},      // causal, one partial block (blocks of 128)
+      {{1, 130, 2, 16}, {1, 130, 2, 16}, {1, 130, 2, 16}, true, 0},  // two blocks, the second partial
+      {{2, 150, 2, 4}, {2, 260, 2, 4}, {2, 260, 2, 3}, false, 0},   // cross-attention over three key blocks
+      {{2, 140, 2, 8}, {2, 200, 2, 8}, {2, 200, 2, 8}, false, 1},   // padding across blocks
+      {{1, 200, 2, 4}, {1, 200, 2, 4}, {1, 200, 2, 4}, true, 2},    // causal and a random mask across blocks
       {{2, 5, 2, 4}, {2, 9, 2, 4}, {2, 9, 2, 3}, false, 0},        // cross-attention, tiny
       {{2, 66, 2, 8}, {2, 67, 2, 8}, {2, 67, 2, 8}, false, 1},      // padding, an empty row
       {{2, 65, 2, 4}, {2, 65, 2, 4}, {2, 65, 2, 4}, true, 2},       // causal and a random mask
@@ -181,7 +184,8 @@ TEST(FusedAttention, VmapMatchesALoopForValuesAndGradients) {
 
 TEST(FusedAttention, Bf16ComputesInF32AndForwardModeIsATypeError) {
   Rng rng(13);
-  Array q = rng.uniform({2, 70, 2, 8}), k = rng.uniform({2, 70, 2, 8}), v = rng.uniform({2, 70, 2, 8});
+  // 200 positions: two blocks of keys, so the online softmax rescales (alpha != 1) in the halves' path
+  Array q = rng.uniform({2, 200, 2, 8}), k = rng.uniform({2, 200, 2, 8}), v = rng.uniform({2, 200, 2, 8});
   auto run = [](nn::AttentionImpl impl) {
     return [impl](const Array& a, const Array& b, const Array& e) { return nn::dot_product_attention(a, b, e, true, std::nullopt, impl); };
   };
@@ -190,7 +194,7 @@ TEST(FusedAttention, Bf16ComputesInF32AndForwardModeIsATypeError) {
   EXPECT_EQ(got.dtype(), bf16);
   EXPECT_TRUE(close(got.astype(f32), want, 2e-2, 2e-2));
   // the gradients of the halves' path (dense f32 copies of each head, stored back in bf16)
-  Array w = rng.uniform({2, 70, 2, 8});
+  Array w = rng.uniform({2, 200, 2, 8});
   auto loss = [&](nn::AttentionImpl impl) {
     return [&, impl](const Array& a, const Array& b, const Array& e) { return sum(run(impl)(a, b, e).astype(f32) * w); };
   };

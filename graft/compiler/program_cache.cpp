@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "graft/runtime/cpu/llvm_jit.h"
+#include "graft/compiler/fusion.h"
 #include "graft/compiler/jaxpr_text.h"
 #include "graft/core/axis_names.h"
 
@@ -191,7 +192,8 @@ std::string program_cache_key(const ClosedJaxpr& original, const std::vector<boo
     key += salt();
   }
   // passes that follow the CPU's features (widen_half_products) make different programs
-  key += std::string("|skip:") + (skip ? skip : "") + (cpu::native_bf16() ? "|bf16" : "") + "|donated:";
+  key += std::string("|skip:") + (skip ? skip : "") + (cpu::native_bf16() ? "|bf16" : "") +
+         (excess_precision() ? "|excess" : "") + "|donated:";
   for (bool d : donated) key += d ? '1' : '0';
   key += '|';
   Fingerprint(key).jaxpr(*original.jaxpr);

@@ -3,6 +3,7 @@
 // to remove, which its own test shows.
 #include "testing.h"
 
+#include "graft/compiler/fusion.h"
 #include "graft/compiler/memory_plan.h"
 #include "graft/compiler/pipeline.h"
 #include "graft/runtime/cpu/features.h"
@@ -123,6 +124,29 @@ TEST_F(Passes, widen_half_products_where_the_cpu_has_no_bf16_dot_products) {
     ] c d
   in (f, g) })");
   EXPECT_EQ(kept.find("convert_element_type"), std::string::npos) << kept;
+}
+
+TEST_F(Passes, widening_reads_the_f32_value_a_cast_rounded_under_excess_precision) {
+  // x32.astype(bf16) @ w32.astype(bf16) on the f32 route: with excess precision the product reads x32
+  // and w32 (the f32 -> bf16 -> f32 pair dropped: XLA's simplify-fp-conversions); without it the
+  // rounded values are widened
+  auto f = [](const Array& x, const Array& w) { return matmul(x.astype(DType::bf16), w.astype(DType::bf16)); };
+  testing::Rng rng(7);
+  Array x = rng.uniform({5, 6}), w = rng.uniform({6, 3});
+  cpu::set_native_bf16_for_testing(0);
+  std::string excess = after("widen_half_products", f, x, w);
+  compiler::set_excess_precision(false);
+  std::string exact = after("widen_half_products", f, x, w);
+  Array rounded = jit(f)(x, w);
+  compiler::set_excess_precision(true);
+  Array wide = jit(f)(x, w);
+  cpu::set_native_bf16_for_testing(-1);
+  EXPECT_NE(excess.find("] a b\n"), std::string::npos) << excess;
+  EXPECT_EQ(exact.find("] a b\n"), std::string::npos) << exact;
+  EXPECT_NE(exact.find("convert_element_type[new_dtype=float32"), std::string::npos) << exact;
+  // values: the f32 product of the unrounded operands, rounded once; and the product of the rounded ones
+  EXPECT_TRUE(testing::close(wide, matmul(x, w).astype(DType::bf16), 0, 0));
+  EXPECT_TRUE(testing::close(rounded, matmul(x.astype(DType::bf16).astype(DType::f32), w.astype(DType::bf16).astype(DType::f32)).astype(DType::bf16), 0, 0));
 }
 
 TEST_F(Passes, widened_half_products_equal_eager_ones) {

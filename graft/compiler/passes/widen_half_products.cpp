@@ -8,8 +8,15 @@
 // inside every GEMM call. Values stay bf16 where they are stored between loops only if that saves
 // memory traffic (the fused loops decide what they write). Without it, half products still run in f32
 // inside the GEMM (cpu::gemm), so this is a speed rewrite only; results round where they did.
+//
+// With excess precision allowed (excess_precision() in fusion.h, the default), an operand that is itself
+// a rounding of an f32 value, a = convert(w, bf16), is widened by reading w: the pair f32 -> bf16 -> f32
+// is dropped, as XLA's simplify-fp-conversions drops it on CPUs after widening bf16 ops. A mixed-
+// precision step's weight casts then cost nothing on the f32 route, the product sees the f32 weights
+// (more precision, never less), and the bf16 cast stays where something else reads it.
 #include <unordered_map>
 
+#include "graft/compiler/fusion.h"
 #include "graft/compiler/passes/passes.h"
 #include "graft/compiler/rewrite.h"
 #include "graft/prims/primitives.h"
@@ -41,6 +48,15 @@ ClosedJaxpr widen_half_products(const ClosedJaxpr& j) {
   out->invars = in.invars;
   out->outvars = in.outvars;
   std::unordered_map<const Var*, VarRef> widened;
+  // half values that round an f32 value (convert(w: f32) -> half): their source, where excess precision
+  // lets a widening read it instead
+  std::unordered_map<const Var*, Atom> rounded_from;
+  const bool excess = excess_precision();
+  for (const Eqn& e : in.eqns) {
+    if (excess && e.prim == &prims::convert_element_type_p && e.outputs.size() == 1 &&
+        is_half(e.outputs[0]->aval.dtype) && e.inputs[0].aval().dtype == DType::f32)
+      rounded_from.emplace(e.outputs[0].get(), e.inputs[0]);
+  }
   for (const Eqn& e : in.eqns) {
     DType d = e.prim == &prims::dot_general_p ? e.inputs[0].aval().dtype : DType::f32;
     if (e.prim != &prims::dot_general_p || !is_half(d) || cpu::native_half_gemm(d) || e.outputs.size() != 1) {
@@ -55,6 +71,10 @@ ClosedJaxpr widen_half_products(const ClosedJaxpr& j) {
         auto it = widened.find(x.var.get());
         if (it != widened.end()) {
           wide.push_back(it->second);
+          continue;
+        }
+        if (auto r = rounded_from.find(x.var.get()); r != rounded_from.end()) {
+          wide.push_back(r->second);
           continue;
         }
       }

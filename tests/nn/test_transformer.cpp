@@ -122,6 +122,7 @@ TEST(FusedAttention, EqualsTheCompositeInValuesAndGradients) {
   std::vector<AttnCase> cases{
       {{2, 70, 3, 8}, {2, 70, 3, 8}, {2, 70, 3, 5}, true, 0},      // causal, one partial block (blocks of 128)
       {{1, 130, 2, 16}, {1, 130, 2, 16}, {1, 130, 2, 16}, true, 0},  // two blocks, the second partial
+      {{1, 150, 2, 8}, {1, 150, 2, 8}, {1, 150, 2, 8}, true, 0},   // causal: 64-row panels, a partial one
       {{2, 150, 2, 4}, {2, 260, 2, 4}, {2, 260, 2, 3}, false, 0},   // cross-attention over three key blocks
       {{2, 140, 2, 8}, {2, 200, 2, 8}, {2, 200, 2, 8}, false, 1},   // padding across blocks
       {{1, 200, 2, 4}, {1, 200, 2, 4}, {1, 200, 2, 4}, true, 2},    // causal and a random mask across blocks

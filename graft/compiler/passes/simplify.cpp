@@ -25,10 +25,12 @@ struct Ctx {
   }
 };
 
-// What a rule decides: forward an operand in place of the (single) result, or replace the equation.
+// What a rule decides: forward an operand in place of the (single) result, or replace the equation
+// (after the equations in `before`, which make the replacement's new operands).
 struct Rewrite {
   std::optional<Atom> forward;
   std::optional<Eqn> replace;
+  std::vector<Eqn> before;
 };
 
 // Forwarding x for the result is only exact when x has the result's full type (a rank-0 operand of
@@ -145,8 +147,27 @@ Rewrite broadcast_chain(const Eqn& e, const Ctx& c) {
   return {std::nullopt, with_input(e, p->inputs[0], {{"shape", e.params.get_ints("shape")}, {"broadcast_dimensions", composed}})};
 }
 
+// iota over a shape of more than one dimension is a broadcast of the 1-D iota along its dimension:
+// fused loops read the broadcast's small operand in place (a cross-entropy's one-hot compares labels
+// with an iota [B, T, V]: 1 MB written and read every step for 1 KB of values)
+Rewrite iota_broadcast(const Eqn& e, const Ctx&) {
+  using namespace prims;
+  if (e.prim != &iota_p) return {};
+  const Aval& r = e.outputs[0]->aval;
+  int64_t dim = e.params.get_int("dimension");
+  if (r.ndim() < 2 || r.size() == r.shape[static_cast<size_t>(dim)]) return {};
+  int64_t n = r.shape[static_cast<size_t>(dim)];
+  VarRef line = make_ref<Var>(Aval(Shape{n}, r.dtype));
+  Rewrite w;
+  w.before.push_back(Eqn{&iota_p, {}, {line}, Params{{"dimension", int64_t(0)}, {"dtype", r.dtype}, {"shape", IntList{n}}}, e.name_stack});
+  w.replace = Eqn{&broadcast_in_dim_p, {Atom(line)}, e.outputs,
+                  Params{{"shape", IntList(r.shape.begin(), r.shape.end())}, {"broadcast_dimensions", IntList{dim}}},
+                  e.name_stack};
+  return w;
+}
+
 constexpr Rewrite (*kRules[])(const Eqn&, const Ctx&) = {&arithmetic_identity, &unary_identity, &reshape_chain,
-                                                         &transpose_rules, &broadcast_chain};
+                                                         &transpose_rules, &broadcast_chain, &iota_broadcast};
 
 }  // namespace
 
@@ -157,7 +178,10 @@ ClosedJaxpr simplify(const ClosedJaxpr& j) {
   auto out = std::make_shared<Jaxpr>();
   out->constvars = j.jaxpr->constvars;
   out->invars = j.jaxpr->invars;
-  out->eqns.reserve(j.jaxpr->eqns.size());
+  // room for the equations rules add before their replacements (one per iota)
+  size_t extra = 0;
+  for (const Eqn& e : j.jaxpr->eqns) extra += e.prim == &prims::iota_p;
+  out->eqns.reserve(j.jaxpr->eqns.size() + extra);
   Substitution subst;
   bool changed = false;
   for (const Eqn& e0 : j.jaxpr->eqns) {
@@ -176,6 +200,10 @@ ClosedJaxpr simplify(const ClosedJaxpr& j) {
             break;
           }
           if (r.replace) {
+            for (Eqn& b : r.before) {
+              out->eqns.push_back(std::move(b));
+              for (auto& v : out->eqns.back().outputs) producers[v.get()] = &out->eqns.back();
+            }
             e = std::move(*r.replace);
             rewrote = true;
             break;
@@ -187,7 +215,8 @@ ClosedJaxpr simplify(const ClosedJaxpr& j) {
     }
     if (forwarded) continue;
     out->eqns.push_back(std::move(e));
-    // out->eqns never reallocates (reserved for every input equation), so these pointers stay valid
+    // out->eqns never reallocates (reserved for every input equation and the rules' few additions), so
+    // these pointers stay valid
     for (auto& v : out->eqns.back().outputs) producers[v.get()] = &out->eqns.back();
   }
   if (!changed) return j;

@@ -293,6 +293,30 @@ TEST_F(Passes, fuse_copies_scalar_broadcasts_per_reader) {
   in (i,) })");
 }
 
+TEST_F(Passes, fuse_exports_a_row_value_not_its_broadcast) {
+  // a row's scale, broadcast and read by a loop on each side of a product (a layer norm's forward and
+  // backward): the first loop exports the [2, 1] scale, and the second broadcasts its own copy
+  auto f = [](const Array& x, const Array& w) {
+    Array s = broadcast_to(rsqrt(sum(x * x, {1}, true) + 1.0), {2, 3});
+    return matmul(x * s, w) * s;
+  };
+  ClosedJaxpr j = compiler::run_pass("cse", make_jaxpr(f)(ones({2, 3}), ones({3, 3})));
+  ClosedJaxpr fused = compiler::run_pass("fuse", j);
+  ASSERT_EQ(fused.jaxpr->eqns.size(), 3u) << testing::golden(fused);
+  const Eqn& first = fused.jaxpr->eqns[0];
+  ASSERT_EQ(first.prim, &compiler::fusion_p);
+  ASSERT_EQ(first.outputs.size(), 2u) << testing::golden(fused);
+  EXPECT_TRUE(first.outputs[0]->aval.shape == (Shape{2, 1}) || first.outputs[1]->aval.shape == (Shape{2, 1}))
+      << testing::golden(fused);
+  const Eqn& last = fused.jaxpr->eqns[2];
+  EXPECT_EQ(last.prim, &compiler::fusion_p);
+  EXPECT_EQ(last.inputs.size(), 2u) << testing::golden(fused);
+  // and the values: jit against eager
+  testing::Rng rng(3);
+  Array x = rng.uniform({2, 3}), w = rng.uniform({3, 3});
+  EXPECT_TRUE(testing::close(jit(f)(x, w), f(x, w), 1e-6, 1e-6));
+}
+
 TEST_F(Passes, accumulate_dots_sgd_update) {
   // w - (x^T dy) * 0.01: the product, its scaling and the subtraction become one GEMM into w
   Array dy = ones({2, 4});

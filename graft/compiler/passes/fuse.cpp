@@ -66,7 +66,8 @@ struct Group {
 
 class Fuser {
  public:
-  explicit Fuser(const Jaxpr& j) : j_(j) {}
+  // copies: results of split_broadcasts' per-reader copies, which start groups of their own
+  Fuser(const Jaxpr& j, std::unordered_set<const Var*> copies) : j_(j), copies_(std::move(copies)) {}
 
   ClosedJaxpr run(const ClosedJaxpr& cj);
 
@@ -125,6 +126,7 @@ class Fuser {
   std::vector<Group> groups_;
   std::unordered_map<const Var*, size_t> producer_;
   std::vector<bool> keep_;  // per group: becomes a fusion equation
+  std::unordered_set<const Var*> copies_;
 };
 
 // Whether equation i, given its role, fits group g's domain.
@@ -212,7 +214,11 @@ void Fuser::consider(size_t i) {
   Role r = role_[i];
   if (r == Role::none) return;
   std::vector<int> cands;
+  // a reader's copy of a broadcast goes with its reader, not with the group that made its operand
+  // (which would export the full array again)
+  const bool copy = r == Role::broadcast && copies_.count(e.outputs[0].get());
   for (auto& a : e.inputs) {
+    if (copy) break;
     int p = producer(a);
     if (p < 0) continue;
     int g = group_of(static_cast<size_t>(p));
@@ -389,20 +395,24 @@ std::shared_ptr<Jaxpr> Fuser::in_dependency_order(const std::unordered_map<int, 
   return out;
 }
 
-// A broadcast of a scalar is free inside a fused loop but a full array outside one: give every
-// reader its own copy (placed just before it), so that no group has to export it.
-std::shared_ptr<const Jaxpr> split_scalar_broadcasts(const Jaxpr& j) {
-  std::unordered_map<const Var*, const Eqn*> scalar_bcast;
+// A broadcast of a smaller value is free inside a fused loop (a load of the small value) but a full
+// array outside one: give every reader that can fuse it its own copy (placed just before it), so that
+// no group has to export it. Scalars and rows alike: a layer norm's forward loop otherwise writes its
+// rows' rsqrt and its gamma broadcast to [B, T, C] for the backward loops to read back.
+std::shared_ptr<const Jaxpr> split_broadcasts(const Jaxpr& j, std::unordered_set<const Var*>& copies) {
+  std::unordered_map<const Var*, const Eqn*> bcast;
   std::unordered_map<const Var*, int> uses;
   for (auto& e : j.eqns) {
-    if (e.prim == &prims::broadcast_in_dim_p && e.inputs[0].aval().size() == 1) scalar_bcast[e.outputs[0].get()] = &e;
+    if (e.prim == &prims::broadcast_in_dim_p && e.inputs[0].aval().size() < e.outputs[0]->aval.size() &&
+        classify(e) == Role::broadcast)
+      bcast[e.outputs[0].get()] = &e;
     for (auto& a : e.inputs)
       if (!a.is_literal()) ++uses[a.var.get()];
   }
   for (auto& a : j.outvars)
     if (!a.is_literal()) ++uses[a.var.get()];
   bool any = false;
-  for (auto& [v, e] : scalar_bcast) any = any || uses[v] > 1;
+  for (auto& [v, e] : bcast) any = any || uses[v] > 1;
   if (!any) return nullptr;
   auto out = std::make_shared<Jaxpr>();
   out->constvars = j.constvars;
@@ -411,12 +421,16 @@ std::shared_ptr<const Jaxpr> split_scalar_broadcasts(const Jaxpr& j) {
   std::unordered_map<const Var*, int> seen;
   for (const Eqn& e0 : j.eqns) {
     Eqn e = e0;
+    // a reader that cannot fuse the copy (a product) shares the original: a copy would be another
+    // full array
+    const bool fusible = classify(e0) != Role::none;
     for (auto& a : e.inputs) {
       if (a.is_literal()) continue;
-      auto it = scalar_bcast.find(a.var.get());
-      if (it == scalar_bcast.end() || ++seen[a.var.get()] == 1) continue;  // the first reader keeps the original
+      auto it = bcast.find(a.var.get());
+      if (it == bcast.end() || ++seen[a.var.get()] == 1 || !fusible) continue;  // the first reader keeps the original
       Eqn copy = *it->second;
       copy.outputs = {make_ref<Var>(a.var->aval)};
+      copies.insert(copy.outputs[0].get());
       a = Atom(copy.outputs[0]);
       out->eqns.push_back(std::move(copy));
     }
@@ -428,9 +442,10 @@ std::shared_ptr<const Jaxpr> split_scalar_broadcasts(const Jaxpr& j) {
 }  // namespace
 
 ClosedJaxpr fuse(const ClosedJaxpr& j) {
-  std::shared_ptr<const Jaxpr> split = split_scalar_broadcasts(*j.jaxpr);
+  std::unordered_set<const Var*> copies;
+  std::shared_ptr<const Jaxpr> split = split_broadcasts(*j.jaxpr, copies);
   const Jaxpr& src = split ? *split : *j.jaxpr;
-  Fuser f(src);
+  Fuser f(src, std::move(copies));
   ClosedJaxpr r = f.run(split ? ClosedJaxpr(split, j.consts) : j);
   for (auto& e : r.jaxpr->eqns)
     if (e.prim == &fusion_p) return r;

@@ -4,7 +4,8 @@
 // of one of its operands when its shape fits the group's domain (N elements, rows of C) and joining
 // creates no cycle between groups; when its operands come from several compatible groups they merge.
 // Broadcasts of values from outside start groups of their own, so that their consumers merge them in
-// and the broadcast is never materialized. Groups with a single computation stay plain equations.
+// and the broadcast is never materialized; a broadcast read by several loops is first copied for each
+// (split_broadcasts). Groups with a single computation stay plain equations.
 #include <algorithm>
 #include <queue>
 #include <unordered_map>

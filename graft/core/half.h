@@ -28,9 +28,10 @@ struct bfloat16 {
   operator float() const { return detail::bits_f32(uint32_t(bits) << 16); }  // NOLINT
   static uint16_t from_float(float f) {
     uint32_t u = detail::f32_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN
-    u += 0x7fffu + ((u >> 16) & 1u);                                        // round to nearest even
-    return uint16_t(u >> 16);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;  // round to nearest even
+    uint32_t nan = (u >> 16) | 0x40;                              // quiet NaN
+    // a select, not a branch: loops of conversions vectorize
+    return uint16_t((u & 0x7fffffffu) > 0x7f800000u ? nan : rounded);
   }
   static bfloat16 from_bits(uint16_t b) {
     bfloat16 r;

@@ -538,6 +538,9 @@ std::vector<Case> structural_cases() {
     std::vector<int32_t> rows{int32_t(r.integer(0, 4)), 0, 0};
     return Inputs{r.uniform({5, 4}, d, 0.5, 1.5), array(rows, {3, 1}), r.uniform({3, 4}, d, 0.5, 1.5)};
   };
+  v.push_back(make("scatter_add_duplicates", scatter_add_p,
+                   {{"dimension_numbers", sd_rows}, {"mode", std::string("GatherScatterMode.FILL_OR_DROP")}}, dup_rows,
+                   scatter_ref(add), {true, false, true}));
   v.push_back(make("scatter_mul_duplicates", scatter_mul_p,
                    {{"dimension_numbers", sd_rows}, {"mode", std::string("GatherScatterMode.FILL_OR_DROP")}}, dup_rows,
                    scatter_ref(mul), {true, false, true}));

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "graft/compiler/passes/passes.h"
 #include "graft/nn/nn.h"
 #include "graft/parallel/partition.h"
 #include "graft/ops/ops.h"
@@ -407,6 +408,10 @@ void register_nn_primitives() {
   std::call_once(once, [] {
     prims::register_primitive(&attention_fwd_p);
     prims::register_primitive(&attention_bwd_p);
+    // halves compute in f32 (view_in / store_out): on CPUs without bf16 arithmetic the compiler may
+    // run them on the f32 values around them
+    compiler::passes::register_bf16_in_f32(attention_fwd_p);
+    compiler::passes::register_bf16_in_f32(attention_bwd_p);
     // sharded jit: heads are independent along the batch and head dimensions (q [B, T, H, D], the
     // mask and lse [B, H, ...]), so both split alike over any mesh axis
     register_sharding_rule(attention_fwd_p, aligned_dims_rule({{0, 2}, {0, 2}, {0, 2}, {0, 1}}, {{0, 2}, {0, 1}}));

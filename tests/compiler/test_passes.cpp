@@ -159,9 +159,46 @@ TEST_F(Passes, widening_reads_the_f32_value_a_cast_rounded_under_excess_precisio
   EXPECT_NE(excess.find("] a b\n"), std::string::npos) << excess;
   EXPECT_EQ(exact.find("] a b\n"), std::string::npos) << exact;
   EXPECT_NE(exact.find("convert_element_type[new_dtype=float32"), std::string::npos) << exact;
+  // f16 keeps its roundings (they overflow to inf above 65504): the product reads them, widened
+  auto h = [](const Array& x, const Array& w) { return matmul(x.astype(DType::f16), w.astype(DType::f16)); };
+  std::string f16 = after("widen_half_products", h, x, w);
+  EXPECT_EQ(f16.find("] a b\n"), std::string::npos) << f16;
+  Array big = full({6, 3}, 1e5), small = full({5, 6}, 1e-3);
+  EXPECT_TRUE(std::isinf(jit(h)(small, big).astype(DType::f32).to_vector<float>()[0]));
   // values: the f32 product of the unrounded operands, rounded once; and the product of the rounded ones
   EXPECT_TRUE(testing::close(wide, matmul(x, w).astype(DType::bf16), 0, 0));
   EXPECT_TRUE(testing::close(rounded, matmul(x.astype(DType::bf16).astype(DType::f32), w.astype(DType::bf16).astype(DType::f32)).astype(DType::bf16), 0, 0));
+}
+
+TEST_F(Passes, bf16_arithmetic_moves_to_f32_on_the_f32_route_under_excess_precision) {
+  // a mixed-precision layer: with excess precision no bf16 value is left in the program (the casts,
+  // the product, the ReLU, the reduction and the cast back all read f32 values); without it the
+  // product alone is widened between roundings
+  auto f = [](const Array& x, const Array& w, const Array& b) {
+    Array h = matmul(x.astype(DType::bf16), w.astype(DType::bf16)) + b.astype(DType::bf16);
+    return sum(relu(h) * 2.0).astype(DType::f32);
+  };
+  testing::Rng rng(5);
+  Array x = rng.uniform({6, 5}), w = rng.uniform({5, 4}), b = rng.uniform({4});
+  cpu::set_native_bf16_for_testing(0);
+  std::string moved = after("widen_half_products", f, x, w, b);
+  Array wide = jit(f)(x, w, b);
+  compiler::set_excess_precision(false);
+  std::string kept = after("widen_half_products", f, x, w, b);
+  compiler::set_excess_precision(true);
+  cpu::set_native_bf16_for_testing(-1);
+  EXPECT_EQ(moved.find("bf16"), std::string::npos) << moved;
+  EXPECT_NE(kept.find("bf16"), std::string::npos) << kept;
+  // a round trip the program writes still rounds
+  auto trip = [](const Array& x) { return x - x.astype(DType::bf16).astype(DType::f32); };
+  cpu::set_native_bf16_for_testing(0);
+  Array err = jit(trip)(x);
+  cpu::set_native_bf16_for_testing(-1);
+  EXPECT_TRUE(testing::close(err, trip(x), 0, 0));
+  EXPECT_GT(max(abs(err)).item<double>(), 0.0);
+  // the value is the f32 computation's (fused loops may sum in another order)
+  auto f32 = [](const Array& x, const Array& w, const Array& b) { return sum(relu(matmul(x, w) + b) * 2.0); };
+  EXPECT_TRUE(testing::close(wide, f32(x, w, b), 1e-6, 1e-6));
 }
 
 TEST_F(Passes, widened_half_products_equal_eager_ones) {

@@ -423,8 +423,9 @@ std::shared_ptr<const Jaxpr> split_broadcasts(const Jaxpr& j, std::unordered_set
   for (const Eqn& e0 : j.eqns) {
     Eqn e = e0;
     // a reader that cannot fuse the copy (a product) shares the original: a copy would be another
-    // full array
-    const bool fusible = classify(e0) != Role::none;
+    // full array (as it still is where the reader's group cannot take it: rows beyond kMaxRowElements)
+    const Role reader = classify(e0);
+    const bool fusible = reader != Role::none && reader != Role::alias;
     for (auto& a : e.inputs) {
       if (a.is_literal()) continue;
       auto it = bcast.find(a.var.get());

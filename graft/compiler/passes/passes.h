@@ -22,8 +22,14 @@ ClosedJaxpr fold_constants(const ClosedJaxpr& j);
 ClosedJaxpr simplify(const ClosedJaxpr& j);
 /// widen_half_products: on a CPU without bf16 dot products, a product of bf16 or f16 operands runs in
 /// f32 between conversions, which fuse into the neighbouring loops (a speed rewrite: results round
-/// where they did).
+/// where they did). With excess precision (fusion.h, the default), bf16 arithmetic as a whole moves to
+/// f32 there and rounds only where a bf16 value is read (the program's outputs, other primitives).
 ClosedJaxpr widen_half_products(const ClosedJaxpr& j);
+/// Declares that bf16 equations of `p` compute in f32 and round their bf16 results (an f32 equation
+/// with the same parameters gives those results unrounded, its other results unchanged), so that
+/// widen_half_products may move them to f32 with the elementwise and structural primitives it knows.
+/// For primitives of the layers above (nn's fused attention); thread-safe.
+void register_bf16_in_f32(const Primitive& p);
 /// accumulate_dots: a product scaled and added to a value of its type (w - 0.01 * dot(x, dy)) becomes
 /// one dot_general_add, a GEMM that accumulates into that value (graft/compiler/cpu/accumulate.h).
 ClosedJaxpr accumulate_dots(const ClosedJaxpr& j);

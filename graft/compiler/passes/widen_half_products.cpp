@@ -20,7 +20,8 @@
 // normalization followed by simplify-fp-conversions): every elementwise, structural, reduction,
 // gather/scatter and product equation of bf16 values computes on their f32 versions, the f32 -> bf16
 // -> f32 pairs between them vanish, and bf16 values remain only where something else needs them (the
-// program's outputs, primitives outside the list). A bf16 step then stores f32 between its loops, as
+// program's outputs, primitives outside the list). Conversions the program writes still round for
+// everything but products (above): a comparison or a sum of x.astype(bf16) sees the rounded x. A bf16 step then stores f32 between its loops, as
 // the f32 step does, instead of writing each activation twice (the bf16 value and its widened copy for
 // the next GEMM). bf16 has f32's exponent range, so only the rounding changes; f16 (whose overflow to
 // inf loss scaling watches) keeps the products-only rewrite.
@@ -105,17 +106,23 @@ ClosedJaxpr bf16_in_f32(const ClosedJaxpr& j) {
   // bf16 results of moved equations rounded back for their bf16 readers; results of kept equations
   std::unordered_set<const Var*> rounded_back, produced_here;
   std::unordered_set<const Var*> written;  // results of the program's own conversions to bf16
+
   for (const VarRef& v : in.invars) produced_here.insert(v.get());
   for (const VarRef& v : in.constvars) produced_here.insert(v.get());
   Substitution subst;
-  auto wide = [&](const Atom& x) -> Atom {
+  std::unordered_map<const Var*, Atom> exact;  // the program's own roundings, widened after rounding
+  // x's f32 version for an equation; `product`: a dot_general, which reads the value a rounding of
+  // the program's rounded (the rest reads the rounded value: explicit conversions round)
+  auto wide = [&](const Atom& x, bool product) -> Atom {
     if (x.is_literal())
       return Atom::lit(eval_primitive(prims::convert_element_type_p, {&x.literal, 1},
                                       Params{{"new_dtype", DType::f32}, {"weak_type", x.aval().weak_type}})[0]);
-    if (auto it = widened.find(x.var.get()); it != widened.end()) return it->second;
+    const bool rounded = written.count(x.var.get()) > 0;
+    auto& map = rounded && !product ? exact : widened;
+    if (auto it = map.find(x.var.get()); it != map.end()) return it->second;
     VarRef w = make_ref<Var>(Aval(x.aval().shape, DType::f32));
     out->eqns.push_back(convert(x, DType::f32, w));
-    widened.emplace(x.var.get(), Atom(w));
+    map.emplace(x.var.get(), Atom(w));
     return Atom(w);
   };
   for (size_t i = 0; i < in.eqns.size(); ++i) {
@@ -123,7 +130,7 @@ ClosedJaxpr bf16_in_f32(const ClosedJaxpr& j) {
     for (Atom& x : e.inputs) x = subst(x);
     if (e.prim == &prims::convert_element_type_p && e.outputs.size() == 1) {
       DType from = e.inputs[0].aval().dtype, to = e.outputs[0]->aval.dtype;
-      if (from == DType::f32 && to == DType::bf16) {  // a rounding: the arithmetic here reads the f32 value
+      if (from == DType::f32 && to == DType::bf16) {  // a rounding: products read the f32 value
         widened.emplace(e.outputs[0].get(), e.inputs[0]);
         written.insert(e.outputs[0].get());
       } else if (from == DType::bf16 && to == DType::f32 && e.inputs[0].var && !written.count(e.inputs[0].var.get())) {
@@ -138,7 +145,8 @@ ClosedJaxpr bf16_in_f32(const ClosedJaxpr& j) {
     }
     if (moved[i]) {
       std::vector<Atom> args;
-      for (const Atom& x : e.inputs) args.push_back(x.aval().dtype == DType::bf16 ? wide(x) : x);
+      const bool product = e.prim == &prims::dot_general_p;
+      for (const Atom& x : e.inputs) args.push_back(x.aval().dtype == DType::bf16 ? wide(x, product) : x);
       Params params = e.prim == &prims::dot_general_p ? e.params.with("preferred_element_type", ParamValue()) : e.params;
       // the f32 equation's types: bf16 results become f32, the others stay as they were
       std::vector<const Aval*> ptrs;

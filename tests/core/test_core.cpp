@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "graft/core/buffer.h"
 #include "graft/core/format.h"
 #include "testing.h"
 
@@ -164,6 +165,22 @@ TEST(Array, SixteenBitArithmeticRoundsThroughF32) {
   EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{3.5f, 6.5f, 9.5f}));
   Array h = array({0.1f}).astype(f16);
   EXPECT_EQ(h.to_vector<float>()[0], float(float16(0.1f)));
+}
+
+// Blocks from 32 KiB up come back from the recycling cache rather than from malloc, whose heap trimming
+// hands a freed block at the heap's top back to the OS (fresh page faults on the next training step).
+TEST(Buffer, MidSizedBlocksAreRecycled) {
+  for (size_t n : {size_t(40) << 10, size_t(128) << 10, size_t(196) << 10, size_t(1) << 20}) {
+    void* first;
+    {
+      Ref<Buffer> b = Buffer::allocate_cpu(n);
+      first = b->data();
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % kBufferAlign, 0u);
+    }
+    Ref<Buffer> again = Buffer::allocate_cpu(n - 100);  // the same size class
+    EXPECT_EQ(again->data(), first) << n << " bytes";
+    EXPECT_EQ(again->nbytes(), n - 100);
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "graft/core/buffer.h"
 #include "graft/runtime/cpu/pairwise.h"
 #include "graft/prims/elementwise.h"
 
@@ -327,8 +328,8 @@ void reduce_long_rows(const T* x, T* out, int64_t rows, int64_t n) {
 // of kColBlock rows, the blocks' results pairwise (one partial per tree level and column).
 constexpr int64_t kColBlock = 32;
 
-template <RKind K, class T>
-void fold_columns_pairwise(const T* x, T* out, int64_t red, int64_t inner, int64_t i0, int64_t i1) {
+template <RKind K, class T, class O>
+void fold_columns_pairwise(const T* x, O* out, int64_t red, int64_t inner, int64_t i0, int64_t i1) {
   using A = acc_t<K, T>;
   size_t w = static_cast<size_t>(i1 - i0);
   std::vector<A> blk(w), carry(w);
@@ -355,7 +356,7 @@ void fold_columns_pairwise(const T* x, T* out, int64_t red, int64_t inner, int64
       for (size_t i = 0; i < w; ++i) carry[i] = first ? level[l][i] : combine<K>(carry[i], level[l][i]);
       first = false;
     }
-  for (size_t i = 0; i < w; ++i) out[i0 + static_cast<int64_t>(i)] = static_cast<T>(first ? identity<K, A>() : carry[i]);
+  for (size_t i = 0; i < w; ++i) out[i0 + static_cast<int64_t>(i)] = static_cast<O>(first ? identity<K, A>() : carry[i]);
 }
 
 template <RKind K, class T>
@@ -374,6 +375,25 @@ void reduce_kernel(const T* x, T* out, Layout L) {
       // strips of columns of each outer index; a strip of at least 64 columns keeps the loop vectorized
       int64_t strip = std::max<int64_t>(64, kReduceGrain / std::max<int64_t>(1, L.red));
       int64_t strips = (L.inner + strip - 1) / strip;
+      const int64_t blocks = (L.red + kColBlock - 1) / kColBlock;
+      if (L.outer == 1 && (blocks & (blocks - 1)) == 0 && L.red * L.inner >= kReduceGrain) {
+        // A whole column sum ([rows, columns] -> [columns], a bias gradient): the two halves of the
+        // rows are summed apart and then added, which is the pairwise tree's top node when the rows
+        // make a power of two of blocks (the same bits as one pass). The thread that made a half of
+        // the rows (elementwise loops and GEMMs split rows the same way) finds it in its own core's
+        // caches: a [1024,128] sum in a transformer step took 12.6 us on one thread reading both.
+        const int64_t h = blocks / 2 * kColBlock;
+        ScratchBuffer<A> half(static_cast<size_t>(2 * L.inner));
+        cpu::parallel_for(2 * strips, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            int64_t k = i / strips, s0 = (i % strips) * strip;
+            fold_columns_pairwise<K>(x + k * h * L.inner, half.data() + k * L.inner, k ? L.red - h : h, L.inner, s0,
+                                     std::min(L.inner, s0 + strip));
+          }
+        });
+        for (int64_t i = 0; i < L.inner; ++i) out[i] = static_cast<T>(combine<K>(half[static_cast<size_t>(i)], half[static_cast<size_t>(L.inner + i)]));
+        return;
+      }
       cpu::parallel_for(L.outer * strips, 1, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
           int64_t o = i / strips, s0 = (i % strips) * strip;

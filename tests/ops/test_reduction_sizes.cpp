@@ -176,5 +176,25 @@ TEST(ElementwiseSizes, IntegerAndFloatKernelsAreExact) {
   }
 }
 
+TEST(ReductionSizes, ColumnSumsSplitTheirRowsAtThePairwiseTreesTopNode) {
+  // a whole column sum of a power of two of 32-row blocks sums its two halves on two threads: the
+  // same bits as the halves' sums added (the pairwise tree's top node), against f64 within f32's
+  // error, for f32, bf16 and f64, with a partial last block; other row counts take one pass
+  for (DType d : {f32, bf16, f64}) {
+    for (Shape s : {Shape{1024, 128}, Shape{8, 128, 512}, Shape{2040, 96}, Shape{1000, 160}}) {
+      SCOPED_TRACE(std::string(short_name(d)) + " rows " + std::to_string(s[0]));
+      Array x = random::normal(random::key(3), s, f64).astype(d).reshape({numel(s) / s.back(), s.back()});
+      const int64_t rows = x.shape(0), h = (rows + 63) / 64 * 32;
+      Array got = lax::reduce_sum(x, {0});
+      Array want = lax::reduce_sum(x.astype(f64), {0});
+      EXPECT_LT(max(abs(got.astype(f64) - want)).item<double>(), d == bf16 ? 0.5 : 1e-3);
+      if ((rows == 1024 || rows == 2040) && d != bf16) {  // 32 and 64 blocks (bf16 rounds its halves' sums)
+        Array halves = lax::reduce_sum(x[{slice(0, h)}], {0}) + lax::reduce_sum(x[{slice(h, rows)}], {0});
+        EXPECT_EQ(max(abs(got - halves)).item<double>(), 0.0);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace graft

@@ -177,6 +177,50 @@ TEST_F(Codegen, reductions_of_inputs_run_in_generated_loops) {
   }
 }
 
+TEST_F(Codegen, blocks_of_short_rows_run_row_by_row_in_generated_loops) {
+  // a layer norm over rows of 128: a block holds several rows, and its generated loops go row by row,
+  // reading the rows' mean and scale in place (no expansion to every element, no broadcast load) and
+  // folding each row's sum into its own accumulator. Every row length against the vector step, a
+  // partial last block, NaN, integers; max and min exact, sums in the loops' order.
+  Rng rng(11);
+  auto ln = [](const Array& x, const Array& w, const Array& b) {
+    Array mu = mean(x, {-1}, true);
+    Array var = mean(square(x - mu), {-1}, true);
+    return (x - mu) * rsqrt(var + 1e-5) * w + b;
+  };
+  auto program = [&](const Shape& s) {
+    ClosedJaxpr opt = compiler::optimize(make_jaxpr(ln)(zeros(s), zeros({s.back()}), zeros({s.back()})));
+    for (auto& e : opt.jaxpr->eqns)
+      if (e.prim->name == std::string("fusion")) return compiler::FusedKernel::of(compiler::fusion_body(e.params)).program();
+    return std::string("no fusion");
+  };
+  EXPECT_EQ(program({8, 128, 128}),
+            "rows 1024x128: loop(reduce_sum) loop(div) loop(sub square; reduce_sum) loop(div add rsqrt) loop(mul mul add)");
+  for (int64_t c : {128, 100, 7}) {
+    for (int64_t r : {1001, 3}) {
+      Array x = rng.uniform({r, c}, f32, -3, 3), w = rng.uniform({c}, f32, 0.5, 2), b = rng.uniform({c}, f32, -1, 1);
+      EXPECT_TRUE(testing::close(jit(ln)(x, w, b), ln(x, w, b), 1e-5, 1e-5)) << r << "x" << c;
+      auto mm = [](const Array& a, const Array& w) {
+        return std::vector<Array>{max(a * w, -1), min(a - w, -1), sum(a * w, -1), exp(a - max(a, -1, true)) * w};
+      };
+      Array y = x.at({0, 0}).set(NAN).at({r - 1, c - 1}).set(NAN);
+      auto want = mm(y, w);
+      auto got = jit(mm)(y, w);
+      EXPECT_TRUE(bit_equal(got[0], want[0]) && bit_equal(got[1], want[1])) << r << "x" << c << got[0] << want[0];
+      EXPECT_TRUE(testing::close(got[2], want[2], 1e-5, 1e-5)) << r << "x" << c;  // f32 sums in another order
+      EXPECT_TRUE(bit_equal(got[3], want[3])) << r << "x" << c;
+      Array i = rng.ints({r, c}, i32, -1000, 1000), iw = rng.ints({c}, i32, -3, 3);
+      auto fi = [](const Array& a, const Array& w) { return sum(a * w, -1, true) - a + max(a - w, -1, true); };
+      EXPECT_TRUE(bit_equal(jit(fi)(i, iw), fi(i, iw))) << r << "x" << c;
+    }
+  }
+  // a row value that a map without generated code reads (pow) is still expanded for it
+  auto pw = [](const Array& x) { return pow(abs(x) + 1.0, mean(x, {-1}, true)) + x; };
+  Array x = rng.uniform({300, 64}, f32, -1, 1);
+  EXPECT_NE(fused_program(pw, x).find("expand"), std::string::npos) << fused_program(pw, x);
+  EXPECT_TRUE(testing::close(jit(pw)(x), pw(x), 1e-5, 1e-6));
+}
+
 TEST_F(Codegen, generated_chains_run_over_whole_ranges) {
   // a body of generated loops alone runs each thread's share in one call per loop ("ranges"); one
   // with a tile instruction (the broadcast row's load) keeps fixed tiles. Both exact at lengths

@@ -95,8 +95,9 @@ bool can_generate_reduction(const Primitive& p, DType d) {
   // float products stay with the tile kernel, which accumulates f32 products in f64 (a generated
   // loop's f32 accumulators lost 7e-5 over rows of 4096 factors)
   if (&p == &reduce_prod_p && is_floating(d)) return false;
-  // half-precision accumulators stay with the tile kernels (which accumulate in f32 and round once)
-  return supported_dtype(d) && !is_half(d) && !is_bool(d) &&
+  // half-precision sums accumulate in f32 and round once when stored, as the tile kernels do (under
+  // excess precision only: without it fused loops keep eager's bits, and the tile kernels' order)
+  return supported_dtype(d) && !is_bool(d) && (!is_half(d) || excess_precision()) &&
          is_one_of(p, {&reduce_sum_p, &reduce_max_p, &reduce_min_p, &reduce_prod_p});
 }
 
@@ -508,6 +509,7 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
       uniform[i] = scalar_em.from_memory(b.CreateLoad(scalar_em.stored(o.dtype), base[i]), o.dtype);
     }
   }
+  const int64_t row = spec.row;
   std::vector<DType> value_dtype;
   for (auto& o : spec.operands) value_dtype.push_back(o.dtype);
   for (auto& op : spec.ops) value_dtype.push_back(op.dtype);
@@ -542,6 +544,9 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
     acc_one.push_back(make(scalar_em, 1));
   }
 
+  // Where the body reads and writes: the operands' and outputs' pointers, moved to the current row's
+  // start in a loop over rows (per-column operands stay at their start), and the per-row values.
+  std::vector<llvm::Value*> at = base, out_at = out_base;
   // body(i, w, acc, u): computes elements [i, i + w) with w lanes, reducing into accumulators acc[.][u]
   auto body = [&](llvm::Value* i, unsigned w, const std::vector<std::vector<llvm::Value*>>& accs, unsigned u) {
     Emitter em(b, *mod, w);
@@ -553,7 +558,7 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
         continue;
       }
       llvm::Type* st = em.widen(em.stored(d));
-      llvm::Value* p = b.CreateBitCast(b.CreateGEP(em.stored(d), base[k], i), st->getPointerTo());
+      llvm::Value* p = b.CreateBitCast(b.CreateGEP(em.stored(d), at[k], i), st->getPointerTo());
       llvm::Value* x = b.CreateAlignedLoad(st, p, llvm::Align(itemsize(d)));
       const auto& opnd = spec.operands[k];
       if ((opnd.prefetch_next || opnd.prefetch_ahead) && w > 1) {
@@ -597,7 +602,7 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
       llvm::Type* st = em.widen(em.stored(d));
       llvm::Value* x = val[static_cast<size_t>(id)];
       x = em.to_memory(x, d);
-      llvm::Value* p = b.CreateBitCast(b.CreateGEP(em.stored(d), out_base[o], i), st->getPointerTo());
+      llvm::Value* p = b.CreateBitCast(b.CreateGEP(em.stored(d), out_at[o], i), st->getPointerTo());
       bool nt = w > 1 && o < spec.streaming.size() && spec.streaming[o];
       llvm::StoreInst* store = b.CreateAlignedStore(x, p, llvm::Align(nt ? 64 : itemsize(d)));
       if (nt) {
@@ -625,36 +630,70 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
     b.SetInsertPoint(exit);
     return static_cast<llvm::Value*>(i);
   };
-  // `unroll` wide bodies a step, then single vectors, then scalars
-  llvm::Value* nu = b.CreateAnd(n, b.getInt64(~static_cast<uint64_t>(unroll * wide - 1)));
-  llvm::Value* n1 = b.CreateAnd(n, b.getInt64(~static_cast<uint64_t>(lanes - 1)));
-  llvm::Value* i = counted(b.getInt64(0), nu, unroll * wide, [&](llvm::Value* at) {
-    for (unsigned u = 0; u < unroll; ++u) body(b.CreateAdd(at, b.getInt64(u * wide)), wide, acc_wide, u);
-  });
-  i = counted(i, n1, lanes, [&](llvm::Value* at) { body(at, lanes, acc_vec, 0); });
-  counted(i, n, 1, [&](llvm::Value* at) { body(at, 1, acc_one, 0); });
-  auto* done = b.GetInsertBlock();
+  // `unroll` wide bodies a step, then single vectors, then scalars: elements [0, len)
+  auto elements = [&](llvm::Value* len) {
+    llvm::Value* nu = b.CreateAnd(len, b.getInt64(~static_cast<uint64_t>(unroll * wide - 1)));
+    llvm::Value* n1 = b.CreateAnd(len, b.getInt64(~static_cast<uint64_t>(lanes - 1)));
+    llvm::Value* i = counted(b.getInt64(0), nu, unroll * wide, [&](llvm::Value* x) {
+      for (unsigned u = 0; u < unroll; ++u) body(b.CreateAdd(x, b.getInt64(u * wide)), wide, acc_wide, u);
+    });
+    i = counted(i, n1, lanes, [&](llvm::Value* x) { body(x, lanes, acc_vec, 0); });
+    counted(i, len, 1, [&](llvm::Value* x) { body(x, 1, acc_one, 0); });
+  };
   // fold the wide accumulators together (in order), their machine vectors into the single vectors'
-  // accumulator, its lanes (in order), then the tail's, into the result
-  for (size_t k = 0; k < spec.reductions.size(); ++k) {
-    const auto& r = spec.reductions[k];
-    DType d = value_dtype[static_cast<size_t>(r.value)];
-    llvm::Value* w = b.CreateLoad(wide_em.type(d), acc_wide[k][0]);
-    for (unsigned u = 1; u < unroll; ++u) w = wide_em.combine(*r.prim, d, w, b.CreateLoad(wide_em.type(d), acc_wide[k][u]));
-    llvm::Value* v = b.CreateLoad(vec_em.type(d), acc_vec[k][0]);
-    for (unsigned part = 0; part < interleave; ++part) {
-      std::vector<int> idx(lanes);
-      for (unsigned l = 0; l < lanes; ++l) idx[l] = static_cast<int>(part * lanes + l);
-      v = vec_em.combine(*r.prim, d, v, interleave == 1 ? w : b.CreateShuffleVector(w, idx));
+  // accumulator, its lanes (in order), then the tail's, into the result at acc_ptr[k][index]
+  auto finish = [&](llvm::Value* index, llvm::Value* fresh) {
+    for (size_t k = 0; k < spec.reductions.size(); ++k) {
+      const auto& r = spec.reductions[k];
+      DType d = value_dtype[static_cast<size_t>(r.value)];
+      llvm::Value* w = b.CreateLoad(wide_em.type(d), acc_wide[k][0]);
+      for (unsigned u = 1; u < unroll; ++u) w = wide_em.combine(*r.prim, d, w, b.CreateLoad(wide_em.type(d), acc_wide[k][u]));
+      llvm::Value* v = b.CreateLoad(vec_em.type(d), acc_vec[k][0]);
+      for (unsigned part = 0; part < interleave; ++part) {
+        std::vector<int> idx(lanes);
+        for (unsigned l = 0; l < lanes; ++l) idx[l] = static_cast<int>(part * lanes + l);
+        v = vec_em.combine(*r.prim, d, v, interleave == 1 ? w : b.CreateShuffleVector(w, idx));
+      }
+      llvm::Value* total = scalar_em.identity(*r.prim, d);
+      for (unsigned l = 0; l < lanes; ++l) total = scalar_em.combine(*r.prim, d, total, b.CreateExtractElement(v, l));
+      total = scalar_em.combine(*r.prim, d, total, b.CreateLoad(scalar_em.type(d), acc_one[k][0]));
+      llvm::Type* st = scalar_em.stored(d);
+      llvm::Value* dst = b.CreateGEP(st, acc_ptr[k], index);
+      llvm::Value* old = scalar_em.from_memory(b.CreateLoad(st, dst), d);
+      llvm::Value* merged = scalar_em.combine(*r.prim, d, old, total);
+      b.CreateStore(scalar_em.to_memory(b.CreateSelect(fresh, total, merged), d), dst);
     }
-    llvm::Value* total = scalar_em.identity(*r.prim, d);
-    for (unsigned l = 0; l < lanes; ++l) total = scalar_em.combine(*r.prim, d, total, b.CreateExtractElement(v, l));
-    total = scalar_em.combine(*r.prim, d, total, b.CreateLoad(scalar_em.type(d), acc_one[k][0]));
-    llvm::Value* old = b.CreateLoad(scalar_em.type(d), acc_ptr[k]);
-    llvm::Value* merged = scalar_em.combine(*r.prim, d, old, total);
-    b.CreateStore(b.CreateSelect(b.CreateICmpNE(init, b.getInt64(0)), total, merged), acc_ptr[k]);
+  };
+  if (row == 0) {
+    elements(n);
+    finish(b.getInt64(0), b.CreateICmpNE(init, b.getInt64(0)));
+  } else {
+    // rows: each starts its accumulators afresh, reads its per-row operands once, and folds its
+    // reductions into its own accumulator element
+    counted(b.getInt64(0), b.CreateSDiv(n, b.getInt64(row)), 1, [&](llvm::Value* r) {
+      llvm::Value* first = b.CreateMul(r, b.getInt64(row));
+      for (size_t k = 0; k < spec.operands.size(); ++k) {
+        const auto& o = spec.operands[k];
+        if (!base[k] || o.uniform || o.per_column) continue;
+        if (o.per_row) {
+          uniform[k] = scalar_em.from_memory(b.CreateLoad(scalar_em.stored(o.dtype), b.CreateGEP(scalar_em.stored(o.dtype), base[k], r)), o.dtype);
+        } else {
+          at[k] = b.CreateGEP(scalar_em.stored(o.dtype), base[k], first);
+        }
+      }
+      for (size_t o = 0; o < spec.outputs.size(); ++o)
+        out_at[o] = b.CreateGEP(scalar_em.stored(value_dtype[static_cast<size_t>(spec.outputs[o])]), out_base[o], first);
+      for (size_t k = 0; k < spec.reductions.size(); ++k) {
+        DType d = value_dtype[static_cast<size_t>(spec.reductions[k].value)];
+        for (auto* accs : {&acc_wide, &acc_vec})
+          for (llvm::Value* slot : (*accs)[k])
+            b.CreateStore((accs == &acc_wide ? wide_em : vec_em).identity(*spec.reductions[k].prim, d), slot);
+        b.CreateStore(scalar_em.identity(*spec.reductions[k].prim, d), acc_one[k][0]);
+      }
+      elements(b.getInt64(row));
+      finish(r, b.getTrue());
+    });
   }
-  b.SetInsertPoint(done);
   bool any_nt = false;
   for (bool nt : spec.streaming) any_nt = any_nt || nt;
   // non-temporal stores are weakly ordered: fence them before other threads read the results
@@ -681,7 +720,8 @@ std::string cache_key(std::span<const LoopSpec* const> specs) {
   for (const LoopSpec* sp : specs) {
     k << "loop";
     for (auto& o : sp->operands) {
-      k << " o" << static_cast<int>(o.dtype) << (o.uniform ? "u" : "") << (o.prefetch_next ? "p" : "") << (o.prefetch_ahead ? "a" : "");
+      k << " o" << static_cast<int>(o.dtype) << (o.uniform ? "u" : "") << (o.prefetch_next ? "p" : "") << (o.prefetch_ahead ? "a" : "")
+        << (o.per_row ? "r" : "") << (o.per_column ? "c" : "");
       if (o.literal.valid()) {  // the exact value: hex for floats, the integer itself for integers
         if (is_floating(o.literal.dtype())) {
           k << "=" << std::hexfloat << o.literal.item<double>() << std::defaultfloat;
@@ -707,6 +747,7 @@ std::string cache_key(std::span<const LoopSpec* const> specs) {
     for (size_t i = 0; i < sp->outputs.size(); ++i)
       k << " " << sp->outputs[i] << (i < sp->streaming.size() && sp->streaming[i] ? "s" : "");
     for (auto& r : sp->reductions) k << " " << r.prim->name << "(" << r.value << ")";
+    if (sp->row) k << " rows of " << sp->row;
     k << "\n";
   }
   return k.str();

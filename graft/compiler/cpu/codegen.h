@@ -30,6 +30,9 @@ struct LoopSpec {
     /// Prefetch 4 KiB ahead of every line read: a stream from memory under a loop that computes much
     /// per element, which the hardware prefetcher alone does not run far enough ahead of.
     bool prefetch_ahead = false;
+    /// With rows (LoopSpec::row): one value per row, read at index i / row (a row's mean in a layer
+    /// norm), or a row's worth of values read at index i % row (its scale).
+    bool per_row = false, per_column = false;
   };
   struct Op {
     const Primitive* prim;
@@ -51,6 +54,11 @@ struct LoopSpec {
     int value;
   };
   std::vector<Reduction> reductions;
+  /// Elements of a row, when the loop runs over whole rows (0: a flat loop): its n elements are
+  /// n / row rows, each reduction folds each row into an accumulator of its own (acc[i / row], always
+  /// started afresh), and operands may be per_row or per_column. A fused loop over short rows then
+  /// runs its blocks of several rows in one call with no copy of a row's values per element.
+  int64_t row = 0;
 };
 
 /// f(ptrs, n, init): operands, outputs and accumulators in ptrs; init starts the accumulators afresh.

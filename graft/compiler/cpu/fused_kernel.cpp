@@ -21,8 +21,10 @@ namespace graft::compiler {
 // ---- the compiled program -----------------------------------------------------------------------------
 namespace {
 
-// How a register's values vary inside a block: one value, one per row, or one per element.
-enum class Vary : uint8_t { uniform = 0, row = 1, full = 2 };
+// How a register's values vary inside a block: one value, one per row, or one per element; column:
+// an input of one row's length read at every row's elements (generated loops over several rows only,
+// see Impl::elide_broadcasts).
+enum class Vary : uint8_t { uniform = 0, row = 1, full = 2, column = 3 };
 
 struct Reg {
   enum Kind : uint8_t { input, output, scratch, constant } kind;
@@ -52,6 +54,7 @@ struct Instr {
   bool loop_reduces = false;  // the last of `outs` is a reduction's accumulator
   Vary loop_vary = Vary::full;
   std::string label;  // loop: its primitives, for FusedKernel::program
+  bool needs_loop = false;  // a map reading a row or column register in place: only a generated loop can
 };
 
 std::span<const int32_t> outputs_of(const Instr& ins) {
@@ -181,6 +184,10 @@ struct FusedKernel::Impl {
   // Replaces runs of maps by loops whose machine code is made by install_loops (in one batch for all
   // the fused loops of a program; see FusedKernel::compile_all).
   void plan_loops();
+  void form_loops();
+  bool elide_broadcasts();
+  bool rows_loops() const { return mode == Mode::rows && block_rows > 1; }
+  bool generable(const Instr& ins) const;
   bool plan_loop(size_t begin, size_t end, bool absorb_reduce, Instr& loop, LoopSpec& spec) const;
   void install_loops(std::span<const LoopFn> fns) {
     for (size_t k = 0; k < pending_at.size(); ++k)
@@ -545,21 +552,84 @@ void FusedKernel::Impl::allocate_slots() {
   }
 }
 
+bool FusedKernel::Impl::generable(const Instr& ins) const {
+  if (ins.op != Op::map || !ins.prim) return false;
+  std::vector<DType> in;
+  for (auto r : ins.in) in.push_back(regs[static_cast<size_t>(r)].dtype);
+  return can_generate(*ins.prim, in, regs[static_cast<size_t>(ins.out)].dtype, ins.params);
+}
+
+// Blocks of several short rows (a layer norm's rows of 128): a row value expanded to every element of
+// its row, or an input of one row's length loaded into every row (the norm's scale), that only
+// generated maps read, is read in place instead (per_row and per_column operands): no copy per
+// element, and the maps on either side of it become one loop. Those maps must then become generated
+// loops (needs_loop; form_loops checks). Whether anything changed.
+bool FusedKernel::Impl::elide_broadcasts() {
+  std::unordered_map<int32_t, std::vector<size_t>> readers;
+  for (size_t i = 0; i < prog.size(); ++i)
+    for (auto r : prog[i].in) readers[r].push_back(i);
+  std::vector<bool> drop(prog.size(), false);
+  bool any = false;
+  for (size_t i = 0; i < prog.size(); ++i) {
+    const Instr& ins = prog[i];
+    const Reg& o = regs[static_cast<size_t>(ins.out)];
+    if (o.kind != Reg::scratch || o.vary != Vary::full) continue;
+    int32_t sub = -1;
+    if (ins.op == Op::expand && regs[static_cast<size_t>(ins.in[0])].vary == Vary::row) {
+      sub = ins.in[0];
+    } else if (ins.op != Op::load || ins.pattern.inner != 1 || ins.pattern.mod != row) {
+      continue;
+    }
+    auto it = readers.find(ins.out);
+    if (it == readers.end()) continue;
+    bool ok = true;
+    for (size_t q : it->second) ok = ok && generable(prog[q]) && prog[q].stage == ins.stage;
+    if (!ok) continue;
+    if (sub < 0) {
+      regs.push_back({Reg::input, Vary::column, o.dtype, ins.input});
+      sub = static_cast<int32_t>(regs.size() - 1);
+    }
+    for (size_t q : it->second) {
+      for (auto& r : prog[q].in)
+        if (r == ins.out) r = sub;
+      prog[q].needs_loop = true;
+    }
+    drop[i] = any = true;
+  }
+  if (!any) return false;
+  std::vector<Instr> kept;
+  for (size_t i = 0; i < prog.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(prog[i]));
+  prog = std::move(kept);
+  return true;
+}
+
 // Runs of maps with the same granularity become one generated loop: their intermediates never leave
 // vector registers. Runs the generator cannot handle stay tile calls.
 void FusedKernel::Impl::plan_loops() {
   if (!codegen_enabled()) return;
-  auto generable = [&](const Instr& ins) {
-    if (ins.op != Op::map || !ins.prim) return false;
-    std::vector<DType> in;
-    for (auto r : ins.in) in.push_back(regs[static_cast<size_t>(r)].dtype);
-    return can_generate(*ins.prim, in, regs[static_cast<size_t>(ins.out)].dtype, ins.params);
-  };
+  if (rows_loops()) {
+    std::vector<Instr> before = prog;
+    if (elide_broadcasts()) {
+      form_loops();
+      bool covered = true;
+      for (const Instr& ins : prog) covered = covered && !ins.needs_loop;
+      if (covered) return;
+      // a map that reads a value in place did not become a loop (too many pointers): as it was
+      prog = std::move(before);
+      pending.clear();
+      pending_at.clear();
+    }
+  }
+  form_loops();
+}
+
+void FusedKernel::Impl::form_loops() {
   auto foldable = [&](const Instr& r, uint8_t stage) {
-    return r.op == Op::reduce && r.prim && (mode == Mode::chunked || block_rows == 1) && r.stage == stage &&
-           regs[static_cast<size_t>(r.in[0])].vary == Vary::full &&
+    return r.op == Op::reduce && r.prim && r.stage == stage && regs[static_cast<size_t>(r.in[0])].vary == Vary::full &&
            can_generate_reduction(*r.prim, regs[static_cast<size_t>(r.out)].dtype);
   };
+  auto generable = [&](const Instr& ins) { return this->generable(ins); };
   std::vector<Instr> out;
   for (size_t i = 0; i < prog.size();) {
     size_t j = i;
@@ -569,8 +639,8 @@ void FusedKernel::Impl::plan_loops() {
              prog[j].stage == prog[i].stage)
         ++j;
     }
-    // A reduction folds into a loop when a block is one row (or a chunk of one): right after a run
-    // of maps that computes its operand, or alone when no run computes it (a kernel input, as
+    // A reduction folds into a loop (each row of a block into its own accumulator): right after a
+    // run of maps that computes its operand, or alone when no run computes it (a kernel input, as
     // softmax's max): a loop of no maps, with the generated loops' accumulators and prefetching.
     bool absorb = false;
     if (j < prog.size() && foldable(prog[j], prog[i].stage)) {
@@ -663,12 +733,19 @@ bool FusedKernel::Impl::plan_loop(size_t begin, size_t end, bool absorb_reduce, 
   for (size_t i = begin; i < end; ++i) defined[prog[i].out] = static_cast<int>(i - begin);
   // operands: registers read but not defined by the run, in order of first use
   spec = LoopSpec();
+  // a loop over the full values of a block of several rows goes row by row (LoopSpec::row)
+  const bool by_rows = rows_loops() && v == Vary::full;
+  if (by_rows) spec.row = row;
   std::unordered_map<int32_t, int> operand_of;
   for (size_t i = begin; i < after; ++i)
     for (auto r : prog[i].in) {
       if (defined.count(r) || operand_of.count(r)) continue;
       const Reg& reg = regs[static_cast<size_t>(r)];
-      LoopSpec::Operand o{reg.dtype, reg.vary < v, Array(), false};
+      LoopSpec::Operand o{reg.dtype, reg.vary == Vary::uniform || (reg.vary == Vary::row && v == Vary::full && !by_rows),
+                          Array(), false};
+      o.per_row = by_rows && reg.vary == Vary::row;
+      o.per_column = reg.vary == Vary::column;
+      if (o.per_column && !by_rows) internal("a column operand outside a loop over rows");
       // Blocks of whole rows prefetch the next block's row in the last loop that reads the input
       // (softmax's exp loop, not its max loop: spread over the longest arithmetic rather than in a
       // burst during a short loop; +10-30% of bandwidth). A plain loop over an input beyond the

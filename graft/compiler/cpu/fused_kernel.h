@@ -8,6 +8,10 @@
 // Rows longer than kMaxRowElements are processed in chunks, which the pass allows only when no
 // full-sized value depends on a reduction of the group. A body without reductions that became
 // generated loops only (no tile kernel, no scratch) runs each thread's share as one range per loop.
+// Blocks of several short rows (a layer norm's rows of 128) run their generated loops row by row
+// inside one call: a loop reads its rows' values (a mean) and one-row operands (a scale) in place,
+// and folds each row's reductions into that row's accumulator, where the tile kernels would expand
+// the row values to every element, load the operands into every row, and reduce in separate passes.
 // Blocks of one row whose program ends in two generated loops are pipelined: the last loop of row r
 // runs inside the loop before it of row r + 1 (one generated loop), so that row r's stores stream
 // out during row r + 1's arithmetic.

@@ -408,6 +408,16 @@ TEST_F(Codegen, large_outputs_come_with_and_without_streaming_stores_alike) {
       EXPECT_TRUE(bit_equal(with_stores(mode, js, rows), want_s)) << mode << " call " << call;
     }
   }
+  // blocks of several short rows store row by row: rows of 100 f32 (400 bytes) start off a 64-byte
+  // boundary and take ordinary stores (non-temporal ones would fault), rows of 128 stream
+  auto norm = [](const Array& a) { return a - mean(a, {-1}, true); };
+  auto jn = jit(norm);
+  for (int64_t c : {100, 128}) {
+    Array r = rng.uniform({compiler::kStreamingBytes / 4 / c + 3, c}, f32, -1, 1);
+    Array off = with_stores("off", jn, r);
+    EXPECT_TRUE(bit_equal(with_stores("on", jn, r), off)) << c;
+    EXPECT_TRUE(testing::close(off, norm(r), 1e-6, 1e-6)) << c;
+  }
 }
 
 TEST(VariantTuner, runs_the_faster_variant_and_follows_a_change) {

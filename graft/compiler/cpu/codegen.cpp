@@ -567,8 +567,8 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
         int64_t size = static_cast<int64_t>(itemsize(d));
         llvm::Value* dist = opnd.prefetch_next ? n : b.getInt64(4096 / size);
         for (int64_t l = 0; l < w; l += std::max<int64_t>(1, 64 / size)) {
-          llvm::Value* at = b.CreateAdd(b.CreateAdd(i, dist), b.getInt64(l));
-          llvm::Value* ahead = b.CreateBitCast(b.CreateGEP(em.stored(d), base[k], at), i8p);
+          llvm::Value* pos = b.CreateAdd(b.CreateAdd(i, dist), b.getInt64(l));
+          llvm::Value* ahead = b.CreateBitCast(b.CreateGEP(em.stored(d), at[k], pos), i8p);
           b.CreateCall(llvm::Intrinsic::getDeclaration(mod, llvm::Intrinsic::prefetch, {i8p}),
                        {ahead, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
         }

@@ -230,6 +230,8 @@ struct FusedKernel::Impl {
     // chunks of rows (which then need rows of a multiple of 64 bytes too)
     int64_t block = mode == Mode::rows ? block_rows * row : kTileElements;
     if (mode == Mode::chunked && row * sz % 64 != 0) return false;
+    // loops over several rows per block store each row from its own start
+    if (rows_loops() && row * sz % 64 != 0) return false;
     return block * sz % 64 == 0;
   }
   void allocate_slots();
@@ -619,6 +621,7 @@ void FusedKernel::Impl::plan_loops() {
       prog = std::move(before);
       pending.clear();
       pending_at.clear();
+      two_variants = false;
     }
   }
   form_loops();

@@ -269,6 +269,26 @@ FusedKernel::Impl::Impl(const ClosedJaxpr& body) {
       row = c;
     }
   }
+  if (!row && codegen_enabled()) {
+    // A body without reductions that reads an input of one row's length broadcast over leading axes
+    // (a layer's bias before its GELU) goes by blocks of such rows: its generated loops then read the
+    // input in place (a per-column operand) instead of a copy of it loaded into every tile.
+    std::unordered_map<const Var*, bool> is_input;
+    for (auto& v : j.invars) is_input[v.get()] = true;
+    for (auto& v : j.constvars) is_input[v.get()] = true;
+    for (auto& e : j.eqns) {
+      if (e.prim != &prims::broadcast_in_dim_p || e.inputs[0].is_literal() || !is_input.count(e.inputs[0].var.get()))
+        continue;
+      const Shape& out = e.outputs[0]->aval.shape;
+      auto pat = broadcast_pattern(e.inputs[0].aval().shape, out, e.params.get_ints("broadcast_dimensions"));
+      int64_t c = e.inputs[0].aval().size();
+      if (pat && pat->inner == 1 && pat->mod == c && c >= 16 && c <= kTileElements / 2 && n % c == 0 &&
+          e.outputs[0]->aval.size() == n) {
+        row = c;
+        break;
+      }
+    }
+  }
   if (row) {
     rows = n / row;
     mode = row <= kMaxRowElements ? Mode::rows : Mode::chunked;

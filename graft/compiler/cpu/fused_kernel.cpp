@@ -282,8 +282,11 @@ FusedKernel::Impl::Impl(const ClosedJaxpr& body) {
       const Shape& out = e.outputs[0]->aval.shape;
       auto pat = broadcast_pattern(e.inputs[0].aval().shape, out, e.params.get_ints("broadcast_dimensions"));
       int64_t c = e.inputs[0].aval().size();
-      if (pat && pat->inner == 1 && pat->mod == c && c >= 16 && c <= kTileElements / 2 && n % c == 0 &&
-          e.outputs[0]->aval.size() == n) {
+      // rows of a multiple of 32 elements from 64 up: each row's vector loop has no remainder and a
+      // row of any dtype starts on a 64-byte boundary (non-temporal stores stay possible); blocks of
+      // at least two rows, and more than one row in all
+      if (pat && pat->inner == 1 && pat->mod == c && c >= 64 && c % 32 == 0 && c <= kTileElements / 2 && n > c &&
+          n % c == 0 && e.outputs[0]->aval.size() == n) {
         row = c;
         break;
       }

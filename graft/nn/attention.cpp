@@ -20,9 +20,12 @@
 #include "graft/parallel/partition.h"
 #include "graft/ops/ops.h"
 #include "graft/prims/primitives.h"
+#include "graft/runtime/cpu/bf16_dot.h"
 #include "graft/runtime/cpu/gemm.h"
 #include "graft/runtime/cpu/parallel.h"
+#include "graft/runtime/cpu/features.h"
 #include "graft/runtime/cpu/vmath.h"
+#include "graft/runtime/cpu/vmath_avx512.h"
 #include "graft/transforms/api.h"
 
 namespace graft::nn {
@@ -68,7 +71,7 @@ struct HeadView {
 // allocations and their zero fills cost as much as a head's softmax at T = 128).
 template <class C>
 C* scratch(size_t slot, size_t n) {
-  thread_local std::vector<C> buffers[8];
+  thread_local std::vector<C> buffers[10];
   std::vector<C>& b = buffers[slot];
   if (b.size() < n) b.resize(n);
   return b.data();
@@ -124,6 +127,203 @@ struct Allowed {
   }
 };
 
+// A row's reduction with 16 partial results combined by a tree at the end: vectorized whatever the
+// compiler makes of reduction loops (GCC's omp simd reductions spilled their lanes and added them
+// one after another: a third of the softmax's time at rows of 128).
+template <class C, class Op>
+C reduce_row(const C* x, int64_t n, C init, Op op) {
+  constexpr int kLanes = 16;
+  C lanes[kLanes];
+  for (int l = 0; l < kLanes; ++l) lanes[l] = init;
+  int64_t c = 0;
+  for (; c + kLanes <= n; c += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] = op(lanes[l], x[c + l]);
+  for (int l = 0; c < n; ++c, ++l) lanes[l] = op(lanes[l], x[c]);
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) lanes[l] = op(lanes[l], lanes[l + w]);
+  return lanes[0];
+}
+
+// The first `lim` of a row's n elements rounded up to whole vectors of 16 (at most n).
+inline int64_t whole_vectors(int64_t lim, int64_t n) { return std::min(n, (lim + 15) / 16 * 16); }
+
+#if GRAFT_HAVE_TARGET_AVX512
+// The f32 rows of online_softmax and weights_from_lse without a mask, on AVX-512 intrinsics: each
+// row's maximum and sum reduce 16 lanes at the end, where the compiler's reductions spilled them and
+// added them one by one, and causal prefixes end in a masked vector, not a scalar remainder (the
+// rows' bookkeeping took twice the time of their exponentials). vmath's exp, bit for bit.
+namespace avx512 {
+
+GRAFT_TARGET_AVX512 inline __mmask16 lanes(int64_t n) {
+  return n >= 16 ? __mmask16(0xffff) : n <= 0 ? __mmask16(0) : __mmask16((1u << n) - 1);
+}
+
+// Row sr's weights exp(sr - m) over its first lim elements, 0 over the rest of its n; their sum.
+GRAFT_TARGET_AVX512 inline float exp_row(float* sr, int64_t lim, int64_t n, float m) {
+  const __m512 vm = _mm512_set1_ps(m);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t c = 0; c < n; c += 16) {
+    __mmask16 keep = lanes(lim - c);
+    __m512 e = _mm512_setzero_ps();
+    if (keep) e = _mm512_maskz_mov_ps(keep, vmath::avx512::exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(keep, sr + c), vm)));
+    _mm512_mask_storeu_ps(sr + c, lanes(n - c), e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return vmath::avx512::reduce_add(sum);
+}
+
+GRAFT_TARGET_AVX512 void online_softmax(const Allowed& ok, int64_t i0, int64_t j0, int64_t cols, int64_t r0, int64_t pr,
+                                        int64_t n, float* s, float* m, float* l, float* acc, int64_t ld, int64_t E) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const __m512 vninf = _mm512_set1_ps(ninf);
+  for (int64_t r = r0; r < r0 + pr; ++r) {
+    float* sr = s + r * cols;
+    const int64_t lim = std::min(n, ok.prefix(i0 + r, j0, cols));
+    __m512 vmax = vninf;
+    // max(v, vmax) keeps vmax where v is NaN: a NaN logit does not become the maximum (as the
+    // generic loop's comparison)
+    for (int64_t c = 0; c < lim; c += 16) vmax = _mm512_maskz_max_ps(0xffff, _mm512_mask_loadu_ps(vninf, lanes(lim - c), sr + c), vmax);
+    const float mnew = std::max(m[r], vmath::avx512::reduce_max(vmax));
+    if (mnew == ninf) {
+      std::fill(sr, sr + n, 0.0f);
+      continue;
+    }
+    const float alpha = m[r] == ninf ? 0.0f : vmath::exp(m[r] - mnew);
+    const float sum = exp_row(sr, lim, n, mnew);
+    if (alpha != 1.0f && m[r] != ninf) {
+      const __m512 va = _mm512_set1_ps(alpha);
+      float* ar = acc + r * ld;
+      for (int64_t e = 0; e < E; e += 16) {
+        __mmask16 k = lanes(E - e);
+        _mm512_mask_storeu_ps(ar + e, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, ar + e), va));
+      }
+    }
+    l[r] = l[r] * alpha + sum;
+    m[r] = mnew;
+  }
+}
+
+GRAFT_TARGET_AVX512 void weights_from_lse(const Allowed& ok, int64_t i, int64_t j0, int64_t cols, int64_t pr, int64_t n,
+                                          const float* lse, float* p) {
+  for (int64_t r = 0; r < pr; ++r) {
+    float* prow = p + r * n;
+    if (lse[r] == -std::numeric_limits<float>::infinity()) {
+      std::fill(prow, prow + n, 0.0f);
+    } else {
+      exp_row(prow, std::min(n, ok.prefix(i + r, j0, cols)), n, lse[r]);
+    }
+  }
+}
+
+}  // namespace avx512
+#endif
+
+// The online softmax of rows [r0, r0 + pr) of a block's logits s (row stride cols; n of the block's
+// keys, from key j0, for queries from i0): turns them into weights exp(s - m), 0 where a pair does not
+// attend, and folds them into the rows' running maximum m and sum l, rescaling the rows' outputs acc
+// (row stride ld, E columns) when the maximum grows.
+template <class C>
+void online_softmax(const Allowed& ok, int64_t i0, int64_t j0, int64_t cols, int64_t r0, int64_t pr, int64_t n, C* s,
+                    C* m, C* l, C* acc, int64_t ld, int64_t E) {
+#if GRAFT_HAVE_TARGET_AVX512
+  if constexpr (std::is_same_v<C, float>)
+    if (!ok.mask && cpu::has_avx512()) return avx512::online_softmax(ok, i0, j0, cols, r0, pr, n, s, m, l, acc, ld, E);
+#endif
+  const C ninf = -std::numeric_limits<C>::infinity();
+  for (int64_t r = r0; r < r0 + pr; ++r) {
+    C* sr = s + r * cols;
+    C mx = ninf;
+    // unmasked rows attend to a prefix of the panel's keys: branch-free loops over it
+    // (vectorized, exp and the reductions included: a serial max or sum chain costs more than
+    // the block's GEMMs); a mask takes the general loop
+    int64_t lim = ok.mask ? n : std::min(n, ok.prefix(i0 + r, j0, cols));
+    if (ok.mask) {
+      for (int64_t c = 0; c < n; ++c) {
+        if (ok(i0 + r, j0 + c)) {
+          mx = std::max(mx, sr[c]);
+        } else {
+          sr[c] = ninf;
+        }
+      }
+    } else {
+      mx = reduce_row(sr, lim, ninf, [](C a, C b) { return b > a ? b : a; });
+    }
+    C mnew = std::max(m[r], mx);
+    if (mnew == ninf) {  // nothing to attend to yet: the row's weights stay 0
+      std::fill(sr, sr + n, C(0));
+      continue;
+    }
+    C alpha = m[r] == ninf ? C(0) : exp_c(m[r] - mnew);
+    C sum = 0;
+    if (ok.mask) {
+      for (int64_t c = 0; c < n; ++c) {
+        sr[c] = sr[c] == ninf ? C(0) : exp_c(sr[c] - mnew);
+        sum += sr[c];
+      }
+    } else {
+      // whole vectors past the prefix (no scalar remainder: causal prefixes end anywhere), then the
+      // pairs past it zeroed (whatever their logits were)
+      const int64_t span = whole_vectors(lim, n);
+      for (int64_t c = 0; c < span; ++c) sr[c] = exp_c(sr[c] - mnew);
+      std::fill(sr + lim, sr + n, C(0));
+      sum = reduce_row(sr, lim, C(0), [](C a, C b) { return a + b; });
+    }
+    // a row's first keys find its output zero: nothing to rescale
+    if (alpha != C(1) && m[r] != ninf)
+      for (int64_t e = 0; e < E; ++e) acc[r * ld + e] *= alpha;
+    l[r] = l[r] * alpha + sum;
+    m[r] = mnew;
+  }
+}
+
+// The end of a block of queries: each row's output divided by its sum, and its log-sum-exp (-inf for a
+// row that attends to nothing, its output 0).
+template <class C>
+void finish_rows(int64_t rows, const C* m, const C* l, C* acc, int64_t ld, int64_t E, C* lse) {
+  for (int64_t r = 0; r < rows; ++r) {
+    bool some = l[r] > C(0);
+    C inv = some ? C(1) / l[r] : C(0);
+    for (int64_t e = 0; e < E; ++e) acc[r * ld + e] *= inv;
+    lse[r] = some ? m[r] + std::log(l[r]) : -std::numeric_limits<C>::infinity();
+  }
+}
+
+// A backward block's weights: rows [0, pr) of p (queries from i, n keys from j0, row stride n) from
+// their logits and the rows' log-sum-exp lse (from query i), 0 where a pair does not attend.
+template <class C>
+void weights_from_lse(const Allowed& ok, int64_t i, int64_t j0, int64_t cols, int64_t pr, int64_t n, const C* lse, C* p) {
+#if GRAFT_HAVE_TARGET_AVX512
+  if constexpr (std::is_same_v<C, float>)
+    if (!ok.mask && cpu::has_avx512()) return avx512::weights_from_lse(ok, i, j0, cols, pr, n, lse, p);
+#endif
+  const C ninf = -std::numeric_limits<C>::infinity();
+  for (int64_t r = 0; r < pr; ++r) {
+    C L = lse[r];
+    C* prow = p + r * n;
+    if (ok.mask || L == ninf) {
+      for (int64_t c = 0; c < n; ++c) prow[c] = L != ninf && ok(i + r, j0 + c) ? exp_c(prow[c] - L) : C(0);
+    } else {
+      int64_t lim = std::min(n, ok.prefix(i + r, j0, cols));
+      const int64_t span = whole_vectors(lim, n);  // as in online_softmax
+      for (int64_t c = 0; c < span; ++c) prow[c] = exp_c(prow[c] - L);
+      std::fill(prow + lim, prow + n, C(0));
+    }
+  }
+}
+
+// The logits' gradients dS = P (dP - D) scale of a backward block's rows [0, pr) (row stride n), in
+// place of dP; D the rows' dO . O.
+template <class C>
+void logit_grads(int64_t pr, int64_t n, const C* rowdot, const C* p, C* dp, C scale) {
+  for (int64_t r = 0; r < pr; ++r) {
+    const C d = rowdot[r];
+    C* dpr = dp + r * n;
+    const C* prow = p + r * n;
+#pragma omp simd
+    for (int64_t c = 0; c < n; ++c) dpr[c] = prow[c] * (dpr[c] - d) * scale;
+  }
+}
+
 // A head's forward pass: o [T, E] (into the output's layout) and lse [T].
 template <class T, class C>
 void forward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T* k, const T* v, Allowed ok, C scale,
@@ -153,60 +353,11 @@ void forward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T* 
         if (n <= 0) continue;  // these rows attend to no key of the block: nothing changes
         C* sp = s + r0 * cols;
         gemm_c<C>(false, true, pr, n, g.D, Q.p + (i0 + r0) * Q.ld, Q.ld, K.p + j0 * K.ld, K.ld, sp, cols, scale, 0);
-        for (int64_t r = r0; r < r0 + pr; ++r) {
-          C* sr = s + r * cols;
-          C mx = ninf;
-          // unmasked rows attend to a prefix of the panel's keys: branch-free loops over it
-          // (vectorized, exp and the reductions included: a serial max or sum chain costs more than
-          // the block's GEMMs); a mask takes the general loop
-          int64_t lim = ok.mask ? n : std::min(n, ok.prefix(i0 + r, j0, cols));
-          if (ok.mask) {
-            for (int64_t c = 0; c < n; ++c) {
-              if (ok(i0 + r, j0 + c)) {
-                mx = std::max(mx, sr[c]);
-              } else {
-                sr[c] = ninf;
-              }
-            }
-          } else {
-#pragma omp simd reduction(max : mx)
-            for (int64_t c = 0; c < lim; ++c) mx = sr[c] > mx ? sr[c] : mx;
-          }
-          C mnew = std::max(m[r], mx);
-          if (mnew == ninf) {  // nothing to attend to yet: the row's weights stay 0
-            std::fill(sr, sr + n, C(0));
-            continue;
-          }
-          C alpha = m[r] == ninf ? C(0) : exp_c(m[r] - mnew);
-          C sum = 0;
-          if (ok.mask) {
-            for (int64_t c = 0; c < n; ++c) {
-              sr[c] = sr[c] == ninf ? C(0) : exp_c(sr[c] - mnew);
-              sum += sr[c];
-            }
-          } else {
-#pragma omp simd reduction(+ : sum)
-            for (int64_t c = 0; c < lim; ++c) {
-              sr[c] = exp_c(sr[c] - mnew);
-              sum += sr[c];
-            }
-            std::fill(sr + lim, sr + n, C(0));
-          }
-          // a row's first keys find its output zero: nothing to rescale
-          if (alpha != C(1) && m[r] != ninf)
-            for (int64_t e = 0; e < g.E; ++e) acc[r * O.ld + e] *= alpha;
-          l[r] = l[r] * alpha + sum;
-          m[r] = mnew;
-        }
+        online_softmax(ok, i0, j0, cols, r0, pr, n, s, m, l, acc, O.ld, g.E);
         gemm_c<C>(false, false, pr, g.E, n, sp, cols, V.p + j0 * V.ld, V.ld, acc + r0 * O.ld, O.ld, 1, 1);
       }
     }
-    for (int64_t r = 0; r < rows; ++r) {
-      bool some = l[r] > C(0);
-      C inv = some ? C(1) / l[r] : C(0);
-      for (int64_t e = 0; e < g.E; ++e) acc[r * O.ld + e] *= inv;
-      lse[i0 + r] = some ? m[r] + std::log(l[r]) : ninf;
-    }
+    finish_rows(rows, m, l, acc, O.ld, g.E, lse + i0);
   }
   store_out<T, C>(O, o, b, h, g.T, g.H, g.E);
 }
@@ -235,7 +386,6 @@ void backward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T*
       rowdot[t] = acc;
     }
   }
-  const C ninf = -std::numeric_limits<C>::infinity();
   for (int64_t i0 = 0; i0 < g.T; i0 += kBlock) {
     int64_t rows = std::min(kBlock, g.T - i0);
     for (int64_t j0 = 0; j0 < g.S; j0 += kBlock) {
@@ -247,28 +397,11 @@ void backward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T*
         int64_t n = ok.causal ? std::min(cols, ok.prefix(i + pr - 1, j0, cols)) : cols;
         if (n <= 0) continue;
         gemm_c<C>(false, true, pr, n, g.D, Q.p + i * Q.ld, Q.ld, K.p + j0 * K.ld, K.ld, p, n, scale, 0);
-        for (int64_t r = 0; r < pr; ++r) {
-          C L = lse[i + r];
-          C* prow = p + r * n;
-          if (ok.mask || L == ninf) {
-            for (int64_t c = 0; c < n; ++c) prow[c] = L != ninf && ok(i + r, j0 + c) ? exp_c(prow[c] - L) : C(0);
-          } else {
-            int64_t lim = std::min(n, ok.prefix(i + r, j0, cols));
-#pragma omp simd
-            for (int64_t c = 0; c < lim; ++c) prow[c] = exp_c(prow[c] - L);
-            std::fill(prow + lim, prow + n, C(0));
-          }
-        }
+        weights_from_lse(ok, i, j0, cols, pr, n, lse + i, p);
         // dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P (dP - D) scale;  dQ_i += dS K_j;  dK_j += dS^T Q_i
         gemm_c<C>(true, false, n, g.E, pr, p, n, dO.p + i * dO.ld, dO.ld, dV.p + j0 * dV.ld, dV.ld, 1, 1);
         gemm_c<C>(false, true, pr, n, g.E, dO.p + i * dO.ld, dO.ld, V.p + j0 * V.ld, V.ld, dp, n, 1, 0);
-        for (int64_t r = 0; r < pr; ++r) {
-          const C d = rowdot[i + r];
-          C* dpr = dp + r * n;
-          const C* prow = p + r * n;
-#pragma omp simd
-          for (int64_t c = 0; c < n; ++c) dpr[c] = prow[c] * (dpr[c] - d) * scale;
-        }
+        logit_grads(pr, n, rowdot + i, p, dp, scale);
         gemm_c<C>(false, false, pr, g.D, n, dp, n, K.p + j0 * K.ld, K.ld, dQ.p + i * dQ.ld, dQ.ld, 1, 1);
         gemm_c<C>(true, false, n, g.D, pr, dp, n, Q.p + i * Q.ld, Q.ld, dK.p + j0 * dK.ld, dK.ld, 1, 1);
       }
@@ -278,6 +411,129 @@ void backward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T*
   store_out<T, C>(dK, dk, b, h, g.S, g.H, g.D);
   store_out<T, C>(dV, dv, b, h, g.S, g.H, g.E);
 }
+
+// bf16 heads on AVX512-BF16 (cpu::bf16dot): each head's operands packed once in bf16 and the blocks'
+// products on the CPU's bf16 dot products with f32 sums; the softmax, the row dots and the sums of the
+// outputs and gradients stay in f32. The weights and the logits' gradients are rounded to bf16 for
+// the products that read them, as the composite's bf16 products would round them. Twice the sgemm's
+// rate, and no library call per product (at these sizes a call costs as much as its FLOPs).
+namespace native {
+
+using cpu::bf16dot::Packed;
+
+// Head (b, h) of x [B, L, H, W]: its first element (rows of stride H W).
+const bfloat16* head(const bfloat16* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W) {
+  return x + (b * L * H + h) * W;
+}
+
+// The head's rows as a dense block of rows of even length (a zero pads an odd W): an A operand of
+// (W + 1) / 2 pairs a row.
+const bfloat16* dense_rows(const bfloat16* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot) {
+  const int64_t Wp = W + W % 2;
+  bfloat16* out = scratch<bfloat16>(slot, size_t(L * Wp));
+  const bfloat16* base = head(x, b, h, L, H, W);
+  for (int64_t l = 0; l < L; ++l) {
+    std::copy(base + l * H * W, base + l * H * W + W, out + l * Wp);
+    if (W % 2) out[l * Wp + W] = bfloat16::from_bits(0);
+  }
+  return out;
+}
+
+// The head's rows [L, W] packed as a B operand [L, W] (pack) or [W, L] (transposed).
+Packed packed(const bfloat16* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot, bool transposed) {
+  using namespace cpu::bf16dot;
+  const bfloat16* base = head(x, b, h, L, H, W);
+  if (transposed) return pack_transposed(base, H * W, L, W, scratch<bfloat16>(slot, size_t(packed_size(W, L))));
+  return pack(base, H * W, L, W, scratch<bfloat16>(slot, size_t(packed_size(L, W))));
+}
+
+void forward_head(const Geometry& g, int64_t b, int64_t h, const bfloat16* q, const bfloat16* k, const bfloat16* v,
+                  Allowed ok, float scale, bfloat16* o, float* lse) {
+  using namespace cpu::bf16dot;
+  const int64_t dw = (g.D + 1) / 2;  // pairs a row of q and k
+  const bfloat16* Q = dense_rows(q, b, h, g.T, g.H, g.D, 0);
+  Packed Kt = packed(k, b, h, g.S, g.H, g.D, 1, true), V = packed(v, b, h, g.S, g.H, g.E, 2, false);
+  HeadView<float> O = view_out<bfloat16, float>(o, b, h, g.T, g.H, g.E, 3, false);
+  float* s = scratch<float>(4, size_t(kBlock * kBlock));
+  float* m = scratch<float>(5, size_t(2 * kBlock));
+  float* l = m + kBlock;
+  bfloat16* w = scratch<bfloat16>(3, size_t(kBlock * kBlock));  // a panel's weights, rows of kBlock
+  for (int64_t i0 = 0; i0 < g.T; i0 += kBlock) {
+    int64_t rows = std::min(kBlock, g.T - i0);
+    std::fill(m, m + rows, -std::numeric_limits<float>::infinity());
+    std::fill(l, l + rows, 0.0f);
+    float* acc = O.p + i0 * O.ld;
+    std::fill(acc, acc + rows * O.ld, 0.0f);
+    for (int64_t j0 = 0; j0 < g.S; j0 += kBlock) {
+      if (ok.causal && j0 > i0 + rows - 1) break;
+      int64_t cols = std::min(kBlock, g.S - j0);
+      const int64_t panel = ok.causal && !ok.mask ? kPanel : rows;  // as in the generic forward_head
+      for (int64_t r0 = 0; r0 < rows; r0 += panel) {
+        int64_t pr = std::min(panel, rows - r0);
+        int64_t n = ok.causal ? std::min(cols, ok.prefix(i0 + r0 + pr - 1, j0, cols)) : cols;
+        if (n <= 0) continue;
+        float* sp = s + r0 * cols;
+        gemm(pr, n, dw, Q + (i0 + r0) * 2 * dw, dw, 1, Kt.at(0, j0), sp, cols, scale, false);
+        online_softmax(ok, i0, j0, cols, r0, pr, n, s, m, l, acc, O.ld, g.E);
+        to_rows(sp, cols, pr, n, w, kBlock);
+        gemm(pr, g.E, (n + 1) / 2, w, kBlock / 2, 1, V.at(j0 / 2, 0), acc + r0 * O.ld, O.ld, 1.0f, true);
+      }
+    }
+    finish_rows(rows, m, l, acc, O.ld, g.E, lse + i0);
+  }
+  round_rows(O.p, O.ld, g.T, g.E, o + (b * g.T * g.H + h) * g.E, g.H * g.E);
+}
+
+void backward_head(const Geometry& g, int64_t b, int64_t h, const bfloat16* q, const bfloat16* k, const bfloat16* v,
+                   const bfloat16* o, const float* lse, const bfloat16* dout, Allowed ok, float scale, bfloat16* dq,
+                   bfloat16* dk, bfloat16* dv) {
+  using namespace cpu::bf16dot;
+  const int64_t dw = (g.D + 1) / 2, ew = (g.E + 1) / 2;
+  // A operands: q and dO by rows; B operands: k^T and v^T (the logits and dP), k (dQ), q (dK), dO (dV)
+  const bfloat16* Q = dense_rows(q, b, h, g.T, g.H, g.D, 0);
+  const bfloat16* dO = dense_rows(dout, b, h, g.T, g.H, g.E, 1);
+  Packed Kt = packed(k, b, h, g.S, g.H, g.D, 2, true), Vt = packed(v, b, h, g.S, g.H, g.E, 3, true);
+  Packed Kr = packed(k, b, h, g.S, g.H, g.D, 4, false), Qr = packed(q, b, h, g.T, g.H, g.D, 5, false);
+  Packed dOr = packed(dout, b, h, g.T, g.H, g.E, 6, false);
+  HeadView<float> dQ = view_out<bfloat16, float>(dq, b, h, g.T, g.H, g.D, 3, true),
+                  dK = view_out<bfloat16, float>(dk, b, h, g.S, g.H, g.D, 4, true),
+                  dV = view_out<bfloat16, float>(dv, b, h, g.S, g.H, g.E, 5, true);
+  float* rowdot = scratch<float>(6, size_t(g.T + 2 * kBlock * kBlock));  // D_t = dO_t . O_t, then p, dp
+  float* p = rowdot + g.T;
+  float* dp = p + kBlock * kBlock;
+  bfloat16* rows_b = scratch<bfloat16>(7, size_t(kBlock * kBlock));   // dS by rows of kBlock
+  bfloat16* pairs_b = scratch<bfloat16>(8, size_t(kBlock * kBlock));  // P, then dS, in pairs of rows
+  row_dots(dO, 2 * ew, head(o, b, h, g.T, g.H, g.E), g.H * g.E, g.T, g.E, rowdot);
+  for (int64_t i0 = 0; i0 < g.T; i0 += kBlock) {
+    int64_t rows = std::min(kBlock, g.T - i0);
+    for (int64_t j0 = 0; j0 < g.S; j0 += kBlock) {
+      if (ok.causal && j0 > i0 + rows - 1) break;
+      int64_t cols = std::min(kBlock, g.S - j0);
+      const int64_t panel = ok.causal && !ok.mask ? kPanel : rows;
+      for (int64_t r0 = 0; r0 < rows; r0 += panel) {
+        int64_t pr = std::min(panel, rows - r0), i = i0 + r0;
+        int64_t n = ok.causal ? std::min(cols, ok.prefix(i + pr - 1, j0, cols)) : cols;
+        if (n <= 0) continue;
+        // i and j0 are even (multiples of kPanel and kBlock): pair rows i / 2 and j0 / 2 start them
+        gemm(pr, n, dw, Q + i * 2 * dw, dw, 1, Kt.at(0, j0), p, n, scale, false);
+        weights_from_lse(ok, i, j0, cols, pr, n, lse + i, p);
+        to_pairs_of_rows(p, n, pr, n, pairs_b);
+        gemm(n, g.E, (pr + 1) / 2, pairs_b, 1, n, dOr.at(i / 2, 0), dV.p + j0 * dV.ld, dV.ld, 1.0f, true);
+        gemm(pr, n, ew, dO + i * 2 * ew, ew, 1, Vt.at(0, j0), dp, n, 1.0f, false);
+        logit_grads(pr, n, rowdot + i, p, dp, scale);
+        to_rows(dp, n, pr, n, rows_b, kBlock);
+        gemm(pr, g.D, (n + 1) / 2, rows_b, kBlock / 2, 1, Kr.at(j0 / 2, 0), dQ.p + i * dQ.ld, dQ.ld, 1.0f, true);
+        to_pairs_of_rows(dp, n, pr, n, pairs_b);
+        gemm(n, g.D, (pr + 1) / 2, pairs_b, 1, n, Qr.at(i / 2, 0), dK.p + j0 * dK.ld, dK.ld, 1.0f, true);
+      }
+    }
+  }
+  round_rows(dQ.p, dQ.ld, g.T, g.D, dq + (b * g.T * g.H + h) * g.D, g.H * g.D);
+  round_rows(dK.p, dK.ld, g.S, g.D, dk + (b * g.S * g.H + h) * g.D, g.H * g.D);
+  round_rows(dV.p, dV.ld, g.S, g.E, dv + (b * g.S * g.H + h) * g.E, g.H * g.E);
+}
+
+}  // namespace native
 
 DType lse_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }
 
@@ -333,11 +589,19 @@ Arrays fwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
   bool causal = params.get_bool("causal");
   double scale = params.get<double>("scale");
   const bool* mask = in.size() > 3 ? static_cast<const bool*>(in[3].raw_data()) : nullptr;
+  const bool bf16_native = cpu::bf16dot::available();
   visit_float(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     for_heads(g, [&](int64_t b, int64_t h) {
       Allowed ok{causal, mask ? mask + (b * g.H + h) * g.T * g.S : nullptr, g.S};
+      if constexpr (std::is_same_v<T, bfloat16>) {
+        if (bf16_native)
+          return native::forward_head(g, b, h, static_cast<const T*>(in[0].raw_data()),
+                                      static_cast<const T*>(in[1].raw_data()), static_cast<const T*>(in[2].raw_data()),
+                                      ok, static_cast<float>(scale), static_cast<T*>(o.concrete()->data()),
+                                      static_cast<float*>(lse.concrete()->data()) + (b * g.H + h) * g.T);
+      }
       forward_head<T, C>(g, b, h, static_cast<const T*>(in[0].raw_data()), static_cast<const T*>(in[1].raw_data()),
                          static_cast<const T*>(in[2].raw_data()), ok, static_cast<C>(scale),
                          static_cast<T*>(o.concrete()->data()),
@@ -353,12 +617,20 @@ Arrays bwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
   bool causal = params.get_bool("causal");
   double scale = params.get<double>("scale");
   const bool* mask = in.size() > 6 ? static_cast<const bool*>(in[6].raw_data()) : nullptr;
+  const bool bf16_native = cpu::bf16dot::available();
   visit_float(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     auto ptr = [&](size_t i) { return static_cast<const T*>(in[i].raw_data()); };
     for_heads(g, [&](int64_t b, int64_t h) {
       Allowed ok{causal, mask ? mask + (b * g.H + h) * g.T * g.S : nullptr, g.S};
+      if constexpr (std::is_same_v<T, bfloat16>) {
+        if (bf16_native)
+          return native::backward_head(g, b, h, ptr(0), ptr(1), ptr(2), ptr(3),
+                                       static_cast<const float*>(in[4].raw_data()) + (b * g.H + h) * g.T, ptr(5), ok,
+                                       static_cast<float>(scale), static_cast<T*>(dq.concrete()->data()),
+                                       static_cast<T*>(dk.concrete()->data()), static_cast<T*>(dv.concrete()->data()));
+      }
       backward_head<T, C>(g, b, h, ptr(0), ptr(1), ptr(2), ptr(3),
                           static_cast<const C*>(in[4].raw_data()) + (b * g.H + h) * g.T, ptr(5), ok,
                           static_cast<C>(scale), static_cast<T*>(dq.concrete()->data()),

@@ -1,8 +1,11 @@
 // Attention and the transformer language model: against loops in f64, derivatives against finite
 // differences, vmap against a loop, jit against eager, causality, and a model that learns a text.
 #include <cmath>
+#include <iostream>
 #include <limits>
 
+#include "graft/runtime/cpu/bf16_dot.h"
+#include "graft/runtime/cpu/features.h"
 #include "testing.h"
 
 namespace graft {
@@ -117,9 +120,8 @@ std::optional<Array> make_mask(Rng& rng, const AttnCase& c) {
   return rng.uniform({B, H, T, S}, f32) > -0.6;
 }
 
-TEST(FusedAttention, EqualsTheCompositeInValuesAndGradients) {
-  Rng rng(11);
-  std::vector<AttnCase> cases{
+std::vector<AttnCase> attention_cases() {
+  return {
       {{2, 70, 3, 8}, {2, 70, 3, 8}, {2, 70, 3, 5}, true, 0},      // causal, one partial block (blocks of 128)
       {{1, 130, 2, 16}, {1, 130, 2, 16}, {1, 130, 2, 16}, true, 0},  // two blocks, the second partial
       {{1, 150, 2, 8}, {1, 150, 2, 8}, {1, 150, 2, 8}, true, 0},   // causal: 64-row panels, a partial one
@@ -129,8 +131,13 @@ TEST(FusedAttention, EqualsTheCompositeInValuesAndGradients) {
       {{2, 5, 2, 4}, {2, 9, 2, 4}, {2, 9, 2, 3}, false, 0},        // cross-attention, tiny
       {{2, 66, 2, 8}, {2, 67, 2, 8}, {2, 67, 2, 8}, false, 1},      // padding, an empty row
       {{2, 65, 2, 4}, {2, 65, 2, 4}, {2, 65, 2, 4}, true, 2},       // causal and a random mask
+      {{1, 131, 3, 7}, {1, 131, 3, 7}, {1, 131, 3, 33}, true, 0},   // odd head sizes, Dv past a vector
   };
-  for (const AttnCase& c : cases) {
+}
+
+TEST(FusedAttention, EqualsTheCompositeInValuesAndGradients) {
+  Rng rng(11);
+  for (const AttnCase& c : attention_cases()) {
     for (DType d : {f64, f32}) {
       double tol = d == f64 ? 1e-12 : 1e-5;
       Array q = rng.uniform(c.q, d, -2, 2), k = rng.uniform(c.k, d, -2, 2), v = rng.uniform(c.v, d);
@@ -206,6 +213,49 @@ TEST(FusedAttention, Bf16ComputesInF32AndForwardModeIsATypeError) {
     EXPECT_TRUE(close(gb[i].astype(f32), gw[i], 3e-2, 3e-2)) << "gradient " << i;
   }
   expect_throws<TypeError>([&] { jvp(run(nn::AttentionImpl::fused), {q, k, v}, {q, k, v}); }, "forward-mode");
+}
+
+// bf16 heads on the CPU's bf16 dot products (where it has them: cpu::bf16dot) and on the f32 route
+// (GRAFT_NATIVE_BF16=0's path), each against the composite in f32 on the same bf16 values: every
+// case above (partial blocks and panels, masks, rows that see nothing, odd head sizes), values and
+// gradients under jit. Tolerances are bf16's: the weights and the logits' gradients are rounded to bf16
+// for the native products, as a bf16 composite would round them.
+TEST(FusedAttention, Bf16OnNativeDotProductsMatchesTheComposite) {
+  Rng rng(14);
+  for (int native : {1, 0}) {
+    if (native && !cpu::bf16dot::available()) {
+      std::cout << "no AVX512-BF16 here: only the f32 route runs\n";
+      continue;
+    }
+    cpu::set_native_bf16_for_testing(native);
+    for (const AttnCase& c : attention_cases()) {
+      Array q = rng.uniform(c.q, bf16, -2, 2), k = rng.uniform(c.k, bf16, -2, 2), v = rng.uniform(c.v, bf16);
+      std::optional<Array> mask = make_mask(rng, c);
+      Array w = rng.uniform({c.q[0], c.q[1], c.q[2], c.v[3]}, f32);
+      auto run = [&](nn::AttentionImpl impl) {
+        return [&, impl](const Array& a, const Array& b, const Array& e) {
+          return nn::dot_product_attention(a, b, e, c.causal, mask, impl);
+        };
+      };
+      std::string what = std::string(native ? "native" : "f32 route") + " T=" + std::to_string(c.q[1]) +
+                         " S=" + std::to_string(c.k[1]) + " D=" + std::to_string(c.q[3]) + " mask=" +
+                         std::to_string(c.mask) + (c.causal ? " causal" : "");
+      Array want = run(nn::AttentionImpl::composite)(q.astype(f32), k.astype(f32), v.astype(f32));
+      Array got = jit(run(nn::AttentionImpl::fused))(q, k, v);
+      EXPECT_EQ(got.dtype(), bf16);
+      EXPECT_TRUE(close(got.astype(f32), want, 1.5e-2, 1.5e-2)) << what;
+      auto loss = [&](nn::AttentionImpl impl) {
+        return [&, impl](const Array& a, const Array& b, const Array& e) { return sum(run(impl)(a, b, e).astype(f32) * w); };
+      };
+      auto gw = grad(loss(nn::AttentionImpl::composite), {0, 1, 2})(q.astype(f32), k.astype(f32), v.astype(f32));
+      auto gb = jit(grad(loss(nn::AttentionImpl::fused), {0, 1, 2}))(q, k, v);
+      for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(gb[i].dtype(), bf16);
+        EXPECT_TRUE(close(gb[i].astype(f32), gw[i], 3e-2, 3e-2)) << what << " gradient " << i;
+      }
+    }
+  }
+  cpu::set_native_bf16_for_testing(-1);
 }
 
 TEST(TransformerLM, ShapesCausalityAndErrors) {

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <limits>
 
+#include "graft/runtime/cpu/features.h"
 #include "graft/runtime/cpu/vmath.h"
+#include "graft/runtime/cpu/vmath_avx512.h"
 
 namespace graft {
 namespace {
@@ -69,6 +71,41 @@ TEST(Vmath, exp_edges) {
   EXPECT_TRUE(std::isnan(vmath::exp(NAN)));
   EXPECT_GT(vmath::exp(-100.0f), 0.0f);  // a subnormal result, not flushed
 }
+
+#if GRAFT_HAVE_TARGET_AVX512
+// vmath::avx512::exp over 16 floats at a time (a wrapper taking arrays: no AVX-512 value crosses
+// into code built without it)
+GRAFT_TARGET_AVX512 void exp16(const float* x, float* y) { _mm512_storeu_ps(y, vmath::avx512::exp(_mm512_loadu_ps(x))); }
+
+// The AVX-512 exp (fused attention's softmax) is the scalar one bit for bit: a stride through every
+// bit pattern (both signs, NaNs, infinities, subnormal inputs and results) plus the edges.
+TEST(Vmath, avx512_exp_is_the_scalar_exp_bit_for_bit) {
+  if (!cpu::has_avx512()) GTEST_SKIP() << "no AVX-512 here: the kernels that use it do not run";
+  float x[16], y[16];
+  int n = 0;
+  uint64_t checked = 0;
+  auto flush = [&] {
+    exp16(x, y);
+    for (int i = 0; i < n; ++i) {
+      float want = vmath::exp(x[i]);
+      ASSERT_EQ(std::bit_cast<uint32_t>(y[i]), std::bit_cast<uint32_t>(want)) << "at x = " << x[i];
+    }
+    checked += uint64_t(n);
+    n = 0;
+  };
+  for (uint64_t b = 0; b <= 0xffffffffull; b += 4099) {
+    x[n++] = std::bit_cast<float>(static_cast<uint32_t>(b));
+    if (n == 16) flush();
+  }
+  for (float e : {0.0f, -0.0f, 88.72f, 88.73f, -87.3f, -103.9f, -104.0f, 89.0f, INFINITY, -INFINITY, NAN}) {
+    x[n++] = e;
+    if (n == 16) flush();
+  }
+  for (int i = n; i < 16; ++i) x[i] = 0;
+  flush();
+  EXPECT_GT(checked, 1000000u);
+}
+#endif
 
 TEST(Vmath, log_within_2ulp) {
   float worst = 0;

@@ -34,6 +34,16 @@ bool native_bf16() {
   return o < 0 ? detected : o == 1;
 }
 
+bool has_avx512() {
+#if GRAFT_HAVE_TARGET_AVX512
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return yes;
+#else
+  return false;
+#endif
+}
+
 bool have_onednn() {
 #ifdef GRAFT_HAVE_DNNL
   return true;

@@ -4,6 +4,15 @@
 
 #include "graft/core/dtype.h"
 
+// Functions compiled for AVX-512 in a build for any x86-64 (one binary runs everywhere): callers check
+// has_avx512() first, and such a function is never inlined into code built without it.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define GRAFT_HAVE_TARGET_AVX512 1
+#define GRAFT_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+#else
+#define GRAFT_HAVE_TARGET_AVX512 0
+#endif
+
 namespace graft::cpu {
 
 /// Whether products of bf16 operands run natively here: the CPU has AVX512-BF16 or AMX-BF16 dot
@@ -15,6 +24,10 @@ bool native_bf16();
 /// Whether GEMMs of dtype `d` (f16 or bf16) run on native half-precision kernels (see native_bf16; f16
 /// products always take the f32 route: oneDNN 2.6 has no f16 matmul for the CPUs it is built for).
 bool native_half_gemm(DType d);
+
+/// Whether the CPU has AVX-512 (F, BW, VL and DQ), and the OS saves its registers: kernels compiled
+/// for it with GRAFT_TARGET_AVX512 (whatever the build's -march) run only where this holds.
+bool has_avx512();
 
 /// Whether graft was built with oneDNN (its GEMM, matmul and convolution kernels).
 bool have_onednn();

@@ -20,7 +20,7 @@
 #include "graft/parallel/partition.h"
 #include "graft/ops/ops.h"
 #include "graft/prims/primitives.h"
-#include "graft/runtime/cpu/bf16_dot.h"
+#include "graft/runtime/cpu/dot_kernels.h"
 #include "graft/runtime/cpu/gemm.h"
 #include "graft/runtime/cpu/parallel.h"
 #include "graft/runtime/cpu/features.h"
@@ -71,7 +71,7 @@ struct HeadView {
 // allocations and their zero fills cost as much as a head's softmax at T = 128).
 template <class C>
 C* scratch(size_t slot, size_t n) {
-  thread_local std::vector<C> buffers[10];
+  thread_local std::vector<C> buffers[16];
   std::vector<C>& b = buffers[slot];
   if (b.size() < n) b.resize(n);
   return b.data();
@@ -412,58 +412,126 @@ void backward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T*
   store_out<T, C>(dV, dv, b, h, g.S, g.H, g.E);
 }
 
-// bf16 heads on AVX512-BF16 (cpu::bf16dot): each head's operands packed once in bf16 and the blocks'
-// products on the CPU's bf16 dot products with f32 sums; the softmax, the row dots and the sums of the
-// outputs and gradients stay in f32. The weights and the logits' gradients are rounded to bf16 for
-// the products that read them, as the composite's bf16 products would round them. Twice the sgemm's
-// rate, and no library call per product (at these sizes a call costs as much as its FLOPs).
-namespace native {
-
-using cpu::bf16dot::Packed;
+// Heads on the register-tile kernels of cpu/dot_kernels.h: each head's B operands packed once, the
+// blocks' products inline (no library call per product: at these sizes a call costs as much as its
+// FLOPs, and oneDNN's sgemm allocates and packs at every one), A operands read in place by two strides,
+// so that a block of weights serves as its own transpose. The softmax, the row dots and the sums of
+// the outputs and gradients are f32. Two families, one algorithm:
+//  - Bf16Dot (AVX512-BF16): twice sgemm's rate. Operands are bf16; the weights and the logits'
+//    gradients are rounded to bf16 for the products that read them (as the composite's bf16 products
+//    would round them), by rows or in pairs of rows for their transposes; results rounded once.
+//  - F32Dot (AVX-512): f32 heads, read and written in place.
+namespace packed {
 
 // Head (b, h) of x [B, L, H, W]: its first element (rows of stride H W).
-const bfloat16* head(const bfloat16* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W) {
+template <class T>
+T* head(T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W) {
   return x + (b * L * H + h) * W;
 }
 
-// The head's rows as a dense block of rows of even length (a zero pads an odd W): an A operand of
-// (W + 1) / 2 pairs a row.
-const bfloat16* dense_rows(const bfloat16* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot) {
-  const int64_t Wp = W + W % 2;
-  bfloat16* out = scratch<bfloat16>(slot, size_t(L * Wp));
-  const bfloat16* base = head(x, b, h, L, H, W);
-  for (int64_t l = 0; l < L; ++l) {
-    std::copy(base + l * H * W, base + l * H * W + W, out + l * Wp);
-    if (W % 2) out[l * Wp + W] = bfloat16::from_bits(0);
+// An A operand: element (m, k) at p + w (m am + (k / w) ak) + k % w, w the elements of a word (2 for
+// bf16's pairs, 1 for f32).
+template <class T>
+struct AOperand {
+  const T* p;
+  int64_t am, ak;
+};
+
+struct Bf16Dot {
+  using T = bfloat16;
+  using Packed = cpu::bf16dot::Packed;
+  // q's or dO's rows as a dense block of rows of even length (a zero pads an odd W): pairs along W
+  static AOperand<T> rows(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot) {
+    const int64_t Wp = W + W % 2;
+    T* out = scratch<T>(slot, size_t(L * Wp));
+    const T* base = head(x, b, h, L, H, W);
+    for (int64_t l = 0; l < L; ++l) {
+      std::copy(base + l * H * W, base + l * H * W + W, out + l * Wp);
+      if (W % 2) out[l * Wp + W] = bfloat16::from_bits(0);
+    }
+    return {out, Wp / 2, 1};
   }
-  return out;
-}
+  static AOperand<T> from_row(AOperand<T> a, int64_t i) { return {a.p + 2 * i * a.am, a.am, a.ak}; }
+  static Packed pack(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot, bool transposed) {
+    using namespace cpu::bf16dot;
+    const T* base = head(x, b, h, L, H, W);
+    if (transposed) return pack_transposed(base, H * W, L, W, scratch<T>(slot, size_t(packed_size(W, L))));
+    return cpu::bf16dot::pack(base, H * W, L, W, scratch<T>(slot, size_t(packed_size(L, W))));
+  }
+  // the operand from row k (even: every block and panel starts at one) and column n on
+  static Packed at(const Packed& p, int64_t k, int64_t n) { return p.at(k / 2, n); }
+  // f32 rows [M, N] (stride ld) as an A operand [M, N], and as the A operand of their transpose
+  static AOperand<T> weights(const float* x, int64_t ld, int64_t M, int64_t N, size_t slot) {
+    T* out = scratch<T>(slot, size_t(kBlock * kBlock));
+    cpu::bf16dot::to_rows(x, ld, M, N, out, kBlock);
+    return {out, kBlock / 2, 1};
+  }
+  static AOperand<T> weights_transposed(const float* x, int64_t ld, int64_t M, int64_t N, size_t slot) {
+    T* out = scratch<T>(slot, size_t(kBlock * kBlock));
+    cpu::bf16dot::to_pairs_of_rows(x, ld, M, N, out);
+    return {out, 1, N};
+  }
+  static void gemm(int64_t M, int64_t N, int64_t K, AOperand<T> a, const Packed& b, float* c, int64_t ldc, float alpha,
+                   bool accumulate) {
+    cpu::bf16dot::gemm(M, N, K, a.p, a.am, a.ak, b, c, ldc, alpha, accumulate);
+  }
+  static void row_dots(AOperand<T> a, const T* o, int64_t ldo, int64_t L, int64_t W, float* out) {
+    cpu::bf16dot::row_dots(a.p, 2 * a.am, o, ldo, L, W, out);
+  }
+  // a head's f32 result block (dense, from view_out) rounded into its layout
+  static void store(const HeadView<float>& v, T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W) {
+    cpu::bf16dot::round_rows(v.p, v.ld, L, W, head(x, b, h, L, H, W), H * W);
+  }
+};
 
-// The head's rows [L, W] packed as a B operand [L, W] (pack) or [W, L] (transposed).
-Packed packed(const bfloat16* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot, bool transposed) {
-  using namespace cpu::bf16dot;
-  const bfloat16* base = head(x, b, h, L, H, W);
-  if (transposed) return pack_transposed(base, H * W, L, W, scratch<bfloat16>(slot, size_t(packed_size(W, L))));
-  return pack(base, H * W, L, W, scratch<bfloat16>(slot, size_t(packed_size(L, W))));
-}
+struct F32Dot {
+  using T = float;
+  using Packed = cpu::f32dot::Packed;
+  static AOperand<T> rows(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t) {
+    return {head(x, b, h, L, H, W), H * W, 1};
+  }
+  static AOperand<T> from_row(AOperand<T> a, int64_t i) { return {a.p + i * a.am, a.am, a.ak}; }
+  static Packed pack(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot, bool transposed) {
+    using namespace cpu::f32dot;
+    const T* base = head(x, b, h, L, H, W);
+    if (transposed) return pack_transposed(base, H * W, L, W, scratch<T>(slot + 7, size_t(packed_size(W, L))));
+    return cpu::f32dot::pack(base, H * W, L, W, scratch<T>(slot + 7, size_t(packed_size(L, W))));
+  }
+  static Packed at(const Packed& p, int64_t k, int64_t n) { return p.at(k, n); }
+  static AOperand<T> weights(const float* x, int64_t ld, int64_t, int64_t, size_t) { return {x, ld, 1}; }
+  static AOperand<T> weights_transposed(const float* x, int64_t ld, int64_t, int64_t, size_t) { return {x, 1, ld}; }
+  static void gemm(int64_t M, int64_t N, int64_t K, AOperand<T> a, const Packed& b, float* c, int64_t ldc, float alpha,
+                   bool accumulate) {
+    cpu::f32dot::gemm(M, N, K, a.p, a.am, a.ak, b, c, ldc, alpha, accumulate);
+  }
+  static void row_dots(AOperand<T> a, const T* o, int64_t ldo, int64_t L, int64_t W, float* out) {
+    for (int64_t t = 0; t < L; ++t) {
+      const float *x = a.p + t * a.am, *y = o + t * ldo;
+      float acc = 0;
+      for (int64_t e = 0; e < W; ++e) acc += x[e] * y[e];
+      out[t] = acc;
+    }
+  }
+  static void store(const HeadView<float>&, T*, int64_t, int64_t, int64_t, int64_t, int64_t) {}  // written in place
+};
 
-void forward_head(const Geometry& g, int64_t b, int64_t h, const bfloat16* q, const bfloat16* k, const bfloat16* v,
-                  Allowed ok, float scale, bfloat16* o, float* lse) {
-  using namespace cpu::bf16dot;
-  const int64_t dw = (g.D + 1) / 2;  // pairs a row of q and k
-  const bfloat16* Q = dense_rows(q, b, h, g.T, g.H, g.D, 0);
-  Packed Kt = packed(k, b, h, g.S, g.H, g.D, 1, true), V = packed(v, b, h, g.S, g.H, g.E, 2, false);
-  HeadView<float> O = view_out<bfloat16, float>(o, b, h, g.T, g.H, g.E, 3, false);
+template <class Dot>
+void forward_head(const Geometry& g, int64_t b, int64_t h, const typename Dot::T* q, const typename Dot::T* k,
+                  const typename Dot::T* v, Allowed ok, float scale, typename Dot::T* o, float* lse) {
+  using T = typename Dot::T;
+  AOperand<T> Q = Dot::rows(q, b, h, g.T, g.H, g.D, 0);
+  auto Kt = Dot::pack(k, b, h, g.S, g.H, g.D, 1, true);
+  auto V = Dot::pack(v, b, h, g.S, g.H, g.E, 2, false);
+  HeadView<float> O = view_out<T, float>(o, b, h, g.T, g.H, g.E, 3, false);
   float* s = scratch<float>(4, size_t(kBlock * kBlock));
   float* m = scratch<float>(5, size_t(2 * kBlock));
   float* l = m + kBlock;
-  bfloat16* w = scratch<bfloat16>(3, size_t(kBlock * kBlock));  // a panel's weights, rows of kBlock
   for (int64_t i0 = 0; i0 < g.T; i0 += kBlock) {
     int64_t rows = std::min(kBlock, g.T - i0);
     std::fill(m, m + rows, -std::numeric_limits<float>::infinity());
     std::fill(l, l + rows, 0.0f);
     float* acc = O.p + i0 * O.ld;
-    std::fill(acc, acc + rows * O.ld, 0.0f);
+    for (int64_t r = 0; r < rows; ++r) std::fill(acc + r * O.ld, acc + r * O.ld + g.E, 0.0f);
     for (int64_t j0 = 0; j0 < g.S; j0 += kBlock) {
       if (ok.causal && j0 > i0 + rows - 1) break;
       int64_t cols = std::min(kBlock, g.S - j0);
@@ -473,37 +541,33 @@ void forward_head(const Geometry& g, int64_t b, int64_t h, const bfloat16* q, co
         int64_t n = ok.causal ? std::min(cols, ok.prefix(i0 + r0 + pr - 1, j0, cols)) : cols;
         if (n <= 0) continue;
         float* sp = s + r0 * cols;
-        gemm(pr, n, dw, Q + (i0 + r0) * 2 * dw, dw, 1, Kt.at(0, j0), sp, cols, scale, false);
+        Dot::gemm(pr, n, g.D, Dot::from_row(Q, i0 + r0), Dot::at(Kt, 0, j0), sp, cols, scale, false);
         online_softmax(ok, i0, j0, cols, r0, pr, n, s, m, l, acc, O.ld, g.E);
-        to_rows(sp, cols, pr, n, w, kBlock);
-        gemm(pr, g.E, (n + 1) / 2, w, kBlock / 2, 1, V.at(j0 / 2, 0), acc + r0 * O.ld, O.ld, 1.0f, true);
+        Dot::gemm(pr, g.E, n, Dot::weights(sp, cols, pr, n, 3), Dot::at(V, j0, 0), acc + r0 * O.ld, O.ld, 1.0f, true);
       }
     }
     finish_rows(rows, m, l, acc, O.ld, g.E, lse + i0);
   }
-  round_rows(O.p, O.ld, g.T, g.E, o + (b * g.T * g.H + h) * g.E, g.H * g.E);
+  Dot::store(O, o, b, h, g.T, g.H, g.E);
 }
 
-void backward_head(const Geometry& g, int64_t b, int64_t h, const bfloat16* q, const bfloat16* k, const bfloat16* v,
-                   const bfloat16* o, const float* lse, const bfloat16* dout, Allowed ok, float scale, bfloat16* dq,
-                   bfloat16* dk, bfloat16* dv) {
-  using namespace cpu::bf16dot;
-  const int64_t dw = (g.D + 1) / 2, ew = (g.E + 1) / 2;
+template <class Dot>
+void backward_head(const Geometry& g, int64_t b, int64_t h, const typename Dot::T* q, const typename Dot::T* k,
+                   const typename Dot::T* v, const typename Dot::T* o, const float* lse, const typename Dot::T* dout,
+                   Allowed ok, float scale, typename Dot::T* dq, typename Dot::T* dk, typename Dot::T* dv) {
+  using T = typename Dot::T;
   // A operands: q and dO by rows; B operands: k^T and v^T (the logits and dP), k (dQ), q (dK), dO (dV)
-  const bfloat16* Q = dense_rows(q, b, h, g.T, g.H, g.D, 0);
-  const bfloat16* dO = dense_rows(dout, b, h, g.T, g.H, g.E, 1);
-  Packed Kt = packed(k, b, h, g.S, g.H, g.D, 2, true), Vt = packed(v, b, h, g.S, g.H, g.E, 3, true);
-  Packed Kr = packed(k, b, h, g.S, g.H, g.D, 4, false), Qr = packed(q, b, h, g.T, g.H, g.D, 5, false);
-  Packed dOr = packed(dout, b, h, g.T, g.H, g.E, 6, false);
-  HeadView<float> dQ = view_out<bfloat16, float>(dq, b, h, g.T, g.H, g.D, 3, true),
-                  dK = view_out<bfloat16, float>(dk, b, h, g.S, g.H, g.D, 4, true),
-                  dV = view_out<bfloat16, float>(dv, b, h, g.S, g.H, g.E, 5, true);
+  AOperand<T> Q = Dot::rows(q, b, h, g.T, g.H, g.D, 0), dO = Dot::rows(dout, b, h, g.T, g.H, g.E, 1);
+  auto Kt = Dot::pack(k, b, h, g.S, g.H, g.D, 2, true), Vt = Dot::pack(v, b, h, g.S, g.H, g.E, 3, true);
+  auto Kr = Dot::pack(k, b, h, g.S, g.H, g.D, 4, false), Qr = Dot::pack(q, b, h, g.T, g.H, g.D, 5, false);
+  auto dOr = Dot::pack(dout, b, h, g.T, g.H, g.E, 6, false);
+  HeadView<float> dQ = view_out<T, float>(dq, b, h, g.T, g.H, g.D, 3, true),
+                  dK = view_out<T, float>(dk, b, h, g.S, g.H, g.D, 4, true),
+                  dV = view_out<T, float>(dv, b, h, g.S, g.H, g.E, 5, true);
   float* rowdot = scratch<float>(6, size_t(g.T + 2 * kBlock * kBlock));  // D_t = dO_t . O_t, then p, dp
   float* p = rowdot + g.T;
   float* dp = p + kBlock * kBlock;
-  bfloat16* rows_b = scratch<bfloat16>(7, size_t(kBlock * kBlock));   // dS by rows of kBlock
-  bfloat16* pairs_b = scratch<bfloat16>(8, size_t(kBlock * kBlock));  // P, then dS, in pairs of rows
-  row_dots(dO, 2 * ew, head(o, b, h, g.T, g.H, g.E), g.H * g.E, g.T, g.E, rowdot);
+  Dot::row_dots(dO, head(o, b, h, g.T, g.H, g.E), g.H * g.E, g.T, g.E, rowdot);
   for (int64_t i0 = 0; i0 < g.T; i0 += kBlock) {
     int64_t rows = std::min(kBlock, g.T - i0);
     for (int64_t j0 = 0; j0 < g.S; j0 += kBlock) {
@@ -514,26 +578,25 @@ void backward_head(const Geometry& g, int64_t b, int64_t h, const bfloat16* q, c
         int64_t pr = std::min(panel, rows - r0), i = i0 + r0;
         int64_t n = ok.causal ? std::min(cols, ok.prefix(i + pr - 1, j0, cols)) : cols;
         if (n <= 0) continue;
-        // i and j0 are even (multiples of kPanel and kBlock): pair rows i / 2 and j0 / 2 start them
-        gemm(pr, n, dw, Q + i * 2 * dw, dw, 1, Kt.at(0, j0), p, n, scale, false);
+        // dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P (dP - D) scale;  dQ_i += dS K_j;  dK_j += dS^T Q_i
+        Dot::gemm(pr, n, g.D, Dot::from_row(Q, i), Dot::at(Kt, 0, j0), p, n, scale, false);
         weights_from_lse(ok, i, j0, cols, pr, n, lse + i, p);
-        to_pairs_of_rows(p, n, pr, n, pairs_b);
-        gemm(n, g.E, (pr + 1) / 2, pairs_b, 1, n, dOr.at(i / 2, 0), dV.p + j0 * dV.ld, dV.ld, 1.0f, true);
-        gemm(pr, n, ew, dO + i * 2 * ew, ew, 1, Vt.at(0, j0), dp, n, 1.0f, false);
+        Dot::gemm(n, g.E, pr, Dot::weights_transposed(p, n, pr, n, 8), Dot::at(dOr, i, 0), dV.p + j0 * dV.ld, dV.ld,
+                  1.0f, true);
+        Dot::gemm(pr, n, g.E, Dot::from_row(dO, i), Dot::at(Vt, 0, j0), dp, n, 1.0f, false);
         logit_grads(pr, n, rowdot + i, p, dp, scale);
-        to_rows(dp, n, pr, n, rows_b, kBlock);
-        gemm(pr, g.D, (n + 1) / 2, rows_b, kBlock / 2, 1, Kr.at(j0 / 2, 0), dQ.p + i * dQ.ld, dQ.ld, 1.0f, true);
-        to_pairs_of_rows(dp, n, pr, n, pairs_b);
-        gemm(n, g.D, (pr + 1) / 2, pairs_b, 1, n, Qr.at(i / 2, 0), dK.p + j0 * dK.ld, dK.ld, 1.0f, true);
+        Dot::gemm(pr, g.D, n, Dot::weights(dp, n, pr, n, 7), Dot::at(Kr, j0, 0), dQ.p + i * dQ.ld, dQ.ld, 1.0f, true);
+        Dot::gemm(n, g.D, pr, Dot::weights_transposed(dp, n, pr, n, 8), Dot::at(Qr, i, 0), dK.p + j0 * dK.ld, dK.ld,
+                  1.0f, true);
       }
     }
   }
-  round_rows(dQ.p, dQ.ld, g.T, g.D, dq + (b * g.T * g.H + h) * g.D, g.H * g.D);
-  round_rows(dK.p, dK.ld, g.S, g.D, dk + (b * g.S * g.H + h) * g.D, g.H * g.D);
-  round_rows(dV.p, dV.ld, g.S, g.E, dv + (b * g.S * g.H + h) * g.E, g.H * g.E);
+  Dot::store(dQ, dq, b, h, g.T, g.H, g.D);
+  Dot::store(dK, dk, b, h, g.S, g.H, g.D);
+  Dot::store(dV, dv, b, h, g.S, g.H, g.E);
 }
 
-}  // namespace native
+}  // namespace packed
 
 DType lse_dtype(DType d) { return d == DType::f64 ? DType::f64 : DType::f32; }
 
@@ -589,18 +652,26 @@ Arrays fwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
   bool causal = params.get_bool("causal");
   double scale = params.get<double>("scale");
   const bool* mask = in.size() > 3 ? static_cast<const bool*>(in[3].raw_data()) : nullptr;
-  const bool bf16_native = cpu::bf16dot::available();
+  // heads on the register-tile kernels where the CPU runs them (bf16: AVX512-BF16; f32: AVX-512)
+  const DType dt = in[0].dtype();
+  const bool packed_kernels = (dt == DType::bf16 && cpu::bf16dot::available()) ||
+                              (dt == DType::f32 && cpu::f32dot::available());
   visit_float(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     for_heads(g, [&](int64_t b, int64_t h) {
       Allowed ok{causal, mask ? mask + (b * g.H + h) * g.T * g.S : nullptr, g.S};
+      auto packed_head = [&](auto dot) {
+        using Dot = decltype(dot);
+        packed::forward_head<Dot>(g, b, h, static_cast<const T*>(in[0].raw_data()),
+                                  static_cast<const T*>(in[1].raw_data()), static_cast<const T*>(in[2].raw_data()), ok,
+                                  static_cast<float>(scale), static_cast<T*>(o.concrete()->data()),
+                                  static_cast<float*>(lse.concrete()->data()) + (b * g.H + h) * g.T);
+      };
       if constexpr (std::is_same_v<T, bfloat16>) {
-        if (bf16_native)
-          return native::forward_head(g, b, h, static_cast<const T*>(in[0].raw_data()),
-                                      static_cast<const T*>(in[1].raw_data()), static_cast<const T*>(in[2].raw_data()),
-                                      ok, static_cast<float>(scale), static_cast<T*>(o.concrete()->data()),
-                                      static_cast<float*>(lse.concrete()->data()) + (b * g.H + h) * g.T);
+        if (packed_kernels) return packed_head(packed::Bf16Dot{});
+      } else if constexpr (std::is_same_v<T, float>) {
+        if (packed_kernels) return packed_head(packed::F32Dot{});
       }
       forward_head<T, C>(g, b, h, static_cast<const T*>(in[0].raw_data()), static_cast<const T*>(in[1].raw_data()),
                          static_cast<const T*>(in[2].raw_data()), ok, static_cast<C>(scale),
@@ -617,19 +688,27 @@ Arrays bwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
   bool causal = params.get_bool("causal");
   double scale = params.get<double>("scale");
   const bool* mask = in.size() > 6 ? static_cast<const bool*>(in[6].raw_data()) : nullptr;
-  const bool bf16_native = cpu::bf16dot::available();
+  // heads on the register-tile kernels where the CPU runs them (bf16: AVX512-BF16; f32: AVX-512)
+  const DType dt = in[0].dtype();
+  const bool packed_kernels = (dt == DType::bf16 && cpu::bf16dot::available()) ||
+                              (dt == DType::f32 && cpu::f32dot::available());
   visit_float(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     auto ptr = [&](size_t i) { return static_cast<const T*>(in[i].raw_data()); };
     for_heads(g, [&](int64_t b, int64_t h) {
       Allowed ok{causal, mask ? mask + (b * g.H + h) * g.T * g.S : nullptr, g.S};
+      auto packed_head = [&](auto dot) {
+        using Dot = decltype(dot);
+        packed::backward_head<Dot>(g, b, h, ptr(0), ptr(1), ptr(2), ptr(3),
+                                   static_cast<const float*>(in[4].raw_data()) + (b * g.H + h) * g.T, ptr(5), ok,
+                                   static_cast<float>(scale), static_cast<T*>(dq.concrete()->data()),
+                                   static_cast<T*>(dk.concrete()->data()), static_cast<T*>(dv.concrete()->data()));
+      };
       if constexpr (std::is_same_v<T, bfloat16>) {
-        if (bf16_native)
-          return native::backward_head(g, b, h, ptr(0), ptr(1), ptr(2), ptr(3),
-                                       static_cast<const float*>(in[4].raw_data()) + (b * g.H + h) * g.T, ptr(5), ok,
-                                       static_cast<float>(scale), static_cast<T*>(dq.concrete()->data()),
-                                       static_cast<T*>(dk.concrete()->data()), static_cast<T*>(dv.concrete()->data()));
+        if (packed_kernels) return packed_head(packed::Bf16Dot{});
+      } else if constexpr (std::is_same_v<T, float>) {
+        if (packed_kernels) return packed_head(packed::F32Dot{});
       }
       backward_head<T, C>(g, b, h, ptr(0), ptr(1), ptr(2), ptr(3),
                           static_cast<const C*>(in[4].raw_data()) + (b * g.H + h) * g.T, ptr(5), ok,

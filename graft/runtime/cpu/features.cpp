@@ -34,15 +34,19 @@ bool native_bf16() {
   return o < 0 ? detected : o == 1;
 }
 
+static std::atomic<bool> g_avx512_off{false};
+
 bool has_avx512() {
 #if GRAFT_HAVE_TARGET_AVX512
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  return yes;
+  return yes && !g_avx512_off.load(std::memory_order_relaxed);
 #else
   return false;
 #endif
 }
+
+void disable_avx512_for_testing(bool off) { g_avx512_off.store(off); }
 
 bool have_onednn() {
 #ifdef GRAFT_HAVE_DNNL

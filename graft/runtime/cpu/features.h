@@ -29,6 +29,10 @@ bool native_half_gemm(DType d);
 /// for it with GRAFT_TARGET_AVX512 (whatever the build's -march) run only where this holds.
 bool has_avx512();
 
+/// For tests: makes has_avx512() false (true: the detected value again), so that the kernels that
+/// every other CPU runs are tested here too.
+void disable_avx512_for_testing(bool off);
+
 /// Whether graft was built with oneDNN (its GEMM, matmul and convolution kernels).
 bool have_onednn();
 

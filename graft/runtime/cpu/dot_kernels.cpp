@@ -1,7 +1,8 @@
-#include "graft/runtime/cpu/bf16_dot.h"
+#include "graft/runtime/cpu/dot_kernels.h"
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "graft/core/error.h"
 #include "graft/runtime/cpu/features.h"
@@ -12,7 +13,7 @@
 #define GRAFT_BF16_DOT 1
 // Compiled for AVX512-BF16 whatever the build's -march (one binary runs everywhere): callers check
 // available() first, and nothing here is inlined into code built without it.
-#define GRAFT_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define GRAFT_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32(), which -Wmaybe-uninitialized reports
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -21,48 +22,63 @@
 #define GRAFT_BF16_DOT 0
 #endif
 
-namespace graft::cpu::bf16dot {
-
-bool available() {
-#if GRAFT_BF16_DOT
-  static const bool cpu = has_avx512() && __builtin_cpu_supports("avx512bf16");
-  return cpu && native_bf16();
-#else
-  return false;
-#endif
-}
+namespace graft::cpu {
 
 #if GRAFT_BF16_DOT
-
 namespace {
+
 
 GRAFT_TARGET inline __mmask16 first(int64_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1); }
 
 // One register tile: MR rows by NV vectors of 16 columns, every accumulator in a register (MR x NV
-// <= 16 of the 32 zmm: a dot product's latency is hidden by the others in flight). The last vector's
-// columns are `last`.
-template <int MR, int NV>
-GRAFT_TARGET void tile(int64_t kp, const bfloat16* a, int64_t am, int64_t ak, const bfloat16* b, int64_t ldb, float* c,
-                       int64_t ldc, float alpha, bool accumulate, __mmask16 last) {
+// <= 16 of the 32 zmm: a product's latency is hidden by the others in flight). The last vector's
+// columns are `last`. E is the operands' element type: bf16 takes a pair of A's elements (a 32-bit
+// word at a + 2 (i am + k ak)) and a vector of 16 pairs of B per step of k (vdpbf16ps); f32 one
+// element and a vector of 16 (an FMA). `steps` words of the reduction, the last one half used where
+// half_last (an odd K in pairs).
+template <class E, int MR, int NV, bool Half>
+GRAFT_TARGET inline void step(__m512 (&s)[MR][NV], const E* a, int64_t am, const E* b) {
+  constexpr bool kPairs = std::is_same_v<E, bfloat16>;
+  constexpr int kWord = kPairs ? 2 : 1;  // elements of A per broadcast, of B per lane
+  const __m512i low = _mm512_set1_epi32(0xffff);
+  __m512i bv[NV];
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; ++j) {
+    bv[j] = _mm512_loadu_si512(b + 16 * kWord * j);
+    if constexpr (Half) bv[j] = _mm512_and_si512(bv[j], low);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    int32_t w;  // a word of A (memcpy: A is bf16 or f32 storage, of any alignment), broadcast
+    std::memcpy(&w, a + kWord * i * am, 4);
+    if constexpr (Half) w &= 0xffff;
+    __m512i av = _mm512_set1_epi32(w);
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      if constexpr (kPairs) {
+        s[i][j] = _mm512_dpbf16_ps(s[i][j], (__m512bh)av, (__m512bh)bv[j]);
+      } else {
+        s[i][j] = _mm512_fmadd_ps(_mm512_castsi512_ps(av), _mm512_castsi512_ps(bv[j]), s[i][j]);
+      }
+    }
+  }
+}
+
+template <class E, int MR, int NV>
+GRAFT_TARGET void tile(int64_t steps, bool half_last, const E* a, int64_t am, int64_t ak, const E* b, int64_t ldb,
+                       float* c, int64_t ldc, float alpha, bool accumulate, __mmask16 last) {
+  constexpr int kWord = std::is_same_v<E, bfloat16> ? 2 : 1;
   __m512 s[MR][NV];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) s[i][j] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < kp; ++k) {
-    __m512i bv[NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_si512(b + k * ldb + 32 * j);
-    const bfloat16* ar = a + 2 * k * ak;
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      int32_t w;  // a pair of A's elements, broadcast (memcpy: A is bf16 storage, of any alignment)
-      std::memcpy(&w, ar + 2 * i * am, 4);
-      __m512i av = _mm512_set1_epi32(w);
-#pragma GCC unroll 4
-      for (int j = 0; j < NV; ++j) s[i][j] = _mm512_dpbf16_ps(s[i][j], (__m512bh)av, (__m512bh)bv[j]);
-    }
-  }
+  // an odd K's last pair holds one element: its other halves (A's padding and B's next row, which
+  // may be a real row of the operand packed whole) are cleared, so that nothing past K enters a sum,
+  // not even an infinity times zero
+  const int64_t full = steps - (half_last ? 1 : 0);
+  for (int64_t k = 0; k < full; ++k) step<E, MR, NV, false>(s, a + kWord * k * ak, am, b + k * ldb);
+  if (half_last) step<E, MR, NV, true>(s, a + kWord * full * ak, am, b + full * ldb);
   const __m512 va = _mm512_set1_ps(alpha);
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
@@ -76,33 +92,42 @@ GRAFT_TARGET void tile(int64_t kp, const bfloat16* a, int64_t am, int64_t ak, co
 }
 
 // The last rows of a panel, fewer than a tile's: a tile of exactly that many.
-template <int NV, int R>
-GRAFT_TARGET void tail(int64_t rows, int64_t kp, const bfloat16* a, int64_t am, int64_t ak, const bfloat16* b,
-                       int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate, __mmask16 last) {
+template <class E, int NV, int R>
+GRAFT_TARGET void tail(int64_t rows, int64_t steps, bool half_last, const E* a, int64_t am, int64_t ak, const E* b, int64_t ldb,
+                       float* c, int64_t ldc, float alpha, bool accumulate, __mmask16 last) {
   if constexpr (R > 0) {
-    if (rows == R) return tile<R, NV>(kp, a, am, ak, b, ldb, c, ldc, alpha, accumulate, last);
-    tail<NV, R - 1>(rows, kp, a, am, ak, b, ldb, c, ldc, alpha, accumulate, last);
+    if (rows == R) return tile<E, R, NV>(steps, half_last, a, am, ak, b, ldb, c, ldc, alpha, accumulate, last);
+    tail<E, NV, R - 1>(rows, steps, half_last, a, am, ak, b, ldb, c, ldc, alpha, accumulate, last);
   }
 }
 
 // A panel of NV vectors of columns over all M rows.
-template <int NV>
-GRAFT_TARGET void panel(int64_t M, int64_t kp, const bfloat16* a, int64_t am, int64_t ak, const bfloat16* b,
-                        int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate, __mmask16 last) {
+template <class E, int NV>
+GRAFT_TARGET void panel(int64_t M, int64_t steps, bool half_last, const E* a, int64_t am, int64_t ak, const E* b, int64_t ldb,
+                        float* c, int64_t ldc, float alpha, bool accumulate, __mmask16 last) {
   constexpr int MR = NV == 1 ? 12 : 8;
+  constexpr int kWord = std::is_same_v<E, bfloat16> ? 2 : 1;
   int64_t m = 0;
-  for (; m + MR <= M; m += MR) tile<MR, NV>(kp, a + 2 * m * am, am, ak, b, ldb, c + m * ldc, ldc, alpha, accumulate, last);
-  if (m < M) tail<NV, MR - 1>(M - m, kp, a + 2 * m * am, am, ak, b, ldb, c + m * ldc, ldc, alpha, accumulate, last);
+  for (; m + MR <= M; m += MR)
+    tile<E, MR, NV>(steps, half_last, a + kWord * m * am, am, ak, b, ldb, c + m * ldc, ldc, alpha, accumulate, last);
+  if (m < M)
+    tail<E, NV, MR - 1>(M - m, steps, half_last, a + kWord * m * am, am, ak, b, ldb, c + m * ldc, ldc, alpha, accumulate,
+                        last);
 }
 
-GRAFT_TARGET void gemm_avx512(int64_t M, int64_t N, int64_t kp, const bfloat16* a, int64_t am, int64_t ak, Packed b,
-                              float* c, int64_t ldc, float alpha, bool accumulate) {
+// Panels of 32 columns (16 for the last when no more are left) over a reduction of K elements.
+template <class E>
+GRAFT_TARGET void gemm_avx512(int64_t M, int64_t N, int64_t K, const E* a, int64_t am, int64_t ak, const E* b,
+                              int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate) {
+  constexpr int kWord = std::is_same_v<E, bfloat16> ? 2 : 1;
+  const int64_t steps = (K + kWord - 1) / kWord;
+  const bool half_last = K % kWord != 0;
   for (int64_t n0 = 0; n0 < N; n0 += 32) {
     int64_t w = std::min<int64_t>(32, N - n0);
     if (w > 16)
-      panel<2>(M, kp, a, am, ak, b.p + 2 * n0, b.ld, c + n0, ldc, alpha, accumulate, first(w - 16));
+      panel<E, 2>(M, steps, half_last, a, am, ak, b + kWord * n0, ldb, c + n0, ldc, alpha, accumulate, first(w - 16));
     else
-      panel<1>(M, kp, a, am, ak, b.p + 2 * n0, b.ld, c + n0, ldc, alpha, accumulate, first(w));
+      panel<E, 1>(M, steps, half_last, a, am, ak, b + kWord * n0, ldb, c + n0, ldc, alpha, accumulate, first(w));
   }
 }
 
@@ -227,7 +252,45 @@ GRAFT_TARGET void round_rows_avx512(const float* x, int64_t ldx, int64_t M, int6
     }
 }
 
+// f32 rows [K, N] copied into rows of whole vectors, zeros past N.
+GRAFT_TARGET void pack_f32_avx512(const float* b, int64_t ldb, int64_t K, int64_t N, float* out, int64_t ld) {
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n0 = 0; n0 < ld; n0 += 16)
+      _mm512_storeu_ps(out + k * ld + n0, _mm512_maskz_loadu_ps(n0 < N ? first(N - n0) : __mmask16(0), b + k * ldb + n0));
+}
+
+// f32 X [N, K] transposed into rows of whole vectors: blocks of 16 x 16, as for bf16's words.
+GRAFT_TARGET void pack_transposed_f32_avx512(const float* x, int64_t ldx, int64_t N, int64_t K, float* out, int64_t ld) {
+  for (int64_t k0 = 0; k0 < K; k0 += 16) {
+    const __mmask16 km = first(K - k0);
+    const int64_t rows_out = std::min<int64_t>(16, K - k0);
+    for (int64_t n0 = 0; n0 < ld; n0 += 16) {
+      __m512i r[16], o[16];
+      for (int i = 0; i < 16; ++i)
+        r[i] = n0 + i < N ? _mm512_castps_si512(_mm512_maskz_loadu_ps(km, x + (n0 + i) * ldx + k0)) : _mm512_setzero_si512();
+      transpose16(r, o);
+      for (int64_t j = 0; j < rows_out; ++j) _mm512_storeu_si512(out + (k0 + j) * ld + n0, o[j]);
+    }
+  }
+}
+
 }  // namespace
+#endif
+
+}  // namespace graft::cpu
+
+namespace graft::cpu::bf16dot {
+
+bool available() {
+#if GRAFT_BF16_DOT
+  static const bool cpu = __builtin_cpu_supports("avx512bf16");
+  return cpu && has_avx512() && native_bf16();
+#else
+  return false;
+#endif
+}
+
+#if GRAFT_BF16_DOT
 
 Packed pack(const bfloat16* b, int64_t ldb, int64_t K, int64_t N, bfloat16* out) {
   const int64_t ld = packed_ld(N);
@@ -241,9 +304,9 @@ Packed pack_transposed(const bfloat16* x, int64_t ldx, int64_t N, int64_t K, bfl
   return {out, ld};
 }
 
-void gemm(int64_t M, int64_t N, int64_t kp, const bfloat16* a, int64_t am, int64_t ak, Packed b, float* c, int64_t ldc,
+void gemm(int64_t M, int64_t N, int64_t K, const bfloat16* a, int64_t am, int64_t ak, Packed b, float* c, int64_t ldc,
           float alpha, bool accumulate) {
-  if (M > 0 && N > 0) gemm_avx512(M, N, kp, a, am, ak, b, c, ldc, alpha, accumulate);
+  if (M > 0 && N > 0) gemm_avx512<bfloat16>(M, N, K, a, am, ak, b.p, b.ld, c, ldc, alpha, accumulate);
 }
 
 void to_rows(const float* x, int64_t ldx, int64_t M, int64_t N, bfloat16* out, int64_t ld) {
@@ -279,3 +342,40 @@ void round_rows(const float*, int64_t, int64_t, int64_t, bfloat16*, int64_t) { m
 #endif
 
 }  // namespace graft::cpu::bf16dot
+
+namespace graft::cpu::f32dot {
+
+bool available() { return GRAFT_BF16_DOT && has_avx512(); }
+
+#if GRAFT_BF16_DOT
+
+Packed pack(const float* b, int64_t ldb, int64_t K, int64_t N, float* out) {
+  const int64_t ld = packed_ld(N);
+  pack_f32_avx512(b, ldb, K, N, out, ld);
+  return {out, ld};
+}
+
+Packed pack_transposed(const float* x, int64_t ldx, int64_t N, int64_t K, float* out) {
+  const int64_t ld = packed_ld(N);
+  pack_transposed_f32_avx512(x, ldx, N, K, out, ld);
+  return {out, ld};
+}
+
+void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t am, int64_t ak, Packed b, float* c, int64_t ldc,
+          float alpha, bool accumulate) {
+  if (M > 0 && N > 0) gemm_avx512<float>(M, N, K, a, am, ak, b.p, b.ld, c, ldc, alpha, accumulate);
+}
+
+#else  // no x86-64: available() is false, and a call is a bug
+
+namespace {
+[[noreturn]] void missing(const char* what) { fail<Error>("f32dot::", what, ": this build has no AVX-512 kernels"); }
+}  // namespace
+
+Packed pack(const float*, int64_t, int64_t, int64_t, float*) { missing("pack"); }
+Packed pack_transposed(const float*, int64_t, int64_t, int64_t, float*) { missing("pack_transposed"); }
+void gemm(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, Packed, float*, int64_t, float, bool) { missing("gemm"); }
+
+#endif
+
+}  // namespace graft::cpu::f32dot

@@ -1,4 +1,4 @@
-// The AVX512-BF16 product kernels (cpu::bf16dot) against a double-precision reference from the bf16
+// The register-tile product kernels (cpu::bf16dot, cpu::f32dot) against a double-precision reference from the bf16
 // operands' exact values: every register tile and its row and column remainders, both packings, A
 // read by rows and (in pairs of rows) transposed, odd reduction lengths, alpha and accumulation; and
 // the f32 -> bf16 roundings that make A operands. Runs where the CPU has AVX512-BF16 (skipped, saying
@@ -13,10 +13,11 @@
 #include <vector>
 
 #include "graft/core/half.h"
-#include "graft/runtime/cpu/bf16_dot.h"
+#include "graft/runtime/cpu/dot_kernels.h"
 
-namespace graft::cpu::bf16dot {
+namespace graft::cpu {
 namespace {
+using namespace bf16dot;
 
 std::vector<float> uniform(size_t n, uint64_t seed) {
   std::mt19937_64 g(seed);
@@ -33,7 +34,7 @@ std::vector<bfloat16> rounded(const std::vector<float>& x) { return {x.begin(), 
 double tolerance(int64_t K, double abs_sum) { return (K + 2) * std::ldexp(abs_sum, -24) + 1e-30; }
 
 #define REQUIRE_BF16_DOT() \
-  if (!available()) GTEST_SKIP() << "no AVX512-BF16 here: the kernels are not used on this CPU"
+  if (!bf16dot::available()) GTEST_SKIP() << "no AVX512-BF16 here: the kernels are not used on this CPU"
 
 TEST(Bf16Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
   REQUIRE_BF16_DOT();
@@ -41,10 +42,11 @@ TEST(Bf16Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
     for (int64_t N : {1, 7, 16, 17, 32, 33, 50, 128})
       for (int64_t K : {1, 2, 7, 32, 127})
         for (bool transposed : {false, true}) {
-          const int64_t kp = (K + 1) / 2, lda = 2 * kp + 2;  // A's rows padded: an odd K's pair ends in a zero
+          const int64_t lda = (K + 1) / 2 * 2 + 2;  // A's rows padded (an odd K's last pair is half A's)
           std::vector<bfloat16> A = rounded(uniform(size_t(M * lda), uint64_t(M * 1000 + N * 10 + K)));
+          // past K: infinities, which must not enter any sum (an odd K's last pair is half used)
           for (int64_t m = 0; m < M; ++m)
-            for (int64_t k = K; k < lda; ++k) A[size_t(m * lda + k)] = bfloat16(0.0f);
+            for (int64_t k = K; k < lda; ++k) A[size_t(m * lda + k)] = bfloat16(std::numeric_limits<float>::infinity());
           // B(k, n) from [K, N] with row stride N + 3, or from X [N, K] with row stride K + 1
           const int64_t ldb = transposed ? K + 1 : N + 3;
           std::vector<bfloat16> B = rounded(uniform(size_t((transposed ? N : K) * ldb), uint64_t(K * 7 + N)));
@@ -55,8 +57,8 @@ TEST(Bf16Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
           ASSERT_EQ(pb.ld, packed_ld(N));
           const int64_t ldc = N + 5;
           std::vector<float> C0 = uniform(size_t(M * ldc), 99), C = C0, D = C0;
-          gemm(M, N, kp, A.data(), lda / 2, 1, pb, C.data(), ldc, 0.5f, false);
-          gemm(M, N, kp, A.data(), lda / 2, 1, pb, D.data(), ldc, -2.0f, true);
+          gemm(M, N, K, A.data(), lda / 2, 1, pb, C.data(), ldc, 0.5f, false);
+          gemm(M, N, K, A.data(), lda / 2, 1, pb, D.data(), ldc, -2.0f, true);
           for (int64_t m = 0; m < M; ++m) {
             for (int64_t n = 0; n < N; ++n) {
               double ref = 0, mag = 0;
@@ -88,7 +90,7 @@ TEST(Bf16Dot, PairsOfRowsServeAsTheTransposedOperand) {
         std::vector<bfloat16> pk(size_t(packed_size(R, N)));
         Packed pb = pack(B.data(), N, R, N, pk.data());
         std::vector<float> C(size_t(M * N));
-        gemm(M, N, (R + 1) / 2, pairs.data(), 1, M, pb, C.data(), N, 1.0f, false);
+        gemm(M, N, R, pairs.data(), 1, M, pb, C.data(), N, 1.0f, false);
         for (int64_t m = 0; m < M; ++m)
           for (int64_t n = 0; n < N; ++n) {
             double ref = 0, mag = 0;
@@ -161,5 +163,42 @@ TEST(Bf16Dot, RowDotsAndExactRoundingOfResults) {
   }
 }
 
+// f32dot: the same tiles on FMAs; A read by rows and transposed in place, B packed from rows and from
+// a transposed block; odd sizes everywhere.
+TEST(F32Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
+  if (!f32dot::available()) GTEST_SKIP() << "no AVX-512 here: the kernels are not used on this CPU";
+  for (int64_t M : {1, 7, 8, 12, 13, 64, 67})
+    for (int64_t N : {1, 15, 16, 17, 32, 33, 128})
+      for (int64_t K : {0, 1, 5, 32, 129})
+        for (int layout = 0; layout < 4; ++layout) {
+          const bool a_transposed = layout & 1, b_transposed = layout & 2;
+          // A(m, k): a[m * lda + k], or its transpose stored [K, M]: a[k * lda + m]
+          const int64_t lda = (a_transposed ? M : K) + 3, ldb = (b_transposed ? K : N) + 2;
+          std::vector<float> A = uniform(size_t((a_transposed ? K : M) * lda + 1), uint64_t(M + 100 * K));
+          std::vector<float> B = uniform(size_t((b_transposed ? N : K) * ldb + 1), uint64_t(N + 7 * K));
+          auto a_at = [&](int64_t m, int64_t k) { return A[size_t(a_transposed ? k * lda + m : m * lda + k)]; };
+          auto b_at = [&](int64_t k, int64_t n) { return B[size_t(b_transposed ? n * ldb + k : k * ldb + n)]; };
+          std::vector<float> packed_b(size_t(f32dot::packed_size(K, N)) + 1);
+          f32dot::Packed pb = b_transposed ? f32dot::pack_transposed(B.data(), ldb, N, K, packed_b.data())
+                                           : f32dot::pack(B.data(), ldb, K, N, packed_b.data());
+          const int64_t ldc = N + 1;
+          std::vector<float> C0 = uniform(size_t(M * ldc), 5), C = C0;
+          f32dot::gemm(M, N, K, A.data(), a_transposed ? 1 : lda, a_transposed ? lda : 1, pb, C.data(), ldc, 0.25f,
+                       layout == 3);
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t n = 0; n < N; ++n) {
+              double ref = 0, mag = 0;
+              for (int64_t k = 0; k < K; ++k) {
+                double t = double(a_at(m, k)) * b_at(k, n);
+                ref += t, mag += std::abs(t);
+              }
+              const size_t at = size_t(m * ldc + n);
+              const double want = 0.25 * ref + (layout == 3 ? C0[at] : 0.0);
+              ASSERT_NEAR(C[at], want, 0.25 * tolerance(K, mag) + 1e-7)
+                  << M << "x" << N << "x" << K << " layout " << layout << " at " << m << "," << n;
+            }
+        }
+}
+
 }  // namespace
-}  // namespace graft::cpu::bf16dot
+}  // namespace graft::cpu

@@ -505,12 +505,7 @@ struct F32Dot {
     cpu::f32dot::gemm(M, N, K, a.p, a.am, a.ak, b, c, ldc, alpha, accumulate);
   }
   static void row_dots(AOperand<T> a, const T* o, int64_t ldo, int64_t L, int64_t W, float* out) {
-    for (int64_t t = 0; t < L; ++t) {
-      const float *x = a.p + t * a.am, *y = o + t * ldo;
-      float acc = 0;
-      for (int64_t e = 0; e < W; ++e) acc += x[e] * y[e];
-      out[t] = acc;
-    }
+    cpu::f32dot::row_dots(a.p, a.am, o, ldo, L, W, out);
   }
   static void store(const HeadView<float>&, T*, int64_t, int64_t, int64_t, int64_t, int64_t) {}  // written in place
 };

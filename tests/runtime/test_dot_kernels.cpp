@@ -200,5 +200,23 @@ TEST(F32Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
         }
 }
 
+TEST(F32Dot, RowDots) {
+  if (!f32dot::available()) GTEST_SKIP() << "no AVX-512 here: the kernels are not used on this CPU";
+  for (int64_t N : {1, 15, 16, 17, 32, 100}) {
+    const int64_t M = 4, lda = N + 2, ldb = N + 5;
+    std::vector<float> a = uniform(size_t(M * lda), uint64_t(N)), b = uniform(size_t(M * ldb), 9);
+    std::vector<float> got(static_cast<size_t>(M));
+    f32dot::row_dots(a.data(), lda, b.data(), ldb, M, N, got.data());
+    for (int64_t m = 0; m < M; ++m) {
+      double ref = 0, mag = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        double t = double(a[size_t(m * lda + n)]) * b[size_t(m * ldb + n)];
+        ref += t, mag += std::abs(t);
+      }
+      EXPECT_NEAR(got[size_t(m)], ref, tolerance(N, mag)) << N;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace graft::cpu

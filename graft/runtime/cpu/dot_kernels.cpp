@@ -259,6 +259,19 @@ GRAFT_TARGET void pack_f32_avx512(const float* b, int64_t ldb, int64_t K, int64_
       _mm512_storeu_ps(out + k * ld + n0, _mm512_maskz_loadu_ps(n0 < N ? first(N - n0) : __mmask16(0), b + k * ldb + n0));
 }
 
+// Row dots of f32 rows on 16 lanes of FMAs.
+GRAFT_TARGET void row_dots_f32_avx512(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t M, int64_t N,
+                                      float* out) {
+  for (int64_t m = 0; m < M; ++m) {
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t n0 = 0; n0 < N; n0 += 16) {
+      const __mmask16 k = first(N - n0);
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + m * lda + n0), _mm512_maskz_loadu_ps(k, b + m * ldb + n0), acc);
+    }
+    out[m] = vmath::avx512::reduce_add(acc);
+  }
+}
+
 // f32 X [N, K] transposed into rows of whole vectors: blocks of 16 x 16, as for bf16's words.
 GRAFT_TARGET void pack_transposed_f32_avx512(const float* x, int64_t ldx, int64_t N, int64_t K, float* out, int64_t ld) {
   for (int64_t k0 = 0; k0 < K; k0 += 16) {
@@ -350,9 +363,14 @@ bool available() { return GRAFT_BF16_DOT && has_avx512(); }
 #if GRAFT_BF16_DOT
 
 Packed pack(const float* b, int64_t ldb, int64_t K, int64_t N, float* out) {
+  if (N % 16 == 0) return {b, ldb};  // rows of whole vectors already: read in place
   const int64_t ld = packed_ld(N);
   pack_f32_avx512(b, ldb, K, N, out, ld);
   return {out, ld};
+}
+
+void row_dots(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t M, int64_t N, float* out) {
+  row_dots_f32_avx512(a, lda, b, ldb, M, N, out);
 }
 
 Packed pack_transposed(const float* x, int64_t ldx, int64_t N, int64_t K, float* out) {
@@ -375,6 +393,7 @@ namespace {
 Packed pack(const float*, int64_t, int64_t, int64_t, float*) { missing("pack"); }
 Packed pack_transposed(const float*, int64_t, int64_t, int64_t, float*) { missing("pack_transposed"); }
 void gemm(int64_t, int64_t, int64_t, const float*, int64_t, int64_t, Packed, float*, int64_t, float, bool) { missing("gemm"); }
+void row_dots(const float*, int64_t, const float*, int64_t, int64_t, int64_t, float*) { missing("row_dots"); }
 
 #endif
 

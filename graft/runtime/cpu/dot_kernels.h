@@ -95,7 +95,8 @@ struct Packed {
 inline int64_t packed_ld(int64_t N) { return (N + 15) / 16 * 16; }
 inline int64_t packed_size(int64_t K, int64_t N) { return K * packed_ld(N); }
 
-/// Packs B [K, N], B(k, n) = b[k * ldb + n], into out (packed_size(K, N) elements).
+/// Packs B [K, N], B(k, n) = b[k * ldb + n], into out (packed_size(K, N) elements); rows of whole
+/// vectors (N a multiple of 16) are read in place instead (the result points into b).
 Packed pack(const float* b, int64_t ldb, int64_t K, int64_t N, float* out);
 
 /// Packs B = X^T for X [N, K], B(k, n) = x[n * ldx + k], into out (packed_size(K, N) elements).
@@ -105,5 +106,8 @@ Packed pack_transposed(const float* x, int64_t ldx, int64_t N, int64_t K, float*
 /// a[m * am + k * ak], b packed. M, N from 1 up; K from 0.
 void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t am, int64_t ak, Packed b, float* c, int64_t ldc,
           float alpha, bool accumulate);
+
+/// out[m] = sum_n a(m, n) b(m, n) over rows [M, N] (row strides lda, ldb), on 16 lanes.
+void row_dots(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t M, int64_t N, float* out);
 
 }  // namespace graft::cpu::f32dot

@@ -495,7 +495,8 @@ struct F32Dot {
     using namespace cpu::f32dot;
     const T* base = head(x, b, h, L, H, W);
     if (transposed) return pack_transposed(base, H * W, L, W, scratch<T>(slot + 7, size_t(packed_size(W, L))));
-    return cpu::f32dot::pack(base, H * W, L, W, scratch<T>(slot + 7, size_t(packed_size(L, W))));
+    return cpu::f32dot::pack(base, H * W, L, W,
+                             packs_in_place(W) ? nullptr : scratch<T>(slot + 7, size_t(packed_size(L, W))));
   }
   static Packed at(const Packed& p, int64_t k, int64_t n) { return p.at(k, n); }
   static AOperand<T> weights(const float* x, int64_t ld, int64_t, int64_t, size_t) { return {x, ld, 1}; }

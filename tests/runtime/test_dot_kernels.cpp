@@ -197,6 +197,7 @@ TEST(F32Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
               ASSERT_NEAR(C[at], want, 0.25 * tolerance(K, mag) + 1e-7)
                   << M << "x" << N << "x" << K << " layout " << layout << " at " << m << "," << n;
             }
+          for (int64_t m = 0; m < M; ++m) ASSERT_EQ(C[size_t(m * ldc + N)], C0[size_t(m * ldc + N)]) << "past N";
         }
 }
 

@@ -12,11 +12,15 @@
 #include <immintrin.h>
 #define GRAFT_BF16_DOT 1
 // Compiled for AVX512-BF16 whatever the build's -march (one binary runs everywhere): callers check
-// available() first, and nothing here is inlined into code built without it.
+// available() first, and nothing here is inlined into code built without it. The f32 instantiations
+// carry the same target and run on AVX-512 CPUs without BF16: they name no BF16 intrinsic, and the
+// compiler introduces none of its own.
 #define GRAFT_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32(), which -Wmaybe-uninitialized reports
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which -Wmaybe-uninitialized (and, at
+// -O1, -Wuninitialized) reports
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #else
 #define GRAFT_BF16_DOT 0
@@ -363,7 +367,7 @@ bool available() { return GRAFT_BF16_DOT && has_avx512(); }
 #if GRAFT_BF16_DOT
 
 Packed pack(const float* b, int64_t ldb, int64_t K, int64_t N, float* out) {
-  if (N % 16 == 0) return {b, ldb};  // rows of whole vectors already: read in place
+  if (packs_in_place(N)) return {b, ldb};
   const int64_t ld = packed_ld(N);
   pack_f32_avx512(b, ldb, K, N, out, ld);
   return {out, ld};

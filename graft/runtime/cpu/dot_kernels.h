@@ -95,8 +95,11 @@ struct Packed {
 inline int64_t packed_ld(int64_t N) { return (N + 15) / 16 * 16; }
 inline int64_t packed_size(int64_t K, int64_t N) { return K * packed_ld(N); }
 
-/// Packs B [K, N], B(k, n) = b[k * ldb + n], into out (packed_size(K, N) elements); rows of whole
-/// vectors (N a multiple of 16) are read in place instead (the result points into b).
+/// Whether pack reads B [K, N] in place: rows of whole vectors (N a multiple of 16).
+inline bool packs_in_place(int64_t N) { return N % 16 == 0; }
+
+/// Packs B [K, N], B(k, n) = b[k * ldb + n], into out (packed_size(K, N) elements), or returns b
+/// itself where packs_in_place(N) (out unused: null will do).
 Packed pack(const float* b, int64_t ldb, int64_t K, int64_t N, float* out);
 
 /// Packs B = X^T for X [N, K], B(k, n) = x[n * ldx + k], into out (packed_size(K, N) elements).

@@ -17,13 +17,13 @@
 
 #include "graft/compiler/passes/passes.h"
 #include "graft/nn/nn.h"
-#include "graft/parallel/partition.h"
 #include "graft/ops/ops.h"
+#include "graft/parallel/partition.h"
 #include "graft/prims/primitives.h"
 #include "graft/runtime/cpu/dot_kernels.h"
+#include "graft/runtime/cpu/features.h"
 #include "graft/runtime/cpu/gemm.h"
 #include "graft/runtime/cpu/parallel.h"
-#include "graft/runtime/cpu/features.h"
 #include "graft/runtime/cpu/vmath.h"
 #include "graft/runtime/cpu/vmath_avx512.h"
 #include "graft/transforms/api.h"
@@ -165,15 +165,18 @@ GRAFT_TARGET_AVX512 inline float exp_row(float* sr, int64_t lim, int64_t n, floa
   for (int64_t c = 0; c < n; c += 16) {
     __mmask16 keep = lanes(lim - c);
     __m512 e = _mm512_setzero_ps();
-    if (keep) e = _mm512_maskz_mov_ps(keep, vmath::avx512::exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(keep, sr + c), vm)));
+    if (keep)
+      e = _mm512_maskz_mov_ps(keep,
+                              vmath::avx512::exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(keep, sr + c), vm)));
     _mm512_mask_storeu_ps(sr + c, lanes(n - c), e);
     sum = _mm512_add_ps(sum, e);
   }
   return vmath::avx512::reduce_add(sum);
 }
 
-GRAFT_TARGET_AVX512 void online_softmax(const Allowed& ok, int64_t i0, int64_t j0, int64_t cols, int64_t r0, int64_t pr,
-                                        int64_t n, float* s, float* m, float* l, float* acc, int64_t ld, int64_t E) {
+GRAFT_TARGET_AVX512 void online_softmax(const Allowed& ok, int64_t i0, int64_t j0, int64_t cols, int64_t r0,
+                                        int64_t pr, int64_t n, float* s, float* m, float* l, float* acc,
+                                        int64_t ld, int64_t E) {
   const float ninf = -std::numeric_limits<float>::infinity();
   const __m512 vninf = _mm512_set1_ps(ninf);
   for (int64_t r = r0; r < r0 + pr; ++r) {
@@ -182,7 +185,8 @@ GRAFT_TARGET_AVX512 void online_softmax(const Allowed& ok, int64_t i0, int64_t j
     __m512 vmax = vninf;
     // max(v, vmax) keeps vmax where v is NaN: a NaN logit does not become the maximum (as the
     // generic loop's comparison)
-    for (int64_t c = 0; c < lim; c += 16) vmax = _mm512_maskz_max_ps(0xffff, _mm512_mask_loadu_ps(vninf, lanes(lim - c), sr + c), vmax);
+    for (int64_t c = 0; c < lim; c += 16)
+      vmax = _mm512_maskz_max_ps(0xffff, _mm512_mask_loadu_ps(vninf, lanes(lim - c), sr + c), vmax);
     const float mnew = std::max(m[r], vmath::avx512::reduce_max(vmax));
     if (mnew == ninf) {
       std::fill(sr, sr + n, 0.0f);
@@ -203,8 +207,8 @@ GRAFT_TARGET_AVX512 void online_softmax(const Allowed& ok, int64_t i0, int64_t j
   }
 }
 
-GRAFT_TARGET_AVX512 void weights_from_lse(const Allowed& ok, int64_t i, int64_t j0, int64_t cols, int64_t pr, int64_t n,
-                                          const float* lse, float* p) {
+GRAFT_TARGET_AVX512 void weights_from_lse(const Allowed& ok, int64_t i, int64_t j0, int64_t cols, int64_t pr,
+                                          int64_t n, const float* lse, float* p) {
   for (int64_t r = 0; r < pr; ++r) {
     float* prow = p + r * n;
     if (lse[r] == -std::numeric_limits<float>::infinity()) {
@@ -223,11 +227,12 @@ GRAFT_TARGET_AVX512 void weights_from_lse(const Allowed& ok, int64_t i, int64_t 
 // attend, and folds them into the rows' running maximum m and sum l, rescaling the rows' outputs acc
 // (row stride ld, E columns) when the maximum grows.
 template <class C>
-void online_softmax(const Allowed& ok, int64_t i0, int64_t j0, int64_t cols, int64_t r0, int64_t pr, int64_t n, C* s,
-                    C* m, C* l, C* acc, int64_t ld, int64_t E) {
+void online_softmax(const Allowed& ok, int64_t i0, int64_t j0, int64_t cols, int64_t r0, int64_t pr,
+                    int64_t n, C* s, C* m, C* l, C* acc, int64_t ld, int64_t E) {
 #if GRAFT_HAVE_TARGET_AVX512
   if constexpr (std::is_same_v<C, float>)
-    if (!ok.mask && cpu::has_avx512()) return avx512::online_softmax(ok, i0, j0, cols, r0, pr, n, s, m, l, acc, ld, E);
+    if (!ok.mask && cpu::has_avx512())
+      return avx512::online_softmax(ok, i0, j0, cols, r0, pr, n, s, m, l, acc, ld, E);
 #endif
   const C ninf = -std::numeric_limits<C>::infinity();
   for (int64_t r = r0; r < r0 + pr; ++r) {
@@ -291,7 +296,8 @@ void finish_rows(int64_t rows, const C* m, const C* l, C* acc, int64_t ld, int64
 // A backward block's weights: rows [0, pr) of p (queries from i, n keys from j0, row stride n) from
 // their logits and the rows' log-sum-exp lse (from query i), 0 where a pair does not attend.
 template <class C>
-void weights_from_lse(const Allowed& ok, int64_t i, int64_t j0, int64_t cols, int64_t pr, int64_t n, const C* lse, C* p) {
+void weights_from_lse(const Allowed& ok, int64_t i, int64_t j0, int64_t cols, int64_t pr, int64_t n,
+                      const C* lse, C* p) {
 #if GRAFT_HAVE_TARGET_AVX512
   if constexpr (std::is_same_v<C, float>)
     if (!ok.mask && cpu::has_avx512()) return avx512::weights_from_lse(ok, i, j0, cols, pr, n, lse, p);
@@ -452,7 +458,8 @@ struct Bf16Dot {
     return {out, Wp / 2, 1};
   }
   static AOperand<T> from_row(AOperand<T> a, int64_t i) { return {a.p + 2 * i * a.am, a.am, a.ak}; }
-  static Packed pack(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot, bool transposed) {
+  static Packed pack(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot,
+                     bool transposed) {
     using namespace cpu::bf16dot;
     const T* base = head(x, b, h, L, H, W);
     if (transposed) return pack_transposed(base, H * W, L, W, scratch<T>(slot, size_t(packed_size(W, L))));
@@ -471,8 +478,8 @@ struct Bf16Dot {
     cpu::bf16dot::to_pairs_of_rows(x, ld, M, N, out);
     return {out, 1, N};
   }
-  static void gemm(int64_t M, int64_t N, int64_t K, AOperand<T> a, const Packed& b, float* c, int64_t ldc, float alpha,
-                   bool accumulate) {
+  static void gemm(int64_t M, int64_t N, int64_t K, AOperand<T> a, const Packed& b, float* c, int64_t ldc,
+                   float alpha, bool accumulate) {
     cpu::bf16dot::gemm(M, N, K, a.p, a.am, a.ak, b, c, ldc, alpha, accumulate);
   }
   static void row_dots(AOperand<T> a, const T* o, int64_t ldo, int64_t L, int64_t W, float* out) {
@@ -491,24 +498,29 @@ struct F32Dot {
     return {head(x, b, h, L, H, W), H * W, 1};
   }
   static AOperand<T> from_row(AOperand<T> a, int64_t i) { return {a.p + i * a.am, a.am, a.ak}; }
-  static Packed pack(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot, bool transposed) {
+  static Packed pack(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot,
+                     bool transposed) {
     using namespace cpu::f32dot;
     const T* base = head(x, b, h, L, H, W);
-    if (transposed) return pack_transposed(base, H * W, L, W, scratch<T>(slot + 7, size_t(packed_size(W, L))));
+    if (transposed)
+      return pack_transposed(base, H * W, L, W, scratch<T>(slot + 7, size_t(packed_size(W, L))));
     return cpu::f32dot::pack(base, H * W, L, W,
                              packs_in_place(W) ? nullptr : scratch<T>(slot + 7, size_t(packed_size(L, W))));
   }
   static Packed at(const Packed& p, int64_t k, int64_t n) { return p.at(k, n); }
   static AOperand<T> weights(const float* x, int64_t ld, int64_t, int64_t, size_t) { return {x, ld, 1}; }
-  static AOperand<T> weights_transposed(const float* x, int64_t ld, int64_t, int64_t, size_t) { return {x, 1, ld}; }
-  static void gemm(int64_t M, int64_t N, int64_t K, AOperand<T> a, const Packed& b, float* c, int64_t ldc, float alpha,
-                   bool accumulate) {
+  static AOperand<T> weights_transposed(const float* x, int64_t ld, int64_t, int64_t, size_t) {
+    return {x, 1, ld};
+  }
+  static void gemm(int64_t M, int64_t N, int64_t K, AOperand<T> a, const Packed& b, float* c, int64_t ldc,
+                   float alpha, bool accumulate) {
     cpu::f32dot::gemm(M, N, K, a.p, a.am, a.ak, b, c, ldc, alpha, accumulate);
   }
   static void row_dots(AOperand<T> a, const T* o, int64_t ldo, int64_t L, int64_t W, float* out) {
     cpu::f32dot::row_dots(a.p, a.am, o, ldo, L, W, out);
   }
-  static void store(const HeadView<float>&, T*, int64_t, int64_t, int64_t, int64_t, int64_t) {}  // written in place
+  static void store(const HeadView<float>&, T*, int64_t, int64_t, int64_t, int64_t, int64_t) {
+  }  // written in place
 };
 
 template <class Dot>
@@ -539,7 +551,8 @@ void forward_head(const Geometry& g, int64_t b, int64_t h, const typename Dot::T
         float* sp = s + r0 * cols;
         Dot::gemm(pr, n, g.D, Dot::from_row(Q, i0 + r0), Dot::at(Kt, 0, j0), sp, cols, scale, false);
         online_softmax(ok, i0, j0, cols, r0, pr, n, s, m, l, acc, O.ld, g.E);
-        Dot::gemm(pr, g.E, n, Dot::weights(sp, cols, pr, n, 3), Dot::at(V, j0, 0), acc + r0 * O.ld, O.ld, 1.0f, true);
+        Dot::gemm(pr, g.E, n, Dot::weights(sp, cols, pr, n, 3), Dot::at(V, j0, 0), acc + r0 * O.ld, O.ld,
+                  1.0f, true);
       }
     }
     finish_rows(rows, m, l, acc, O.ld, g.E, lse + i0);
@@ -548,9 +561,10 @@ void forward_head(const Geometry& g, int64_t b, int64_t h, const typename Dot::T
 }
 
 template <class Dot>
-void backward_head(const Geometry& g, int64_t b, int64_t h, const typename Dot::T* q, const typename Dot::T* k,
-                   const typename Dot::T* v, const typename Dot::T* o, const float* lse, const typename Dot::T* dout,
-                   Allowed ok, float scale, typename Dot::T* dq, typename Dot::T* dk, typename Dot::T* dv) {
+void backward_head(const Geometry& g, int64_t b, int64_t h, const typename Dot::T* q,
+                   const typename Dot::T* k, const typename Dot::T* v, const typename Dot::T* o,
+                   const float* lse, const typename Dot::T* dout, Allowed ok, float scale,
+                   typename Dot::T* dq, typename Dot::T* dk, typename Dot::T* dv) {
   using T = typename Dot::T;
   // A operands: q and dO by rows; B operands: k^T and v^T (the logits and dP), k (dQ), q (dK), dO (dV)
   AOperand<T> Q = Dot::rows(q, b, h, g.T, g.H, g.D, 0), dO = Dot::rows(dout, b, h, g.T, g.H, g.E, 1);
@@ -577,13 +591,14 @@ void backward_head(const Geometry& g, int64_t b, int64_t h, const typename Dot::
         // dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P (dP - D) scale;  dQ_i += dS K_j;  dK_j += dS^T Q_i
         Dot::gemm(pr, n, g.D, Dot::from_row(Q, i), Dot::at(Kt, 0, j0), p, n, scale, false);
         weights_from_lse(ok, i, j0, cols, pr, n, lse + i, p);
-        Dot::gemm(n, g.E, pr, Dot::weights_transposed(p, n, pr, n, 8), Dot::at(dOr, i, 0), dV.p + j0 * dV.ld, dV.ld,
-                  1.0f, true);
+        Dot::gemm(n, g.E, pr, Dot::weights_transposed(p, n, pr, n, 8), Dot::at(dOr, i, 0), dV.p + j0 * dV.ld,
+                  dV.ld, 1.0f, true);
         Dot::gemm(pr, n, g.E, Dot::from_row(dO, i), Dot::at(Vt, 0, j0), dp, n, 1.0f, false);
         logit_grads(pr, n, rowdot + i, p, dp, scale);
-        Dot::gemm(pr, g.D, n, Dot::weights(dp, n, pr, n, 7), Dot::at(Kr, j0, 0), dQ.p + i * dQ.ld, dQ.ld, 1.0f, true);
-        Dot::gemm(n, g.D, pr, Dot::weights_transposed(dp, n, pr, n, 8), Dot::at(Qr, i, 0), dK.p + j0 * dK.ld, dK.ld,
+        Dot::gemm(pr, g.D, n, Dot::weights(dp, n, pr, n, 7), Dot::at(Kr, j0, 0), dQ.p + i * dQ.ld, dQ.ld,
                   1.0f, true);
+        Dot::gemm(n, g.D, pr, Dot::weights_transposed(dp, n, pr, n, 8), Dot::at(Qr, i, 0), dK.p + j0 * dK.ld,
+                  dK.ld, 1.0f, true);
       }
     }
   }
@@ -650,8 +665,8 @@ Arrays fwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
   const bool* mask = in.size() > 3 ? static_cast<const bool*>(in[3].raw_data()) : nullptr;
   // heads on the register-tile kernels where the CPU runs them (bf16: AVX512-BF16; f32: AVX-512)
   const DType dt = in[0].dtype();
-  const bool packed_kernels = (dt == DType::bf16 && cpu::bf16dot::available()) ||
-                              (dt == DType::f32 && cpu::f32dot::available());
+  const bool packed_kernels =
+      (dt == DType::bf16 && cpu::bf16dot::available()) || (dt == DType::f32 && cpu::f32dot::available());
   visit_float(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
@@ -660,8 +675,9 @@ Arrays fwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
       auto packed_head = [&](auto dot) {
         using Dot = decltype(dot);
         packed::forward_head<Dot>(g, b, h, static_cast<const T*>(in[0].raw_data()),
-                                  static_cast<const T*>(in[1].raw_data()), static_cast<const T*>(in[2].raw_data()), ok,
-                                  static_cast<float>(scale), static_cast<T*>(o.concrete()->data()),
+                                  static_cast<const T*>(in[1].raw_data()),
+                                  static_cast<const T*>(in[2].raw_data()), ok, static_cast<float>(scale),
+                                  static_cast<T*>(o.concrete()->data()),
                                   static_cast<float*>(lse.concrete()->data()) + (b * g.H + h) * g.T);
       };
       if constexpr (std::is_same_v<T, bfloat16>) {
@@ -686,8 +702,8 @@ Arrays bwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
   const bool* mask = in.size() > 6 ? static_cast<const bool*>(in[6].raw_data()) : nullptr;
   // heads on the register-tile kernels where the CPU runs them (bf16: AVX512-BF16; f32: AVX-512)
   const DType dt = in[0].dtype();
-  const bool packed_kernels = (dt == DType::bf16 && cpu::bf16dot::available()) ||
-                              (dt == DType::f32 && cpu::f32dot::available());
+  const bool packed_kernels =
+      (dt == DType::bf16 && cpu::bf16dot::available()) || (dt == DType::f32 && cpu::f32dot::available());
   visit_float(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
@@ -697,9 +713,10 @@ Arrays bwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
       auto packed_head = [&](auto dot) {
         using Dot = decltype(dot);
         packed::backward_head<Dot>(g, b, h, ptr(0), ptr(1), ptr(2), ptr(3),
-                                   static_cast<const float*>(in[4].raw_data()) + (b * g.H + h) * g.T, ptr(5), ok,
-                                   static_cast<float>(scale), static_cast<T*>(dq.concrete()->data()),
-                                   static_cast<T*>(dk.concrete()->data()), static_cast<T*>(dv.concrete()->data()));
+                                   static_cast<const float*>(in[4].raw_data()) + (b * g.H + h) * g.T, ptr(5),
+                                   ok, static_cast<float>(scale), static_cast<T*>(dq.concrete()->data()),
+                                   static_cast<T*>(dk.concrete()->data()),
+                                   static_cast<T*>(dv.concrete()->data()));
       };
       if constexpr (std::is_same_v<T, bfloat16>) {
         if (packed_kernels) return packed_head(packed::Bf16Dot{});

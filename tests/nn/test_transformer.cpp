@@ -130,17 +130,17 @@ struct WithoutAvx512 {
 
 std::vector<AttnCase> attention_cases() {
   return {
-      {{2, 70, 3, 8}, {2, 70, 3, 8}, {2, 70, 3, 5}, true, 0},      // causal, one partial block (blocks of 128)
+      {{2, 70, 3, 8}, {2, 70, 3, 8}, {2, 70, 3, 5}, true, 0},  // causal, one partial block (blocks of 128)
       {{1, 130, 2, 16}, {1, 130, 2, 16}, {1, 130, 2, 16}, true, 0},  // two blocks, the second partial
-      {{1, 150, 2, 8}, {1, 150, 2, 8}, {1, 150, 2, 8}, true, 0},   // causal: 64-row panels, a partial one
-      {{2, 150, 2, 4}, {2, 260, 2, 4}, {2, 260, 2, 3}, false, 0},   // cross-attention over three key blocks
-      {{2, 140, 2, 8}, {2, 200, 2, 8}, {2, 200, 2, 8}, false, 1},   // padding across blocks
-      {{1, 200, 2, 4}, {1, 200, 2, 4}, {1, 200, 2, 4}, true, 2},    // causal and a random mask across blocks
-      {{2, 5, 2, 4}, {2, 9, 2, 4}, {2, 9, 2, 3}, false, 0},        // cross-attention, tiny
-      {{2, 66, 2, 8}, {2, 67, 2, 8}, {2, 67, 2, 8}, false, 1},      // padding, an empty row
-      {{2, 65, 2, 4}, {2, 65, 2, 4}, {2, 65, 2, 4}, true, 2},       // causal and a random mask
-      {{1, 131, 3, 7}, {1, 131, 3, 7}, {1, 131, 3, 33}, true, 0},   // odd head sizes, Dv past a vector
-      {{1, 100, 2, 32}, {1, 100, 2, 32}, {1, 100, 2, 48}, true, 0}, // whole vectors: f32 operands in place
+      {{1, 150, 2, 8}, {1, 150, 2, 8}, {1, 150, 2, 8}, true, 0},     // causal: 64-row panels, a partial one
+      {{2, 150, 2, 4}, {2, 260, 2, 4}, {2, 260, 2, 3}, false, 0},    // cross-attention over three key blocks
+      {{2, 140, 2, 8}, {2, 200, 2, 8}, {2, 200, 2, 8}, false, 1},    // padding across blocks
+      {{1, 200, 2, 4}, {1, 200, 2, 4}, {1, 200, 2, 4}, true, 2},     // causal and a random mask across blocks
+      {{2, 5, 2, 4}, {2, 9, 2, 4}, {2, 9, 2, 3}, false, 0},          // cross-attention, tiny
+      {{2, 66, 2, 8}, {2, 67, 2, 8}, {2, 67, 2, 8}, false, 1},       // padding, an empty row
+      {{2, 65, 2, 4}, {2, 65, 2, 4}, {2, 65, 2, 4}, true, 2},        // causal and a random mask
+      {{1, 131, 3, 7}, {1, 131, 3, 7}, {1, 131, 3, 33}, true, 0},    // odd head sizes, Dv past a vector
+      {{1, 100, 2, 32}, {1, 100, 2, 32}, {1, 100, 2, 48}, true, 0},  // whole vectors: f32 operands in place
   };
 }
 
@@ -162,8 +162,9 @@ TEST(FusedAttention, EqualsTheCompositeInValuesAndGradients) {
         };
       };
       auto composite = run(nn::AttentionImpl::composite), fused = run(nn::AttentionImpl::fused);
-      std::string what = std::string(short_name(d)) + (pass == 2 ? " without AVX-512" : "") + " T=" +
-                         std::to_string(c.q[1]) + " mask=" + std::to_string(c.mask) + (c.causal ? " causal" : "");
+      std::string what = std::string(short_name(d)) + (pass == 2 ? " without AVX-512" : "") +
+                         " T=" + std::to_string(c.q[1]) + " mask=" + std::to_string(c.mask) +
+                         (c.causal ? " causal" : "");
       Array want = composite(q, k, v);
       EXPECT_TRUE(close(fused(q, k, v), want, tol, tol)) << what;
       std::string program = make_jaxpr(fused)(q, k, v).str();
@@ -251,16 +252,19 @@ TEST(FusedAttention, Bf16OnNativeDotProductsMatchesTheComposite) {
         };
       };
       std::string what = std::string(native ? "native" : "f32 route") + " T=" + std::to_string(c.q[1]) +
-                         " S=" + std::to_string(c.k[1]) + " D=" + std::to_string(c.q[3]) + " mask=" +
-                         std::to_string(c.mask) + (c.causal ? " causal" : "");
+                         " S=" + std::to_string(c.k[1]) + " D=" + std::to_string(c.q[3]) +
+                         " mask=" + std::to_string(c.mask) + (c.causal ? " causal" : "");
       Array want = run(nn::AttentionImpl::composite)(q.astype(f32), k.astype(f32), v.astype(f32));
       Array got = jit(run(nn::AttentionImpl::fused))(q, k, v);
       EXPECT_EQ(got.dtype(), bf16);
       EXPECT_TRUE(close(got.astype(f32), want, 1.5e-2, 1.5e-2)) << what;
       auto loss = [&](nn::AttentionImpl impl) {
-        return [&, impl](const Array& a, const Array& b, const Array& e) { return sum(run(impl)(a, b, e).astype(f32) * w); };
+        return [&, impl](const Array& a, const Array& b, const Array& e) {
+          return sum(run(impl)(a, b, e).astype(f32) * w);
+        };
       };
-      auto gw = grad(loss(nn::AttentionImpl::composite), {0, 1, 2})(q.astype(f32), k.astype(f32), v.astype(f32));
+      auto gw =
+          grad(loss(nn::AttentionImpl::composite), {0, 1, 2})(q.astype(f32), k.astype(f32), v.astype(f32));
       auto gb = jit(grad(loss(nn::AttentionImpl::fused), {0, 1, 2}))(q, k, v);
       for (size_t i = 0; i < 3; ++i) {
         EXPECT_EQ(gb[i].dtype(), bf16);

@@ -1,8 +1,8 @@
-// The register-tile product kernels (cpu::bf16dot, cpu::f32dot) against a double-precision reference from the bf16
-// operands' exact values: every register tile and its row and column remainders, both packings, A
-// read by rows and (in pairs of rows) transposed, odd reduction lengths, alpha and accumulation; and
-// the f32 -> bf16 roundings that make A operands. Runs where the CPU has AVX512-BF16 (skipped, saying
-// so, elsewhere: the kernels are never called there).
+// The register-tile product kernels (cpu::bf16dot, cpu::f32dot) against a double-precision reference from the
+// bf16 operands' exact values: every register tile and its row and column remainders, both packings, A read
+// by rows and (in pairs of rows) transposed, odd reduction lengths, alpha and accumulation; and the f32 ->
+// bf16 roundings that make A operands. Runs where the CPU has AVX512-BF16 (skipped, saying so, elsewhere: the
+// kernels are never called there).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -46,11 +46,14 @@ TEST(Bf16Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
           std::vector<bfloat16> A = rounded(uniform(size_t(M * lda), uint64_t(M * 1000 + N * 10 + K)));
           // past K: infinities, which must not enter any sum (an odd K's last pair is half used)
           for (int64_t m = 0; m < M; ++m)
-            for (int64_t k = K; k < lda; ++k) A[size_t(m * lda + k)] = bfloat16(std::numeric_limits<float>::infinity());
+            for (int64_t k = K; k < lda; ++k)
+              A[size_t(m * lda + k)] = bfloat16(std::numeric_limits<float>::infinity());
           // B(k, n) from [K, N] with row stride N + 3, or from X [N, K] with row stride K + 1
           const int64_t ldb = transposed ? K + 1 : N + 3;
           std::vector<bfloat16> B = rounded(uniform(size_t((transposed ? N : K) * ldb), uint64_t(K * 7 + N)));
-          auto b_at = [&](int64_t k, int64_t n) { return float(B[size_t(transposed ? n * ldb + k : k * ldb + n)]); };
+          auto b_at = [&](int64_t k, int64_t n) {
+            return float(B[size_t(transposed ? n * ldb + k : k * ldb + n)]);
+          };
           std::vector<bfloat16> packed_b(size_t(packed_size(K, N)) + 1);
           Packed pb = transposed ? pack_transposed(B.data(), ldb, N, K, packed_b.data())
                                  : pack(B.data(), ldb, K, N, packed_b.data());
@@ -67,8 +70,10 @@ TEST(Bf16Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
                 ref += t, mag += std::abs(t);
               }
               size_t at = size_t(m * ldc + n);
-              ASSERT_NEAR(C[at], 0.5 * ref, 0.5 * tolerance(K, mag)) << M << "x" << N << "x" << K << " at " << m << "," << n;
-              ASSERT_NEAR(D[at], C0[at] - 2.0 * ref, 2.0 * tolerance(K, mag) + 1e-7) << M << "x" << N << "x" << K;
+              ASSERT_NEAR(C[at], 0.5 * ref, 0.5 * tolerance(K, mag))
+                  << M << "x" << N << "x" << K << " at " << m << "," << n;
+              ASSERT_NEAR(D[at], C0[at] - 2.0 * ref, 2.0 * tolerance(K, mag) + 1e-7)
+                  << M << "x" << N << "x" << K;
             }
             // columns past N are not touched
             for (int64_t n = N; n < ldc; ++n) ASSERT_EQ(C[size_t(m * ldc + n)], C0[size_t(m * ldc + n)]);
@@ -134,7 +139,8 @@ TEST(Bf16Dot, RowDotsAndExactRoundingOfResults) {
   REQUIRE_BF16_DOT();
   for (int64_t N : {1, 31, 32, 33, 100}) {
     const int64_t M = 5, lda = N + 1, ldb = N + 7;
-    std::vector<bfloat16> a = rounded(uniform(size_t(M * lda), uint64_t(N))), b = rounded(uniform(size_t(M * ldb), 3));
+    std::vector<bfloat16> a = rounded(uniform(size_t(M * lda), uint64_t(N))),
+                          b = rounded(uniform(size_t(M * ldb), 3));
     std::vector<float> got(static_cast<size_t>(M));
     row_dots(a.data(), lda, b.data(), ldb, M, N, got.data());
     for (int64_t m = 0; m < M; ++m) {
@@ -149,17 +155,24 @@ TEST(Bf16Dot, RowDotsAndExactRoundingOfResults) {
   // round_rows is bfloat16(float) bit for bit: ties, NaNs, infinities, subnormals (kept), the largest
   // finite float (rounds to inf), over rows with a partial last vector
   std::vector<float> x = uniform(3 * 37, 4);
-  const float specials[] = {std::bit_cast<float>(0x3f808000u), std::bit_cast<float>(0x3f818000u),
-                            std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity(),
-                            1e-39f, -3e-40f, std::numeric_limits<float>::max(), std::bit_cast<float>(0x7f800001u),
-                            std::bit_cast<float>(0xffc12345u), -0.0f};
+  const float specials[] = {std::bit_cast<float>(0x3f808000u),
+                            std::bit_cast<float>(0x3f818000u),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            -std::numeric_limits<float>::infinity(),
+                            1e-39f,
+                            -3e-40f,
+                            std::numeric_limits<float>::max(),
+                            std::bit_cast<float>(0x7f800001u),
+                            std::bit_cast<float>(0xffc12345u),
+                            -0.0f};
   for (size_t i = 0; i < std::size(specials); ++i) x[3 * i] = specials[i];
   std::vector<bfloat16> out(3 * 40, bfloat16(5.0f));
   round_rows(x.data(), 37, 3, 37, out.data(), 40);
   for (int64_t r = 0; r < 3; ++r) {
     for (int64_t n = 0; n < 37; ++n)
       EXPECT_EQ(out[size_t(r * 40 + n)].bits, bfloat16(x[size_t(r * 37 + n)]).bits) << r << "," << n;
-    for (int64_t n = 37; n < 40; ++n) EXPECT_EQ(float(out[size_t(r * 40 + n)]), 5.0f) << "past the row: untouched";
+    for (int64_t n = 37; n < 40; ++n)
+      EXPECT_EQ(float(out[size_t(r * 40 + n)]), 5.0f) << "past the row: untouched";
   }
 }
 
@@ -176,15 +189,19 @@ TEST(F32Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
           const int64_t lda = (a_transposed ? M : K) + 3, ldb = (b_transposed ? K : N) + 2;
           std::vector<float> A = uniform(size_t((a_transposed ? K : M) * lda + 1), uint64_t(M + 100 * K));
           std::vector<float> B = uniform(size_t((b_transposed ? N : K) * ldb + 1), uint64_t(N + 7 * K));
-          auto a_at = [&](int64_t m, int64_t k) { return A[size_t(a_transposed ? k * lda + m : m * lda + k)]; };
-          auto b_at = [&](int64_t k, int64_t n) { return B[size_t(b_transposed ? n * ldb + k : k * ldb + n)]; };
+          auto a_at = [&](int64_t m, int64_t k) {
+            return A[size_t(a_transposed ? k * lda + m : m * lda + k)];
+          };
+          auto b_at = [&](int64_t k, int64_t n) {
+            return B[size_t(b_transposed ? n * ldb + k : k * ldb + n)];
+          };
           std::vector<float> packed_b(size_t(f32dot::packed_size(K, N)) + 1);
           f32dot::Packed pb = b_transposed ? f32dot::pack_transposed(B.data(), ldb, N, K, packed_b.data())
                                            : f32dot::pack(B.data(), ldb, K, N, packed_b.data());
           const int64_t ldc = N + 1;
           std::vector<float> C0 = uniform(size_t(M * ldc), 5), C = C0;
-          f32dot::gemm(M, N, K, A.data(), a_transposed ? 1 : lda, a_transposed ? lda : 1, pb, C.data(), ldc, 0.25f,
-                       layout == 3);
+          f32dot::gemm(M, N, K, A.data(), a_transposed ? 1 : lda, a_transposed ? lda : 1, pb, C.data(), ldc,
+                       0.25f, layout == 3);
           for (int64_t m = 0; m < M; ++m)
             for (int64_t n = 0; n < N; ++n) {
               double ref = 0, mag = 0;
@@ -197,7 +214,8 @@ TEST(F32Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
               ASSERT_NEAR(C[at], want, 0.25 * tolerance(K, mag) + 1e-7)
                   << M << "x" << N << "x" << K << " layout " << layout << " at " << m << "," << n;
             }
-          for (int64_t m = 0; m < M; ++m) ASSERT_EQ(C[size_t(m * ldc + N)], C0[size_t(m * ldc + N)]) << "past N";
+          for (int64_t m = 0; m < M; ++m)
+            ASSERT_EQ(C[size_t(m * ldc + N)], C0[size_t(m * ldc + N)]) << "past N";
         }
 }
 

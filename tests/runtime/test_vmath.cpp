@@ -75,7 +75,9 @@ TEST(Vmath, exp_edges) {
 #if GRAFT_HAVE_TARGET_AVX512
 // vmath::avx512::exp over 16 floats at a time (a wrapper taking arrays: no AVX-512 value crosses
 // into code built without it)
-GRAFT_TARGET_AVX512 void exp16(const float* x, float* y) { _mm512_storeu_ps(y, vmath::avx512::exp(_mm512_loadu_ps(x))); }
+GRAFT_TARGET_AVX512 void exp16(const float* x, float* y) {
+  _mm512_storeu_ps(y, vmath::avx512::exp(_mm512_loadu_ps(x)));
+}
 
 // The AVX-512 exp (fused attention's softmax) is the scalar one bit for bit: a stride through every
 // bit pattern (both signs, NaNs, infinities, subnormal inputs and results) plus the edges.

@@ -49,8 +49,8 @@ Packed pack_transposed(const bfloat16* x, int64_t ldx, int64_t N, int64_t K, bfl
 /// comment, its ceil(K / 2) pairs a row; b packed. M and N from 1 up (N's last vector is masked). An odd
 /// K's last pair counts its first element only (whatever the other halves of A and B hold).
 /// vdpbf16ps treats bf16 subnormals as zero and flushes subnormal sums (below 1.2e-38 in magnitude).
-void gemm(int64_t M, int64_t N, int64_t K, const bfloat16* a, int64_t am, int64_t ak, Packed b, float* c, int64_t ldc,
-          float alpha, bool accumulate);
+void gemm(int64_t M, int64_t N, int64_t K, const bfloat16* a, int64_t am, int64_t ak, Packed b, float* c,
+          int64_t ldc, float alpha, bool accumulate);
 
 /// Rounds rows [M, N] of f32 (row stride ldx) to bf16 rows of `ld` elements (ld >= N rounded up to
 /// even): the zero that pads an odd N completes its last pair. As an A operand: am = ld / 2, ak = 1.
@@ -65,7 +65,8 @@ void to_pairs_of_rows(const float* x, int64_t ldx, int64_t M, int64_t N, bfloat1
 
 /// out[m] = sum_n a(m, n) b(m, n) over rows [M, N] of bf16 (row strides lda, ldb), products exact,
 /// summed in f32.
-void row_dots(const bfloat16* a, int64_t lda, const bfloat16* b, int64_t ldb, int64_t M, int64_t N, float* out);
+void row_dots(const bfloat16* a, int64_t lda, const bfloat16* b, int64_t ldb, int64_t M, int64_t N,
+              float* out);
 
 /// Rounds rows [M, N] of f32 (row stride ldx) to bf16 rows (stride ld) exactly as bfloat16(float)
 /// does (to nearest even, subnormals kept, NaNs quieted): for results, where to_rows' flush would
@@ -107,8 +108,8 @@ Packed pack_transposed(const float* x, int64_t ldx, int64_t N, int64_t K, float*
 
 /// C [M, N] (row stride ldc) = alpha A B, plus C's old values when accumulate; A(m, k) at
 /// a[m * am + k * ak], b packed. M, N from 1 up; K from 0.
-void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t am, int64_t ak, Packed b, float* c, int64_t ldc,
-          float alpha, bool accumulate);
+void gemm(int64_t M, int64_t N, int64_t K, const float* a, int64_t am, int64_t ak, Packed b, float* c,
+          int64_t ldc, float alpha, bool accumulate);
 
 /// out[m] = sum_n a(m, n) b(m, n) over rows [M, N] (row strides lda, ldb), on 16 lanes.
 void row_dots(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t M, int64_t N, float* out);

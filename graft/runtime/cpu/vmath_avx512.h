@@ -33,7 +33,8 @@ GRAFT_TARGET_AVX512 inline __m512 exp(__m512 x) {
   __m512i n1 = _mm512_maskz_srai_epi32(0xffff, n, 1);
   const __m512i bias = _mm512_set1_epi32(127);
   __m512 s1 = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, _mm512_add_epi32(n1, bias), 23));
-  __m512 s2 = _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, _mm512_add_epi32(_mm512_sub_epi32(n, n1), bias), 23));
+  __m512 s2 = _mm512_castsi512_ps(
+      _mm512_maskz_slli_epi32(0xffff, _mm512_add_epi32(_mm512_sub_epi32(n, n1), bias), 23));
   return _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
 }
 

@@ -71,7 +71,7 @@ struct HeadView {
 // allocations and their zero fills cost as much as a head's softmax at T = 128).
 template <class C>
 C* scratch(size_t slot, size_t n) {
-  thread_local std::vector<C> buffers[16];
+  thread_local std::vector<C> buffers[24];
   std::vector<C>& b = buffers[slot];
   if (b.size() < n) b.resize(n);
   return b.data();
@@ -422,11 +422,13 @@ void backward_head(const Geometry& g, int64_t b, int64_t h, const T* q, const T*
 // blocks' products inline (no library call per product: at these sizes a call costs as much as its
 // FLOPs, and oneDNN's sgemm allocates and packs at every one), A operands read in place by two strides,
 // so that a block of weights serves as its own transpose. The softmax, the row dots and the sums of
-// the outputs and gradients are f32. Two families, one algorithm:
+// the outputs and gradients are f32. One algorithm over three policies (with_kernels picks one):
 //  - Bf16Dot (AVX512-BF16): twice sgemm's rate. Operands are bf16; the weights and the logits'
 //    gradients are rounded to bf16 for the products that read them (as the composite's bf16 products
 //    would round them), by rows or in pairs of rows for their transposes; results rounded once.
 //  - F32Dot (AVX-512): f32 heads, read and written in place.
+//  - Widened (AVX-512): halves without native products (bf16 where the CPU lacks AVX512-BF16 or
+//    GRAFT_NATIVE_BF16=0, and f16) on the f32 kernels, through dense f32 copies.
 namespace packed {
 
 // Head (b, h) of x [B, L, H, W]: its first element (rows of stride H W).
@@ -523,11 +525,67 @@ struct F32Dot {
   }  // written in place
 };
 
+// Halves on the f32 kernels, where the CPU has AVX-512 but no AVX512-BF16 (and f16 everywhere): each
+// head's operands widened exactly to dense f32 blocks, its results rounded once into their layout.
+template <class Half>
+struct Widened {
+  using T = Half;
+  using Packed = cpu::f32dot::Packed;
+  static AOperand<float> rows(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot) {
+    HeadView<float> v = view_in<T, float>(x, b, h, L, H, W, slot);
+    return {v.p, v.ld, 1};
+  }
+  static AOperand<float> from_row(AOperand<float> a, int64_t i) { return F32Dot::from_row(a, i); }
+  static Packed pack(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot,
+                     bool transposed) {
+    using namespace cpu::f32dot;
+    HeadView<float> v = view_in<T, float>(x, b, h, L, H, W, slot + 14);  // kept while the head runs
+    if (transposed) return pack_transposed(v.p, v.ld, L, W, scratch<float>(slot + 7, size_t(packed_size(W, L))));
+    return cpu::f32dot::pack(v.p, v.ld, L, W,
+                             packs_in_place(W) ? nullptr : scratch<float>(slot + 7, size_t(packed_size(L, W))));
+  }
+  static Packed at(const Packed& p, int64_t k, int64_t n) { return p.at(k, n); }
+  static AOperand<float> weights(const float* x, int64_t ld, int64_t M, int64_t N, size_t slot) {
+    return F32Dot::weights(x, ld, M, N, slot);
+  }
+  static AOperand<float> weights_transposed(const float* x, int64_t ld, int64_t M, int64_t N, size_t slot) {
+    return F32Dot::weights_transposed(x, ld, M, N, slot);
+  }
+  static void gemm(int64_t M, int64_t N, int64_t K, AOperand<float> a, const Packed& b, float* c, int64_t ldc,
+                   float alpha, bool accumulate) {
+    F32Dot::gemm(M, N, K, a, b, c, ldc, alpha, accumulate);
+  }
+  static void row_dots(AOperand<float> a, const T* o, int64_t ldo, int64_t L, int64_t W, float* out) {
+    float* of = scratch<float>(21, size_t(L * W));
+    for (int64_t t = 0; t < L; ++t)
+      for (int64_t e = 0; e < W; ++e) of[t * W + e] = static_cast<float>(o[t * ldo + e]);
+    cpu::f32dot::row_dots(a.p, a.am, of, W, L, W, out);
+  }
+  static void store(const HeadView<float>& v, T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W) {
+    store_out<T, float>(v, x, b, h, L, H, W);
+  }
+};
+
+// Runs f(policy) with the register-tile family that runs heads of T here and returns true, or returns
+// false where none does (the generic heads run: sgemm or dgemm per block).
+template <class T, class F>
+bool with_kernels(F&& f) {
+  if constexpr (std::is_same_v<T, bfloat16>) {
+    if (cpu::bf16dot::available()) return f(Bf16Dot{}), true;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (cpu::f32dot::available()) return f(F32Dot{}), true;
+  } else if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>) {
+    if (cpu::f32dot::available()) return f(Widened<T>{}), true;
+  }
+  return false;
+}
+
 template <class Dot>
 void forward_head(const Geometry& g, int64_t b, int64_t h, const typename Dot::T* q, const typename Dot::T* k,
                   const typename Dot::T* v, Allowed ok, float scale, typename Dot::T* o, float* lse) {
   using T = typename Dot::T;
-  AOperand<T> Q = Dot::rows(q, b, h, g.T, g.H, g.D, 0);
+  auto Q = Dot::rows(q, b, h, g.T, g.H, g.D, 0);
   auto Kt = Dot::pack(k, b, h, g.S, g.H, g.D, 1, true);
   auto V = Dot::pack(v, b, h, g.S, g.H, g.E, 2, false);
   HeadView<float> O = view_out<T, float>(o, b, h, g.T, g.H, g.E, 3, false);
@@ -567,7 +625,7 @@ void backward_head(const Geometry& g, int64_t b, int64_t h, const typename Dot::
                    typename Dot::T* dq, typename Dot::T* dk, typename Dot::T* dv) {
   using T = typename Dot::T;
   // A operands: q and dO by rows; B operands: k^T and v^T (the logits and dP), k (dQ), q (dK), dO (dV)
-  AOperand<T> Q = Dot::rows(q, b, h, g.T, g.H, g.D, 0), dO = Dot::rows(dout, b, h, g.T, g.H, g.E, 1);
+  auto Q = Dot::rows(q, b, h, g.T, g.H, g.D, 0), dO = Dot::rows(dout, b, h, g.T, g.H, g.E, 1);
   auto Kt = Dot::pack(k, b, h, g.S, g.H, g.D, 2, true), Vt = Dot::pack(v, b, h, g.S, g.H, g.E, 3, true);
   auto Kr = Dot::pack(k, b, h, g.S, g.H, g.D, 4, false), Qr = Dot::pack(q, b, h, g.T, g.H, g.D, 5, false);
   auto dOr = Dot::pack(dout, b, h, g.T, g.H, g.E, 6, false);
@@ -663,10 +721,6 @@ Arrays fwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
   bool causal = params.get_bool("causal");
   double scale = params.get<double>("scale");
   const bool* mask = in.size() > 3 ? static_cast<const bool*>(in[3].raw_data()) : nullptr;
-  // heads on the register-tile kernels where the CPU runs them (bf16: AVX512-BF16; f32: AVX-512)
-  const DType dt = in[0].dtype();
-  const bool packed_kernels =
-      (dt == DType::bf16 && cpu::bf16dot::available()) || (dt == DType::f32 && cpu::f32dot::available());
   visit_float(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
@@ -680,11 +734,7 @@ Arrays fwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
                                   static_cast<T*>(o.concrete()->data()),
                                   static_cast<float*>(lse.concrete()->data()) + (b * g.H + h) * g.T);
       };
-      if constexpr (std::is_same_v<T, bfloat16>) {
-        if (packed_kernels) return packed_head(packed::Bf16Dot{});
-      } else if constexpr (std::is_same_v<T, float>) {
-        if (packed_kernels) return packed_head(packed::F32Dot{});
-      }
+      if (packed::with_kernels<T>(packed_head)) return;
       forward_head<T, C>(g, b, h, static_cast<const T*>(in[0].raw_data()), static_cast<const T*>(in[1].raw_data()),
                          static_cast<const T*>(in[2].raw_data()), ok, static_cast<C>(scale),
                          static_cast<T*>(o.concrete()->data()),
@@ -700,10 +750,6 @@ Arrays bwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
   bool causal = params.get_bool("causal");
   double scale = params.get<double>("scale");
   const bool* mask = in.size() > 6 ? static_cast<const bool*>(in[6].raw_data()) : nullptr;
-  // heads on the register-tile kernels where the CPU runs them (bf16: AVX512-BF16; f32: AVX-512)
-  const DType dt = in[0].dtype();
-  const bool packed_kernels =
-      (dt == DType::bf16 && cpu::bf16dot::available()) || (dt == DType::f32 && cpu::f32dot::available());
   visit_float(in[0].dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
@@ -718,11 +764,7 @@ Arrays bwd_impl(const Primitive&, std::span<const Array> in, std::span<const Ava
                                    static_cast<T*>(dk.concrete()->data()),
                                    static_cast<T*>(dv.concrete()->data()));
       };
-      if constexpr (std::is_same_v<T, bfloat16>) {
-        if (packed_kernels) return packed_head(packed::Bf16Dot{});
-      } else if constexpr (std::is_same_v<T, float>) {
-        if (packed_kernels) return packed_head(packed::F32Dot{});
-      }
+      if (packed::with_kernels<T>(packed_head)) return;
       backward_head<T, C>(g, b, h, ptr(0), ptr(1), ptr(2), ptr(3),
                           static_cast<const C*>(in[4].raw_data()) + (b * g.H + h) * g.T, ptr(5), ok,
                           static_cast<C>(scale), static_cast<T*>(dq.concrete()->data()),

@@ -229,46 +229,62 @@ TEST(FusedAttention, Bf16ComputesInF32AndForwardModeIsATypeError) {
   expect_throws<TypeError>([&] { jvp(run(nn::AttentionImpl::fused), {q, k, v}, {q, k, v}); }, "forward-mode");
 }
 
-// bf16 heads on the CPU's bf16 dot products (where it has them: cpu::bf16dot) and on the f32 route
-// (GRAFT_NATIVE_BF16=0's path), each against the composite in f32 on the same bf16 values: every
-// case above (partial blocks and panels, masks, rows that see nothing, odd head sizes), values and
-// gradients under jit. Tolerances are bf16's: the weights and the logits' gradients are rounded to bf16
-// for the native products, as a bf16 composite would round them.
-TEST(FusedAttention, Bf16OnNativeDotProductsMatchesTheComposite) {
+// Half heads three ways, each against the composite in f32 on the same half values: bf16 on the
+// CPU's bf16 dot products (cpu::bf16dot, where it has them), halves widened onto the f32 kernels
+// (GRAFT_NATIVE_BF16=0's path on an AVX-512 CPU, and f16's), and the generic heads (sgemm on dense f32
+// copies: what a CPU without AVX-512 runs). Every case above (partial blocks and panels, masks, rows
+// that see nothing, odd head sizes), values and gradients under jit. Tolerances are bf16's: the
+// weights and the logits' gradients are rounded to bf16 for the native products, as a bf16 composite
+// would round them.
+TEST(FusedAttention, HalvesOnEveryKernelFamilyMatchTheComposite) {
   Rng rng(14);
-  for (int native : {1, 0}) {
-    if (native && !cpu::bf16dot::available()) {
-      std::cout << "no AVX512-BF16 here: only the f32 route runs\n";
+  for (int way = 0; way < 3; ++way) {
+    if (way == 0 && !cpu::bf16dot::available()) {
+      std::cout << "no AVX512-BF16 here: the native bf16 heads are not tested\n";
       continue;
     }
-    cpu::set_native_bf16_for_testing(native);
-    for (const AttnCase& c : attention_cases()) {
-      Array q = rng.uniform(c.q, bf16, -2, 2), k = rng.uniform(c.k, bf16, -2, 2), v = rng.uniform(c.v, bf16);
-      std::optional<Array> mask = make_mask(rng, c);
-      Array w = rng.uniform({c.q[0], c.q[1], c.q[2], c.v[3]}, f32);
-      auto run = [&](nn::AttentionImpl impl) {
-        return [&, impl](const Array& a, const Array& b, const Array& e) {
-          return nn::dot_product_attention(a, b, e, c.causal, mask, impl);
+    if (way == 1 && !cpu::f32dot::available()) {
+      std::cout << "no AVX-512 here: the widened heads are not tested\n";
+      continue;
+    }
+    cpu::set_native_bf16_for_testing(way == 0 ? 1 : 0);
+    WithoutAvx512 generic(way == 2);
+    for (DType half : {bf16, f16}) {
+      if (way == 0 && half == f16) continue;  // f16 has no native products
+      for (const AttnCase& c : attention_cases()) {
+        Array q = rng.uniform(c.q, half, -2, 2), k = rng.uniform(c.k, half, -2, 2), v = rng.uniform(c.v, half);
+        std::optional<Array> mask = make_mask(rng, c);
+        Array w = rng.uniform({c.q[0], c.q[1], c.q[2], c.v[3]}, f32);
+        auto run = [&](nn::AttentionImpl impl) {
+          return [&, impl](const Array& a, const Array& b, const Array& e) {
+            return nn::dot_product_attention(a, b, e, c.causal, mask, impl);
+          };
         };
-      };
-      std::string what = std::string(native ? "native" : "f32 route") + " T=" + std::to_string(c.q[1]) +
-                         " S=" + std::to_string(c.k[1]) + " D=" + std::to_string(c.q[3]) +
-                         " mask=" + std::to_string(c.mask) + (c.causal ? " causal" : "");
-      Array want = run(nn::AttentionImpl::composite)(q.astype(f32), k.astype(f32), v.astype(f32));
-      Array got = jit(run(nn::AttentionImpl::fused))(q, k, v);
-      EXPECT_EQ(got.dtype(), bf16);
-      EXPECT_TRUE(close(got.astype(f32), want, 1.5e-2, 1.5e-2)) << what;
-      auto loss = [&](nn::AttentionImpl impl) {
-        return [&, impl](const Array& a, const Array& b, const Array& e) {
-          return sum(run(impl)(a, b, e).astype(f32) * w);
+        const char* ways[] = {"native", "widened", "generic"};
+        std::string what = std::string(ways[way]) + " " + std::string(short_name(half)) +
+                           " T=" + std::to_string(c.q[1]) + " S=" + std::to_string(c.k[1]) +
+                           " D=" + std::to_string(c.q[3]) + " mask=" + std::to_string(c.mask) +
+                           (c.causal ? " causal" : "");
+        Array want = run(nn::AttentionImpl::composite)(q.astype(f32), k.astype(f32), v.astype(f32));
+        // eagerly too: without native bf16 products jit runs a bf16 head on the f32 values around it
+        // (passes::register_bf16_in_f32), eager calls run the half heads themselves
+        for (bool jitted : {true, false}) {
+          Array got = jitted ? jit(run(nn::AttentionImpl::fused))(q, k, v) : run(nn::AttentionImpl::fused)(q, k, v);
+          EXPECT_EQ(got.dtype(), half);
+          EXPECT_TRUE(close(got.astype(f32), want, 1.5e-2, 1.5e-2)) << what << (jitted ? " (jit)" : " (eager)");
+        }
+        auto loss = [&](nn::AttentionImpl impl) {
+          return [&, impl](const Array& a, const Array& b, const Array& e) {
+            return sum(run(impl)(a, b, e).astype(f32) * w);
+          };
         };
-      };
-      auto gw =
-          grad(loss(nn::AttentionImpl::composite), {0, 1, 2})(q.astype(f32), k.astype(f32), v.astype(f32));
-      auto gb = jit(grad(loss(nn::AttentionImpl::fused), {0, 1, 2}))(q, k, v);
-      for (size_t i = 0; i < 3; ++i) {
-        EXPECT_EQ(gb[i].dtype(), bf16);
-        EXPECT_TRUE(close(gb[i].astype(f32), gw[i], 3e-2, 3e-2)) << what << " gradient " << i;
+        auto gw =
+            grad(loss(nn::AttentionImpl::composite), {0, 1, 2})(q.astype(f32), k.astype(f32), v.astype(f32));
+        auto gb = jit(grad(loss(nn::AttentionImpl::fused), {0, 1, 2}))(q, k, v);
+        for (size_t i = 0; i < 3; ++i) {
+          EXPECT_EQ(gb[i].dtype(), half);
+          EXPECT_TRUE(close(gb[i].astype(f32), gw[i], 3e-2, 3e-2)) << what << " gradient " << i;
+        }
       }
     }
   }

@@ -531,7 +531,8 @@ template <class Half>
 struct Widened {
   using T = Half;
   using Packed = cpu::f32dot::Packed;
-  static AOperand<float> rows(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot) {
+  static AOperand<float> rows(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W,
+                              size_t slot) {
     HeadView<float> v = view_in<T, float>(x, b, h, L, H, W, slot);
     return {v.p, v.ld, 1};
   }
@@ -540,9 +541,10 @@ struct Widened {
                      bool transposed) {
     using namespace cpu::f32dot;
     HeadView<float> v = view_in<T, float>(x, b, h, L, H, W, slot + 14);  // kept while the head runs
-    if (transposed) return pack_transposed(v.p, v.ld, L, W, scratch<float>(slot + 7, size_t(packed_size(W, L))));
-    return cpu::f32dot::pack(v.p, v.ld, L, W,
-                             packs_in_place(W) ? nullptr : scratch<float>(slot + 7, size_t(packed_size(L, W))));
+    if (transposed)
+      return pack_transposed(v.p, v.ld, L, W, scratch<float>(slot + 7, size_t(packed_size(W, L))));
+    return cpu::f32dot::pack(
+        v.p, v.ld, L, W, packs_in_place(W) ? nullptr : scratch<float>(slot + 7, size_t(packed_size(L, W))));
   }
   static Packed at(const Packed& p, int64_t k, int64_t n) { return p.at(k, n); }
   static AOperand<float> weights(const float* x, int64_t ld, int64_t M, int64_t N, size_t slot) {

@@ -252,7 +252,8 @@ TEST(FusedAttention, HalvesOnEveryKernelFamilyMatchTheComposite) {
     for (DType half : {bf16, f16}) {
       if (way == 0 && half == f16) continue;  // f16 has no native products
       for (const AttnCase& c : attention_cases()) {
-        Array q = rng.uniform(c.q, half, -2, 2), k = rng.uniform(c.k, half, -2, 2), v = rng.uniform(c.v, half);
+        Array q = rng.uniform(c.q, half, -2, 2), k = rng.uniform(c.k, half, -2, 2),
+              v = rng.uniform(c.v, half);
         std::optional<Array> mask = make_mask(rng, c);
         Array w = rng.uniform({c.q[0], c.q[1], c.q[2], c.v[3]}, f32);
         auto run = [&](nn::AttentionImpl impl) {
@@ -269,9 +270,11 @@ TEST(FusedAttention, HalvesOnEveryKernelFamilyMatchTheComposite) {
         // eagerly too: without native bf16 products jit runs a bf16 head on the f32 values around it
         // (passes::register_bf16_in_f32), eager calls run the half heads themselves
         for (bool jitted : {true, false}) {
-          Array got = jitted ? jit(run(nn::AttentionImpl::fused))(q, k, v) : run(nn::AttentionImpl::fused)(q, k, v);
+          Array got =
+              jitted ? jit(run(nn::AttentionImpl::fused))(q, k, v) : run(nn::AttentionImpl::fused)(q, k, v);
           EXPECT_EQ(got.dtype(), half);
-          EXPECT_TRUE(close(got.astype(f32), want, 1.5e-2, 1.5e-2)) << what << (jitted ? " (jit)" : " (eager)");
+          EXPECT_TRUE(close(got.astype(f32), want, 1.5e-2, 1.5e-2))
+              << what << (jitted ? " (jit)" : " (eager)");
         }
         auto loss = [&](nn::AttentionImpl impl) {
           return [&, impl](const Array& a, const Array& b, const Array& e) {

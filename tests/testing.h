@@ -14,6 +14,15 @@
 
 namespace graft::testing {
 
+/// n floats uniform in [-1, 1) from a seed, for kernels tested on raw buffers.
+inline std::vector<float> uniform_floats(size_t n, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(g);
+  return v;
+}
+
 /// Deterministic random arrays.
 class Rng {
  public:

@@ -14,18 +14,11 @@
 
 #include "graft/core/half.h"
 #include "graft/runtime/cpu/dot_kernels.h"
+#include "testing.h"
 
 namespace graft::cpu {
 namespace {
 using namespace bf16dot;
-
-std::vector<float> uniform(size_t n, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(g);
-  return v;
-}
 
 std::vector<bfloat16> rounded(const std::vector<float>& x) { return {x.begin(), x.end()}; }
 
@@ -43,14 +36,16 @@ TEST(Bf16Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
       for (int64_t K : {1, 2, 7, 32, 127})
         for (bool transposed : {false, true}) {
           const int64_t lda = (K + 1) / 2 * 2 + 2;  // A's rows padded (an odd K's last pair is half A's)
-          std::vector<bfloat16> A = rounded(uniform(size_t(M * lda), uint64_t(M * 1000 + N * 10 + K)));
+          std::vector<bfloat16> A =
+              rounded(testing::uniform_floats(size_t(M * lda), uint64_t(M * 1000 + N * 10 + K)));
           // past K: infinities, which must not enter any sum (an odd K's last pair is half used)
           for (int64_t m = 0; m < M; ++m)
             for (int64_t k = K; k < lda; ++k)
               A[size_t(m * lda + k)] = bfloat16(std::numeric_limits<float>::infinity());
           // B(k, n) from [K, N] with row stride N + 3, or from X [N, K] with row stride K + 1
           const int64_t ldb = transposed ? K + 1 : N + 3;
-          std::vector<bfloat16> B = rounded(uniform(size_t((transposed ? N : K) * ldb), uint64_t(K * 7 + N)));
+          std::vector<bfloat16> B =
+              rounded(testing::uniform_floats(size_t((transposed ? N : K) * ldb), uint64_t(K * 7 + N)));
           auto b_at = [&](int64_t k, int64_t n) {
             return float(B[size_t(transposed ? n * ldb + k : k * ldb + n)]);
           };
@@ -59,7 +54,7 @@ TEST(Bf16Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
                                  : pack(B.data(), ldb, K, N, packed_b.data());
           ASSERT_EQ(pb.ld, packed_ld(N));
           const int64_t ldc = N + 5;
-          std::vector<float> C0 = uniform(size_t(M * ldc), 99), C = C0, D = C0;
+          std::vector<float> C0 = testing::uniform_floats(size_t(M * ldc), 99), C = C0, D = C0;
           gemm(M, N, K, A.data(), lda / 2, 1, pb, C.data(), ldc, 0.5f, false);
           gemm(M, N, K, A.data(), lda / 2, 1, pb, D.data(), ldc, -2.0f, true);
           for (int64_t m = 0; m < M; ++m) {
@@ -88,10 +83,10 @@ TEST(Bf16Dot, PairsOfRowsServeAsTheTransposedOperand) {
     for (int64_t M : {1, 15, 16, 33, 128})
       for (int64_t N : {8, 32}) {
         const int64_t ldx = M + 1;
-        std::vector<float> X = uniform(size_t(R * ldx), uint64_t(R * 31 + M));
+        std::vector<float> X = testing::uniform_floats(size_t(R * ldx), uint64_t(R * 31 + M));
         std::vector<bfloat16> pairs(size_t((R + 1) / 2 * 2 * M));
         to_pairs_of_rows(X.data(), ldx, R, M, pairs.data());
-        std::vector<bfloat16> B = rounded(uniform(size_t(R * N), 5));
+        std::vector<bfloat16> B = rounded(testing::uniform_floats(size_t(R * N), 5));
         std::vector<bfloat16> pk(size_t(packed_size(R, N)));
         Packed pb = pack(B.data(), N, R, N, pk.data());
         std::vector<float> C(size_t(M * N));
@@ -111,7 +106,7 @@ TEST(Bf16Dot, PairsOfRowsServeAsTheTransposedOperand) {
 TEST(Bf16Dot, RoundingToRowsIsToNearestEvenAndFlushesSubnormals) {
   REQUIRE_BF16_DOT();
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
-  std::vector<float> x = uniform(3 * 21, 8);
+  std::vector<float> x = testing::uniform_floats(3 * 21, 8);
   // ties (to even: down, then up), a NaN, infinities, a subnormal, the largest finite float
   x[0] = std::bit_cast<float>(0x3f808000u), x[1] = std::bit_cast<float>(0x3f818000u);
   x[2] = nan, x[3] = inf, x[4] = -inf, x[5] = 1e-39f, x[6] = std::numeric_limits<float>::max();
@@ -139,8 +134,8 @@ TEST(Bf16Dot, RowDotsAndExactRoundingOfResults) {
   REQUIRE_BF16_DOT();
   for (int64_t N : {1, 31, 32, 33, 100}) {
     const int64_t M = 5, lda = N + 1, ldb = N + 7;
-    std::vector<bfloat16> a = rounded(uniform(size_t(M * lda), uint64_t(N))),
-                          b = rounded(uniform(size_t(M * ldb), 3));
+    std::vector<bfloat16> a = rounded(testing::uniform_floats(size_t(M * lda), uint64_t(N))),
+                          b = rounded(testing::uniform_floats(size_t(M * ldb), 3));
     std::vector<float> got(static_cast<size_t>(M));
     row_dots(a.data(), lda, b.data(), ldb, M, N, got.data());
     for (int64_t m = 0; m < M; ++m) {
@@ -154,7 +149,7 @@ TEST(Bf16Dot, RowDotsAndExactRoundingOfResults) {
   }
   // round_rows is bfloat16(float) bit for bit: ties, NaNs, infinities, subnormals (kept), the largest
   // finite float (rounds to inf), over rows with a partial last vector
-  std::vector<float> x = uniform(3 * 37, 4);
+  std::vector<float> x = testing::uniform_floats(3 * 37, 4);
   const float specials[] = {std::bit_cast<float>(0x3f808000u),
                             std::bit_cast<float>(0x3f818000u),
                             std::numeric_limits<float>::quiet_NaN(),
@@ -187,8 +182,10 @@ TEST(F32Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
           const bool a_transposed = layout & 1, b_transposed = layout & 2;
           // A(m, k): a[m * lda + k], or its transpose stored [K, M]: a[k * lda + m]
           const int64_t lda = (a_transposed ? M : K) + 3, ldb = (b_transposed ? K : N) + 2;
-          std::vector<float> A = uniform(size_t((a_transposed ? K : M) * lda + 1), uint64_t(M + 100 * K));
-          std::vector<float> B = uniform(size_t((b_transposed ? N : K) * ldb + 1), uint64_t(N + 7 * K));
+          std::vector<float> A =
+              testing::uniform_floats(size_t((a_transposed ? K : M) * lda + 1), uint64_t(M + 100 * K));
+          std::vector<float> B =
+              testing::uniform_floats(size_t((b_transposed ? N : K) * ldb + 1), uint64_t(N + 7 * K));
           auto a_at = [&](int64_t m, int64_t k) {
             return A[size_t(a_transposed ? k * lda + m : m * lda + k)];
           };
@@ -199,7 +196,7 @@ TEST(F32Dot, ProductsMatchADoubleReferenceForEveryTileAndRemainder) {
           f32dot::Packed pb = b_transposed ? f32dot::pack_transposed(B.data(), ldb, N, K, packed_b.data())
                                            : f32dot::pack(B.data(), ldb, K, N, packed_b.data());
           const int64_t ldc = N + 1;
-          std::vector<float> C0 = uniform(size_t(M * ldc), 5), C = C0;
+          std::vector<float> C0 = testing::uniform_floats(size_t(M * ldc), 5), C = C0;
           f32dot::gemm(M, N, K, A.data(), a_transposed ? 1 : lda, a_transposed ? lda : 1, pb, C.data(), ldc,
                        0.25f, layout == 3);
           for (int64_t m = 0; m < M; ++m)
@@ -223,7 +220,8 @@ TEST(F32Dot, RowDots) {
   if (!f32dot::available()) GTEST_SKIP() << "no AVX-512 here: the kernels are not used on this CPU";
   for (int64_t N : {1, 15, 16, 17, 32, 100}) {
     const int64_t M = 4, lda = N + 2, ldb = N + 5;
-    std::vector<float> a = uniform(size_t(M * lda), uint64_t(N)), b = uniform(size_t(M * ldb), 9);
+    std::vector<float> a = testing::uniform_floats(size_t(M * lda), uint64_t(N)),
+                       b = testing::uniform_floats(size_t(M * ldb), 9);
     std::vector<float> got(static_cast<size_t>(M));
     f32dot::row_dots(a.data(), lda, b.data(), ldb, M, N, got.data());
     for (int64_t m = 0; m < M; ++m) {

@@ -9,17 +9,10 @@
 
 #include "graft/runtime/cpu/conv.h"
 #include "graft/runtime/cpu/gemm.h"
+#include "testing.h"
 
 namespace graft::cpu {
 namespace {
-
-std::vector<float> random_floats(size_t n, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(g);
-  return v;
-}
 
 // C = op(A) op(B) in double, the reference
 std::vector<float> ref_gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const std::vector<float>& A,
@@ -44,7 +37,8 @@ TEST(Threads, GemmFromEightThreadsAtOnce) {
   std::vector<std::thread> ts;
   for (int t = 0; t < kThreads; ++t)
     ts.emplace_back([&, t] {
-      auto A = random_floats(size_t(M * K), 2 * t), B = random_floats(size_t(K * N), 2 * t + 1);
+      auto A = testing::uniform_floats(size_t(M * K), 2 * t),
+           B = testing::uniform_floats(size_t(K * N), 2 * t + 1);
       for (int rep = 0; rep < 30; ++rep)
         for (int layout = 0; layout < 4; ++layout) {
           bool ta = layout & 1, tb = layout & 2;

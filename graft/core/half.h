@@ -51,52 +51,44 @@ struct float16 {
     r.bits = b;
     return r;
   }
+  // Both conversions are branch-free (selects and masks) so that loops of them vectorize, and equal
+  // the F16C instructions (vcvtps2ph with round-to-nearest-even, vcvtph2ps) bit for bit on every input,
+  // NaN payloads included: a NaN keeps the top of its payload and becomes quiet. The test compares
+  // them over all inputs where the CPU has F16C.
   static uint16_t from_float(float f) {
     uint32_t u = detail::f32_bits(f);
     uint32_t sign = (u >> 16) & 0x8000u;
-    uint32_t absu = u & 0x7fffffffu;
-    if (absu > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
-    if (absu >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // overflow (incl. rounding up) -> inf
-    if (absu < 0x38800000u) {                                   // subnormal or zero in f16
-      if (absu < 0x33000000u) return uint16_t(sign);            // < half the smallest subnormal
-      uint32_t exp = absu >> 23;
-      uint32_t mant = (absu & 0x7fffffu) | 0x800000u;
-      uint32_t shift = 126 - exp;  // f16 subnormal unit is 2^-24; f32 mantissa unit is 2^(exp-150)
-      uint32_t res = mant >> shift;
-      uint32_t rem = mant & ((1u << shift) - 1u);
-      uint32_t halfway = 1u << (shift - 1);
-      if (rem > halfway || (rem == halfway && (res & 1u))) ++res;
-      return uint16_t(sign | res);
-    }
-    // normal: rebias exponent 127 -> 15, round mantissa 23 -> 10 bits
-    uint32_t res = ((absu - 0x38000000u) >> 13);
-    uint32_t rem = absu & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (res & 1u))) ++res;
-    return uint16_t(sign | res);
+    uint32_t a = u & 0x7fffffffu;
+    // normal in f16: rebias the exponent (127 -> 15) and round the mantissa to 10 bits, to even
+    uint32_t normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+    // below 2^-14: adding 0.5 leaves the sum's unit in the last place at 2^-24, the f16 subnormal
+    // unit, so the f32 addition rounds |f| to f16's grid (to even); the low bits count the units
+    // (0x400 when it rounds up to the smallest normal, which is that number's encoding)
+    uint32_t sub = detail::f32_bits(detail::bits_f32(a) + 0.5f) - 0x3f000000u;
+    uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+    uint32_t r = a > 0x7f800000u ? nan : a >= 0x477ff000u ? 0x7c00u : a < 0x38800000u ? sub : normal;
+    return uint16_t(r | sign);
   }
   static float to_float(uint16_t h) {
-    uint32_t sign = uint32_t(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu;
-    uint32_t mant = h & 0x3ffu;
-    uint32_t u;
-    if (exp == 0) {
-      if (mant == 0) {
-        u = sign;
-      } else {  // subnormal: normalize
-        int e = -1;
-        do {
-          ++e;
-          mant <<= 1;
-        } while ((mant & 0x400u) == 0);
-        u = sign | uint32_t(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
-      }
-    } else if (exp == 31) {
-      u = sign | 0x7f800000u | (mant << 13);
-    } else {
-      u = sign | (exp + 112) << 23 | (mant << 13);
-    }
-    return detail::bits_f32(u);
+    uint32_t em = h & 0x7fffu;
+    uint32_t exp = em & 0x7c00u;
+    uint32_t normal = (em << 13) + 0x38000000u;                                            // rebias 15 -> 127
+    uint32_t special = ((em << 13) + 0x70000000u) | (uint32_t(em != 0x7c00u) << 22);       // inf; NaN made quiet
+    uint32_t sub = detail::f32_bits(float(int32_t(em)) * 0x1p-24f);                       // subnormal or zero: exact
+    // masks, not selects: GCC keeps a select whose arm is a float operation as a branch (the
+    // operation might trap), and a branch stops the loop from vectorizing
+    uint32_t is_sub = 0u - uint32_t(exp == 0), is_special = 0u - uint32_t(exp == 0x7c00u);
+    uint32_t u = (sub & is_sub) | (special & is_special) | (normal & ~(is_sub | is_special));
+    return detail::bits_f32(u | (uint32_t(h & 0x8000u) << 16));
   }
 };
+
+/// n values widened to f32, or rounded from f32 to nearest even, in single loops that vectorize: use
+/// them for the rows of a strided copy (GCC leaves the same conversion unvectorized inside a loop
+/// nest, and f16's takes a dozen operations a value).
+void widen(const float16* in, float* out, int64_t n);
+void widen(const bfloat16* in, float* out, int64_t n);
+void narrow(const float* in, float16* out, int64_t n);
+void narrow(const float* in, bfloat16* out, int64_t n);
 
 }  // namespace graft

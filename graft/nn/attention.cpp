@@ -77,6 +77,19 @@ C* scratch(size_t slot, size_t n) {
   return b.data();
 }
 
+// A row of n values converted from F to T: the vectorized half conversions (core/half.h) between a
+// half type and f32, else element by element through the compute type.
+template <class F, class T>
+void convert_row(const F* in, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, float> && (std::is_same_v<F, bfloat16> || std::is_same_v<F, float16>)) {
+    widen(in, out, n);
+  } else if constexpr (std::is_same_v<F, float> && (std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>)) {
+    narrow(in, out, n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<compute_t<F>>(in[i]));
+  }
+}
+
 template <class T, class C>
 HeadView<C> view_in(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W, size_t slot) {
   const T* base = x + (b * L * H + h) * W;
@@ -84,8 +97,7 @@ HeadView<C> view_in(const T* x, int64_t b, int64_t h, int64_t L, int64_t H, int6
     return {const_cast<C*>(base), H * W};
   } else {
     C* out = scratch<C>(slot, size_t(L * W));
-    for (int64_t l = 0; l < L; ++l)
-      for (int64_t w = 0; w < W; ++w) out[l * W + w] = static_cast<C>(static_cast<compute_t<T>>(base[l * H * W + w]));
+    for (int64_t l = 0; l < L; ++l) convert_row(base + l * H * W, out + l * W, W);
     return {out, W};
   }
 }
@@ -109,8 +121,7 @@ template <class T, class C>
 void store_out(const HeadView<C>& v, T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W) {
   if constexpr (!std::is_same_v<T, C>) {
     T* base = x + (b * L * H + h) * W;
-    for (int64_t l = 0; l < L; ++l)
-      for (int64_t w = 0; w < W; ++w) base[l * H * W + w] = static_cast<T>(static_cast<compute_t<T>>(v.p[l * W + w]));
+    for (int64_t l = 0; l < L; ++l) convert_row(v.p + l * W, base + l * H * W, W);
   }
 }
 
@@ -559,8 +570,7 @@ struct Widened {
   }
   static void row_dots(AOperand<float> a, const T* o, int64_t ldo, int64_t L, int64_t W, float* out) {
     float* of = scratch<float>(21, size_t(L * W));
-    for (int64_t t = 0; t < L; ++t)
-      for (int64_t e = 0; e < W; ++e) of[t * W + e] = static_cast<float>(o[t * ldo + e]);
+    for (int64_t t = 0; t < L; ++t) widen(o + t * ldo, of + t * W, W);
     cpu::f32dot::row_dots(a.p, a.am, of, W, L, W, out);
   }
   static void store(const HeadView<float>& v, T* x, int64_t b, int64_t h, int64_t L, int64_t H, int64_t W) {

@@ -1,6 +1,11 @@
 // graft/core: dtypes and promotion, 16-bit floats, number formatting, arrays.
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <random>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "graft/core/buffer.h"
 #include "graft/core/format.h"
@@ -78,6 +83,37 @@ TEST(Half, Float16Conversions) {
     ASSERT_EQ(float16(f).bits, b) << std::hex << b;
   }
 }
+
+#if defined(__x86_64__)
+// The F16C instructions, compiled for them whatever the build's -march, called only where the CPU has them.
+__attribute__((target("f16c"))) float hw_to_float(uint16_t h) { return _cvtsh_ss(h); }
+__attribute__((target("f16c"))) uint16_t hw_from_float(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+
+TEST(Half, Float16EqualsF16cBitForBit) {
+  if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "this CPU has no F16C";
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  for (uint32_t b = 0; b < 0x10000; ++b)  // every f16, NaNs included
+    ASSERT_EQ(bits(float16::to_float(uint16_t(b))), bits(hw_to_float(uint16_t(b)))) << std::hex << b;
+  auto check = [&](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    ASSERT_EQ(float16::from_float(f), hw_from_float(f)) << std::hex << u;
+  };
+  // every f32 exponent and sign with the low mantissa bits at each rounding boundary (13 bits decide a
+  // normal's rounding, up to 24 a subnormal's), then random patterns
+  const uint32_t lows[] = {0,      1,      0x7ff,  0x800,  0x801,  0xfff,   0x1000,  0x1001,  0x1fff,
+                           0x2000, 0x3000, 0x7fff, 0x8000, 0xffff, 0x10000, 0x7fffff, 0x400000, 0x3fffff};
+  for (uint32_t hi = 0; hi < 0x200; ++hi)  // sign and exponent
+    for (uint32_t mid = 0; mid < 0x400; mid += 3)
+      for (uint32_t lo : lows) check((hi << 23) | (((mid << 13) ^ lo) & 0x7fffffu));
+  std::mt19937 rng(7);
+  for (int i = 0; i < 1 << 22; ++i) check(static_cast<uint32_t>(rng()));
+}
+#endif
 
 TEST(Half, BFloat16Conversions) {
   EXPECT_EQ(bfloat16(1.0f).bits, 0x3f80);

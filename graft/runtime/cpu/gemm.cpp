@@ -158,11 +158,7 @@ void half_gemm_in_f32(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t 
       visit_dtype(dt, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>) {
-          for (int64_t r = r0; r < r1; ++r) {
-            const T* s = static_cast<const T*>(src) + r * ld;
-            float* d = dst + r * cols;
-            for (int64_t c = 0; c < cols; ++c) d[c] = static_cast<float>(s[c]);
-          }
+          for (int64_t r = r0; r < r1; ++r) graft::widen(static_cast<const T*>(src) + r * ld, dst + r * cols, cols);
         }
       });
     });
@@ -177,11 +173,7 @@ void half_gemm_in_f32(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t 
     visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>) {
-        for (int64_t m = m0; m < m1; ++m) {
-          T* d = static_cast<T*>(C) + m * ldc;
-          const float* s = cp + m * N;
-          for (int64_t n = 0; n < N; ++n) d[n] = T(s[n]);
-        }
+        for (int64_t m = m0; m < m1; ++m) graft::narrow(cp + m * N, static_cast<T*>(C) + m * ldc, N);
       }
     });
   });

@@ -5,7 +5,9 @@
 //     and optimizer), on the CPU's native bf16 dot products and, forced, on the f32 route (what a CPU
 //     without them runs);
 //   - oneDNN's sgemm rate at 1024^3 in the same rounds, for the transformer step's share of the GEMM
-//     roofline (its FLOP count printed with it).
+//     roofline (its FLOP count printed with it);
+//   - one layer's fused attention, forward and backward under jit (the transformer's [8, 128, 4, 32],
+//     causal) in f32, bf16 and f16, in the same rounds.
 // Prints one JSON object per figure: the median over rounds of each step time and of the per-round ratios.
 #include <algorithm>
 #include <chrono>
@@ -113,11 +115,32 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 3; ++i) g::cpu::gemm(g::f32, false, false, S, S, S, A.data(), S, B.data(), S, C.data(), S);
     return 2.0 * S * S * S * 3 / (now() - t0) / 1e9;
   };
+  // one layer's attention: the gradient of <fused_attention(q, k, v), ct> with respect to q, k and v
+  struct Attention {
+    std::string name;
+    std::function<void()> run;
+    std::vector<double> times;
+  };
+  std::vector<Attention> att;
+  for (g::DType dt : {g::f32, g::bf16, g::f16}) {
+    auto draw = [&](uint32_t i) { return g::random::normal(g::random::fold_in(key, 10 + i), {8, 128, 4, 32}).astype(dt); };
+    Array q = draw(0), k = draw(1), v = draw(2), ct = draw(3);
+    auto grads = g::jit(g::grad(
+        [ct](const Array& a, const Array& b, const Array& c) {
+          return g::sum((g::nn::fused_attention(a, b, c, true, std::nullopt) * ct).astype(g::f32));
+        },
+        {0, 1, 2}));
+    att.push_back({"attention_fwd_bwd_" + std::string(g::short_name(dt)), [grads, q, k, v] {
+                     for (int i = 0; i < 20; ++i) grads(q, k, v)[0].block_until_ready();
+                   }, {}});
+  }
   // warm-up: compile every step, fault in the buffers
   for (auto& c : cs) {
     g::cpu::set_native_bf16_for_testing(c.native);
     c.t.run(2);
   }
+  g::cpu::set_native_bf16_for_testing(-1);  // the CPU's own bf16 products for attention
+  for (auto& a : att) a.run();
   std::vector<double> gflops;
   std::map<std::string, std::vector<double>> ratios;
   for (int r = 0; r < rounds; ++r) {
@@ -126,6 +149,14 @@ int main(int argc, char** argv) {
       g::cpu::set_native_bf16_for_testing(c.native);
       c.times.push_back(c.t.run(c.steps));
     }
+    g::cpu::set_native_bf16_for_testing(-1);
+    for (auto& a : att) {
+      double t0 = now();
+      a.run();
+      a.times.push_back((now() - t0) / 20);
+    }
+    ratios["attention_bf16/f32"].push_back(att[1].times.back() / att[0].times.back());
+    ratios["attention_f16/f32"].push_back(att[2].times.back() / att[0].times.back());
     for (size_t i = 0; i < cs.size(); i += 3) {
       ratios[cs[i + 1].name + "/f32"].push_back(cs[i + 1].times.back() / cs[i].times.back());
       ratios[cs[i + 2].name + "/f32"].push_back(cs[i + 2].times.back() / cs[i].times.back());
@@ -134,6 +165,7 @@ int main(int argc, char** argv) {
   g::cpu::set_native_bf16_for_testing(-1);
   emit("sgemm_1024_gflops", median(gflops), "GFLOP/s");
   for (auto& c : cs) emit(c.name + "_step_ms", median(c.times) * 1e3, "ms");
+  for (auto& a : att) emit(a.name + "_us", median(a.times) * 1e6, "us");
   for (auto& [k, v] : ratios) emit(k, median(v), "ratio");
   // the transformer step's FLOPs: forward (projections, MLP, both attention products over all T x T
   // pairs, the head) and twice that backward

@@ -3,6 +3,7 @@
 #   - bench_mixed_precision: the MLP and transformer training steps in f32, in bf16 on the CPU's bf16
 #     dot products, and in bf16 forced onto the f32 route (GRAFT_NATIVE_BF16=0's path), interleaved
 #     round by round with oneDNN's sgemm rate (the transformer's share of the GEMM roofline);
+#   - one layer's fused attention forward and backward in f32, bf16 and f16, in the same rounds;
 #   - PyTorch's step of the same transformer (../shared/peers/torch_gpt.py), before and after;
 #   - the main job's MLP epochs in the three modes, alternated (best epoch after the first of each run).
 # Prints the JSON lines, then a table of ratios.
@@ -49,6 +50,9 @@ row("MLP step bf16 / f32 (f32 route, paired rounds)", g["mlp_bf16_via_f32/f32"][
 row("transformer step f32, ms", g["transformer_f32_step_ms"]["value"])
 row("transformer step bf16 / f32 (native, paired rounds)", g["transformer_bf16/f32"]["value"], "<= 0.7")
 row("transformer step bf16 / f32 (f32 route, paired rounds)", g["transformer_bf16_via_f32/f32"]["value"], "<= 1.0")
+row("attention fwd+bwd [8,128,4,32] causal, f32, us", g["attention_fwd_bwd_f32_us"]["value"])
+row("attention fwd+bwd bf16 / f32 (paired rounds)", g["attention_bf16/f32"]["value"], "")
+row("attention fwd+bwd f16 / f32 (paired rounds)", g["attention_f16/f32"]["value"], "")
 row("transformer f32 step, share of the sgemm roofline", g["transformer_f32_gemm_roofline_share"]["value"], ">= 0.7")
 print(f"{'  (step GFLOP; sgemm 1024^3 GFLOP/s)':58s} {g['transformer_f32_gemm_roofline_share']['gflop']:9.3f}  {g['sgemm_1024_gflops']['value']:.0f}")
 if torch:

@@ -84,6 +84,12 @@ TEST(Half, Float16Conversions) {
   }
 }
 
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
 #if defined(__x86_64__)
 // The F16C instructions, compiled for them whatever the build's -march, called only where the CPU has them.
 __attribute__((target("f16c"))) float hw_to_float(uint16_t h) { return _cvtsh_ss(h); }
@@ -91,13 +97,8 @@ __attribute__((target("f16c"))) uint16_t hw_from_float(float f) { return _cvtss_
 
 TEST(Half, Float16EqualsF16cBitForBit) {
   if (!__builtin_cpu_supports("f16c")) GTEST_SKIP() << "this CPU has no F16C";
-  auto bits = [](float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-  };
   for (uint32_t b = 0; b < 0x10000; ++b)  // every f16, NaNs included
-    ASSERT_EQ(bits(float16::to_float(uint16_t(b))), bits(hw_to_float(uint16_t(b)))) << std::hex << b;
+    ASSERT_EQ(bits_of(float16::to_float(uint16_t(b))), bits_of(hw_to_float(uint16_t(b)))) << std::hex << b;
   auto check = [&](uint32_t u) {
     float f;
     std::memcpy(&f, &u, 4);
@@ -114,6 +115,38 @@ TEST(Half, Float16EqualsF16cBitForBit) {
   for (int i = 0; i < 1 << 22; ++i) check(static_cast<uint32_t>(rng()));
 }
 #endif
+
+// The row conversions (vector instructions where the build has them) equal the scalar ones, with
+// lengths that leave a remainder past every vector.
+TEST(Half, RowConversionsEqualTheScalarOnes) {
+  std::vector<uint16_t> all(0x10000 + 5);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  std::vector<float> wide(all.size());
+  std::mt19937 rng(3);
+  std::vector<float> values(all.size());
+  for (auto& v : values) {
+    uint32_t u = static_cast<uint32_t>(rng());
+    std::memcpy(&v, &u, 4);
+  }
+  for (int64_t n : {int64_t(0), int64_t(1), int64_t(7), int64_t(8), int64_t(17), static_cast<int64_t>(all.size())}) {
+    widen(reinterpret_cast<const float16*>(all.data()), wide.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(bits_of(wide[size_t(i)]), bits_of(float16::to_float(all[size_t(i)]))) << i;
+    widen(reinterpret_cast<const bfloat16*>(all.data()), wide.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(bits_of(wide[size_t(i)]), bits_of(float(bfloat16::from_bits(all[size_t(i)])))) << i;
+    std::vector<float16> h(size_t(n) + 1, float16::from_bits(0xabcd));
+    std::vector<bfloat16> b(size_t(n) + 1, bfloat16::from_bits(0xabcd));
+    narrow(values.data(), h.data(), n);
+    narrow(values.data(), b.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(h[size_t(i)].bits, float16::from_float(values[size_t(i)])) << i;
+      ASSERT_EQ(b[size_t(i)].bits, bfloat16::from_float(values[size_t(i)])) << i;
+    }
+    EXPECT_EQ(h[size_t(n)].bits, 0xabcd);  // nothing written past n
+    EXPECT_EQ(b[size_t(n)].bits, 0xabcd);
+  }
+}
 
 TEST(Half, BFloat16Conversions) {
   EXPECT_EQ(bfloat16(1.0f).bits, 0x3f80);

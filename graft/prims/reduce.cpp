@@ -242,6 +242,24 @@ acc_t<K, T> fold_block(const T* row, int64_t n) {
       }
     }
     std::memcpy(acc, &v, sizeof v);
+  } else if constexpr ((std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) && std::is_same_v<A, float> &&
+                       K == RKind::sum) {
+    // half sums: the same lanes over the row widened by blocks (core/half.h's widen, vectorized, and
+    // F16C's for f16), instead of a conversion per element inside the accumulation
+    Lanes8<float> v;
+    std::memcpy(&v, acc, sizeof v);
+    float wide[kPairBlock];
+    while (r + W <= n) {
+      int64_t m = std::min<int64_t>(kPairBlock, (n - r) / W * W);
+      widen(row + r, wide, m);
+      for (int64_t i = 0; i < m; i += W) {
+        Lanes8<float> x;
+        std::memcpy(&x, wide + i, sizeof x);
+        v += x;
+      }
+      r += m;
+    }
+    std::memcpy(acc, &v, sizeof v);
   } else {
     for (; r + W <= n; r += W)
       for (int j = 0; j < W; ++j) acc[j] = combine<K>(acc[j], static_cast<A>(row[r + j]));

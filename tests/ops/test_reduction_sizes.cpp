@@ -176,6 +176,22 @@ TEST(ElementwiseSizes, IntegerAndFloatKernelsAreExact) {
   }
 }
 
+TEST(ReductionSizes, HalfSumsAreTheF32SumsOfTheirValuesRounded) {
+  // a half row sum accumulates in f32 lanes over the row widened by blocks: the same additions as
+  // the f32 sum of the widened values, rounded once
+  for (DType d : {f16, bf16}) {
+    for (int64_t n : {1, 7, 8, 9, 255, 256, 257, 1000, 4099, 70001}) {
+      SCOPED_TRACE(std::string(short_name(d)) + " n=" + std::to_string(n));
+      Array x = random::normal(random::key(uint32_t(n)), {3, n}).astype(d);
+      Array got = lax::reduce_sum(x, {1});
+      Array want = lax::reduce_sum(x.astype(f32), {1}).astype(d);
+      EXPECT_EQ(got.astype(f32).to_vector<float>(), want.astype(f32).to_vector<float>());
+      EXPECT_EQ(lax::reduce_sum(x, {0, 1}).astype(f32).item<float>(),
+                lax::reduce_sum(x.astype(f32), {0, 1}).astype(d).astype(f32).item<float>());
+    }
+  }
+}
+
 TEST(ReductionSizes, ColumnSumsSplitTheirRowsAtThePairwiseTreesTopNode) {
   // a whole column sum of a power of two of 32-row blocks sums its two halves on two threads: the
   // same bits as the halves' sums added (the pairwise tree's top node), against f64 within f32's

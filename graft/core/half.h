@@ -51,20 +51,25 @@ struct float16 {
     r.bits = b;
     return r;
   }
-  // Both conversions are branch-free (selects and masks) so that loops of them vectorize, and equal
-  // the F16C instructions (vcvtps2ph with round-to-nearest-even, vcvtph2ps) bit for bit on every input,
-  // NaN payloads included: a NaN keeps the top of its payload and becomes quiet. The test compares
-  // them over all inputs where the CPU has F16C.
+  // Both conversions are branch-free (selects and masks) so that loops of them vectorize, integer-only
+  // where they round (the FP environment's rounding mode does not matter), and equal the F16C
+  // instructions (vcvtps2ph with round-to-nearest-even, vcvtph2ps) bit for bit on every input, NaN
+  // payloads included: a NaN keeps the top of its payload and becomes quiet. The test compares them
+  // with F16C where the CPU has it, and with fixed encodings everywhere.
   static uint16_t from_float(float f) {
     uint32_t u = detail::f32_bits(f);
     uint32_t sign = (u >> 16) & 0x8000u;
     uint32_t a = u & 0x7fffffffu;
     // normal in f16: rebias the exponent (127 -> 15) and round the mantissa to 10 bits, to even
     uint32_t normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
-    // below 2^-14: adding 0.5 leaves the sum's unit in the last place at 2^-24, the f16 subnormal
-    // unit, so the f32 addition rounds |f| to f16's grid (to even); the low bits count the units
-    // (0x400 when it rounds up to the smallest normal, which is that number's encoding)
-    uint32_t sub = detail::f32_bits(detail::bits_f32(a) + 0.5f) - 0x3f000000u;
+    // below 2^-14: the significand (implicit bit set) shifted down to f16's subnormal unit 2^-24 and
+    // rounded to even, in integers (whatever the FP rounding mode); 0x400 when it rounds up to the
+    // smallest normal, which is that number's encoding. The shift is kept in 1..31 in every lane.
+    uint32_t m = (a & 0x7fffffu) | 0x800000u;
+    uint32_t s = 126u - (a >> 23);  // >= 14 below 2^-14
+    s = s - 1u < 30u ? s : s == 0u ? 1u : 31u;
+    uint32_t q = m >> s, rest = m << (32u - s);  // rest: the bits shifted out, at the top
+    uint32_t sub = q + ((uint32_t(rest > 0x80000000u) | (uint32_t(rest == 0x80000000u) & q)) & 1u);
     uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
     uint32_t r = a > 0x7f800000u ? nan : a >= 0x477ff000u ? 0x7c00u : a < 0x38800000u ? sub : normal;
     return uint16_t(r | sign);

@@ -351,6 +351,27 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
                         m.launch(i, 1, 32, args);
                       }, got, want});
     }
+  {  // f32 <-> f16 bit for bit: NaN payloads (kept at the top, made quiet), ties, subnormals, overflow
+    Array w = lax::bitcast_convert_type(
+        concrete({double(0x7f800001u), double(0xffa00000u), double(0x7fc02000u), double(0x477fefffu),
+                  double(0x477ff000u), double(0x80000000u), double(0x33000001u), double(0x33c00000u),
+                  double(0x387fe000u), double(0x3f801001u), double(0x00000001u)},
+                 {11}, DType::u32),
+        DType::f32);
+    Array h = lax::bitcast_convert_type(
+        concrete({0x7c01, 0xfe00, 0x0001, 0x7bff, 0x8000, 0x7e55, 0xfc00, 0x03ff}, {8}, DType::u16), DType::f16);
+    for (auto [x, to] : {std::pair<Array, DType>{w, DType::f16}, {h, DType::f32}}) {
+      Array want = x.astype(to), got = Array::empty(want.aval());
+      std::string name = "bits_" + std::string(short_name(x.dtype())) + "_" + std::string(short_name(to));
+      sources.push_back(ck::convert_source(name, x.dtype(), to));
+      runs.push_back({name, [=](const EmulatedModule& m, size_t i) mutable {
+                        void *o = got.concrete()->data(), *in = ptr(x);
+                        int64_t n = x.size();
+                        void* args[] = {&o, &in, &n};
+                        m.launch(i, 1, 32, args);
+                      }, got, want});
+    }
+  }
   {  // threefry2x32, a scalar key against counters
     Array k0 = concrete({42}, {}, DType::u32), k1 = concrete({7}, {}, DType::u32);
     Array c0 = rng.ints({50}, DType::u32, 0, 1 << 30), c1 = rng.ints({50}, DType::u32, 0, 1 << 30);
@@ -434,6 +455,9 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
     DType d = r.want.dtype();
     double rt = d == DType::bf16 || d == DType::f16 ? 1e-2 : is_floating(d) ? 1e-5 : 0;
     EXPECT_TRUE(close(r.got, r.want, rt, rt)) << r.name;
+    if (r.name.rfind("bits_", 0) == 0) {  // these bit for bit
+      EXPECT_EQ(std::memcmp(r.got.raw_data(), r.want.raw_data(), size_t(r.want.size()) * itemsize(d)), 0) << r.name;
+    }
   }
   EXPECT_GT(runs.size(), 100u);
 }

@@ -190,6 +190,17 @@ TEST(ReductionSizes, HalfSumsAreTheF32SumsOfTheirValuesRounded) {
                 lax::reduce_sum(x.astype(f32), {0, 1}).astype(d).astype(f32).item<float>());
     }
   }
+  // a row whose f32 sum depends on the order of its additions far beyond a bf16 rounding: 2^24 first
+  // absorbs the ones that share its lane, -2^24 last (another order gives another sum)
+  for (int64_t n : {1000, 4099}) {
+    std::vector<float> v(static_cast<size_t>(n), 1.0f);
+    v.front() = 16777216.0f;
+    v.back() = -16777216.0f;
+    Array x = array(v).astype(bf16);
+    float got = lax::reduce_sum(x, {0}).astype(f32).item<float>();
+    EXPECT_EQ(got, lax::reduce_sum(x.astype(f32), {0}).astype(bf16).astype(f32).item<float>()) << n;
+    EXPECT_LT(got, float(n - 2) - 16.0f) << n;  // ones were absorbed (more than bf16 rounds away): lane order
+  }
 }
 
 TEST(ReductionSizes, ColumnSumsSplitTheirRowsAtThePairwiseTreesTopNode) {

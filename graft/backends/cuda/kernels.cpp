@@ -6,8 +6,9 @@ namespace graft::cuda_kernels {
 
 namespace {
 
-// Types, f16/bf16 conversions (bit-exact with graft/core/half.h: round to nearest even) and the
-// helpers the expressions use.
+// Types, f16/bf16 conversions (bit-exact with graft/core/half.h: round to nearest even; an f16 NaN
+// keeps the top of its payload and becomes quiet both ways, as F16C converts) and the helpers the
+// expressions use.
 const char* kPrelude = R"(
 typedef signed char i8; typedef short i16; typedef int i32; typedef long long i64;
 typedef unsigned char u8; typedef unsigned short u16; typedef unsigned int u32; typedef unsigned long long u64;
@@ -22,7 +23,7 @@ __device__ __forceinline__ float ld(f16 h) {
   if (exp == 0) {
     if (mant == 0) { u = sign; }
     else { exp = 113; while (!(mant & 0x400u)) { mant <<= 1; --exp; } mant &= 0x3ffu; u = sign | (exp << 23) | (mant << 13); }
-  } else if (exp == 31) { u = sign | 0x7f800000u | (mant << 13); }
+  } else if (exp == 31) { u = sign | 0x7f800000u | (mant << 13) | (mant ? 0x400000u : 0u); }
   else { u = sign | ((exp + 112) << 23) | (mant << 13); }
   return bits_f32(u);
 }
@@ -36,7 +37,7 @@ template <> struct St<bf16> { __device__ static bf16 f(float f) {
   u += 0x7fffu + ((u >> 16) & 1u); r.bits = (unsigned short)(u >> 16); return r; } };
 template <> struct St<f16> { __device__ static f16 f(float f) {
   u32 u = f32_bits(f), sign = (u >> 16) & 0x8000u, absu = u & 0x7fffffffu; f16 r;
-  if (absu > 0x7f800000u) { r.bits = (unsigned short)(sign | 0x7e00u); return r; }
+  if (absu > 0x7f800000u) { r.bits = (unsigned short)(sign | 0x7e00u | ((absu >> 13) & 0x3ffu)); return r; }
   if (absu >= 0x477ff000u) { r.bits = (unsigned short)(sign | 0x7c00u); return r; }
   if (absu < 0x38800000u) {
     if (absu < 0x33000000u) { r.bits = (unsigned short)sign; return r; }

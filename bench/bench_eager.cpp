@@ -1,5 +1,6 @@
 // Eager per-primitive host overhead on 1-element arrays, next to libtorch in the same binary, the
-// per-call overhead of a cached jit call, and eager throughput in f32, bf16 and f16 over 2^20 elements. Run: bench/run_eager.sh (it prints the ratios).
+// per-call overhead of a cached jit call, and eager throughput in f32, bf16 and f16 over 2^20 elements. Run:
+// bench/run_eager.sh (it prints the ratios).
 #include <benchmark/benchmark.h>
 
 #include <graft/graft.h>

@@ -123,16 +123,20 @@ int main(int argc, char** argv) {
   };
   std::vector<Attention> att;
   for (g::DType dt : {g::f32, g::bf16, g::f16}) {
-    auto draw = [&](uint32_t i) { return g::random::normal(g::random::fold_in(key, 10 + i), {8, 128, 4, 32}).astype(dt); };
+    auto draw = [&](uint32_t i) {
+      return g::random::normal(g::random::fold_in(key, 10 + i), {8, 128, 4, 32}).astype(dt);
+    };
     Array q = draw(0), k = draw(1), v = draw(2), ct = draw(3);
     auto grads = g::jit(g::grad(
         [ct](const Array& a, const Array& b, const Array& c) {
           return g::sum((g::nn::fused_attention(a, b, c, true, std::nullopt) * ct).astype(g::f32));
         },
         {0, 1, 2}));
-    att.push_back({"attention_fwd_bwd_" + std::string(g::short_name(dt)), [grads, q, k, v] {
+    att.push_back({"attention_fwd_bwd_" + std::string(g::short_name(dt)),
+                   [grads, q, k, v] {
                      for (int i = 0; i < 20; ++i) grads(q, k, v)[0].block_until_ready();
-                   }, {}});
+                   },
+                   {}});
   }
   // warm-up: compile every step, fault in the buffers
   for (auto& c : cs) {

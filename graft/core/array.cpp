@@ -182,10 +182,14 @@ void convert_elements(const void* in, DType from, void* out, DType to, int64_t n
     return;
   }
   // the common half conversions in their own loops (core/half.h), whatever the visitor inlines
-  if (to == DType::f32 && from == DType::f16) return widen(static_cast<const float16*>(in), static_cast<float*>(out), n);
-  if (to == DType::f32 && from == DType::bf16) return widen(static_cast<const bfloat16*>(in), static_cast<float*>(out), n);
-  if (from == DType::f32 && to == DType::f16) return narrow(static_cast<const float*>(in), static_cast<float16*>(out), n);
-  if (from == DType::f32 && to == DType::bf16) return narrow(static_cast<const float*>(in), static_cast<bfloat16*>(out), n);
+  if (to == DType::f32 && from == DType::f16)
+    return widen(static_cast<const float16*>(in), static_cast<float*>(out), n);
+  if (to == DType::f32 && from == DType::bf16)
+    return widen(static_cast<const bfloat16*>(in), static_cast<float*>(out), n);
+  if (from == DType::f32 && to == DType::f16)
+    return narrow(static_cast<const float*>(in), static_cast<float16*>(out), n);
+  if (from == DType::f32 && to == DType::bf16)
+    return narrow(static_cast<const float*>(in), static_cast<bfloat16*>(out), n);
   visit_any_dtype(from, [&](auto ft) {
     using F = typename decltype(ft)::type;
     visit_any_dtype(to, [&](auto tt) {

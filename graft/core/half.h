@@ -77,9 +77,9 @@ struct float16 {
   static float to_float(uint16_t h) {
     uint32_t em = h & 0x7fffu;
     uint32_t exp = em & 0x7c00u;
-    uint32_t normal = (em << 13) + 0x38000000u;                                            // rebias 15 -> 127
-    uint32_t special = ((em << 13) + 0x70000000u) | (uint32_t(em != 0x7c00u) << 22);       // inf; NaN made quiet
-    uint32_t sub = detail::f32_bits(float(int32_t(em)) * 0x1p-24f);                       // subnormal or zero: exact
+    uint32_t normal = (em << 13) + 0x38000000u;                                       // rebias 15 -> 127
+    uint32_t special = ((em << 13) + 0x70000000u) | (uint32_t(em != 0x7c00u) << 22);  // inf; NaN made quiet
+    uint32_t sub = detail::f32_bits(float(int32_t(em)) * 0x1p-24f);  // subnormal or zero: exact
     // masks, not selects: GCC keeps a select whose arm is a float operation as a branch (the
     // operation might trap), and a branch stops the loop from vectorizing
     uint32_t is_sub = 0u - uint32_t(exp == 0), is_special = 0u - uint32_t(exp == 0x7c00u);

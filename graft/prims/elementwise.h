@@ -110,7 +110,8 @@ void unary_tile(const TileKernel& k, void* out, const void* const* in, const uin
   const T* a = static_cast<const T*>(in[0]);
   O* o = static_cast<O*>(out);
   int64_t ip = k.iparam;
-  if constexpr (((kF16ByRows && std::is_same_v<T, float16>) || std::is_same_v<T, bfloat16>) && std::is_same_v<O, T> &&
+  if constexpr (((kF16ByRows && std::is_same_v<T, float16>) ||
+                 std::is_same_v<T, bfloat16>)&&std::is_same_v<O, T> &&
                 std::is_same_v<decltype(F::apply(C{}, int64_t{})), float>) {
     if (step[0]) {
       float x[kF16Row];
@@ -197,10 +198,14 @@ void binary_tile(const TileKernel&, void* out, const void* const* in, const uint
       float x[kF16Row], y[kF16Row];
       for (int64_t i0 = 0; i0 < n; i0 += kF16Row) {
         int64_t m = std::min(kF16Row, n - i0);
-        if (step[0]) widen(a + i0, x, m);
-        else std::fill(x, x + m, static_cast<float>(a[0]));
-        if (step[1]) widen(b + i0, y, m);
-        else std::fill(y, y + m, static_cast<float>(b[0]));
+        if (step[0])
+          widen(a + i0, x, m);
+        else
+          std::fill(x, x + m, static_cast<float>(a[0]));
+        if (step[1])
+          widen(b + i0, y, m);
+        else
+          std::fill(y, y + m, static_cast<float>(b[0]));
         for (int64_t i = 0; i < m; ++i) x[i] = F::apply(x[i], y[i]);
         narrow(x, o + i0, m);
       }

@@ -114,7 +114,9 @@ TEST(Half, Float16Conversions) {
 // The F16C instructions, compiled for them whatever the build's -march, called only where the CPU has
 // them (cpuid, which GCC and clang both read; clang 14's __builtin_cpu_supports does not know f16c).
 __attribute__((target("f16c"))) float hw_to_float(uint16_t h) { return _cvtsh_ss(h); }
-__attribute__((target("f16c"))) uint16_t hw_from_float(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+__attribute__((target("f16c"))) uint16_t hw_from_float(float f) {
+  return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+}
 bool cpu_has_f16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
@@ -124,7 +126,8 @@ TEST(Half, Float16EqualsF16cBitForBit) {
   if (!cpu_has_f16c()) GTEST_SKIP() << "this CPU has no F16C";
   int64_t bad = 0;
   auto report = [&](uint32_t in, uint32_t got, uint32_t want, const char* what) {
-    if (got != want && bad++ < 5) ADD_FAILURE() << what << " of 0x" << std::hex << in << ": 0x" << got << ", F16C 0x" << want;
+    if (got != want && bad++ < 5)
+      ADD_FAILURE() << what << " of 0x" << std::hex << in << ": 0x" << got << ", F16C 0x" << want;
   };
   for (uint32_t b = 0; b < 0x10000; ++b)  // every f16, NaNs included
     report(b, bits_of(float16::to_float(uint16_t(b))), bits_of(hw_to_float(uint16_t(b))), "to_float");
@@ -135,7 +138,7 @@ TEST(Half, Float16EqualsF16cBitForBit) {
   };
   // every f32 exponent and sign with the low mantissa bits at each rounding boundary (13 bits decide a
   // normal's rounding, up to 24 a subnormal's), then random patterns
-  const uint32_t lows[] = {0,      1,      0x7ff,  0x800,  0x801,  0xfff,   0x1000,  0x1001,  0x1fff,
+  const uint32_t lows[] = {0,      1,      0x7ff,  0x800,  0x801,  0xfff,   0x1000,   0x1001,   0x1fff,
                            0x2000, 0x3000, 0x7fff, 0x8000, 0xffff, 0x10000, 0x7fffff, 0x400000, 0x3fffff};
   for (uint32_t hi = 0; hi < 0x200; ++hi)  // sign and exponent
     for (uint32_t mid = 0; mid < 0x400; mid += 3)
@@ -158,7 +161,8 @@ TEST(Half, RowConversionsEqualTheScalarOnes) {
     uint32_t u = static_cast<uint32_t>(rng());
     std::memcpy(&v, &u, 4);
   }
-  for (int64_t n : {int64_t(0), int64_t(1), int64_t(7), int64_t(8), int64_t(17), static_cast<int64_t>(all.size())}) {
+  for (int64_t n :
+       {int64_t(0), int64_t(1), int64_t(7), int64_t(8), int64_t(17), static_cast<int64_t>(all.size())}) {
     widen(reinterpret_cast<const float16*>(all.data()), wide.data(), n);
     for (int64_t i = 0; i < n; ++i)
       ASSERT_EQ(bits_of(wide[size_t(i)]), bits_of(float16::to_float(all[size_t(i)]))) << i;

@@ -359,17 +359,20 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
                  {11}, DType::u32),
         DType::f32);
     Array h = lax::bitcast_convert_type(
-        concrete({0x7c01, 0xfe00, 0x0001, 0x7bff, 0x8000, 0x7e55, 0xfc00, 0x03ff}, {8}, DType::u16), DType::f16);
+        concrete({0x7c01, 0xfe00, 0x0001, 0x7bff, 0x8000, 0x7e55, 0xfc00, 0x03ff}, {8}, DType::u16),
+        DType::f16);
     for (auto [x, to] : {std::pair<Array, DType>{w, DType::f16}, {h, DType::f32}}) {
       Array want = x.astype(to), got = Array::empty(want.aval());
       std::string name = "bits_" + std::string(short_name(x.dtype())) + "_" + std::string(short_name(to));
       sources.push_back(ck::convert_source(name, x.dtype(), to));
-      runs.push_back({name, [=](const EmulatedModule& m, size_t i) mutable {
+      runs.push_back({name,
+                      [=](const EmulatedModule& m, size_t i) mutable {
                         void *o = got.concrete()->data(), *in = ptr(x);
                         int64_t n = x.size();
                         void* args[] = {&o, &in, &n};
                         m.launch(i, 1, 32, args);
-                      }, got, want});
+                      },
+                      got, want});
     }
   }
   {  // threefry2x32, a scalar key against counters
@@ -456,7 +459,8 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
     double rt = d == DType::bf16 || d == DType::f16 ? 1e-2 : is_floating(d) ? 1e-5 : 0;
     EXPECT_TRUE(close(r.got, r.want, rt, rt)) << r.name;
     if (r.name.rfind("bits_", 0) == 0) {  // these bit for bit
-      EXPECT_EQ(std::memcmp(r.got.raw_data(), r.want.raw_data(), size_t(r.want.size()) * itemsize(d)), 0) << r.name;
+      EXPECT_EQ(std::memcmp(r.got.raw_data(), r.want.raw_data(), size_t(r.want.size()) * itemsize(d)), 0)
+          << r.name;
     }
   }
   EXPECT_GT(runs.size(), 100u);

@@ -158,7 +158,8 @@ void half_gemm_in_f32(DType dt, bool ta, bool tb, int64_t M, int64_t N, int64_t 
       visit_dtype(dt, [&](auto tag) {
         using T = typename decltype(tag)::type;
         if constexpr (std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>) {
-          for (int64_t r = r0; r < r1; ++r) graft::widen(static_cast<const T*>(src) + r * ld, dst + r * cols, cols);
+          for (int64_t r = r0; r < r1; ++r)
+            graft::widen(static_cast<const T*>(src) + r * ld, dst + r * cols, cols);
         }
       });
     });

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace graft {
 
@@ -87,6 +88,10 @@ struct float16 {
     return detail::bits_f32(u | (uint32_t(h & 0x8000u) << 16));
   }
 };
+
+/// Whether T is one of the 16-bit float types.
+template <class T>
+inline constexpr bool is_half_v = std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>;
 
 /// n values widened to f32, or rounded from f32 to nearest even, in single loops that vectorize: use
 /// them for the rows of a strided copy (GCC leaves the same conversion unvectorized inside a loop

@@ -81,10 +81,9 @@ C* scratch(size_t slot, size_t n) {
 // half type and f32, else element by element through the compute type.
 template <class F, class T>
 void convert_row(const F* in, T* out, int64_t n) {
-  if constexpr (std::is_same_v<T, float> && (std::is_same_v<F, bfloat16> || std::is_same_v<F, float16>)) {
+  if constexpr (std::is_same_v<T, float> && is_half_v<F>) {
     widen(in, out, n);
-  } else if constexpr (std::is_same_v<F, float> &&
-                       (std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>)) {
+  } else if constexpr (std::is_same_v<F, float> && is_half_v<T>) {
     narrow(in, out, n);
   } else {
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<compute_t<F>>(in[i]));

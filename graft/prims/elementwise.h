@@ -93,15 +93,21 @@ using stored_result_t =
 template <class F, class T>
 using unary_out_t = stored_result_t<T, decltype(F::apply(compute_t<T>{}, int64_t{}))>;
 
-// f16 tiles where the build has F16C: operands widened and results rounded by rows (core/half.h's
-// widen and narrow, 8 values an instruction) around a loop over f32 values, instead of a dozen integer
-// operations a value inline. The bits are the same either way.
+// Half tiles by rows: operands widened and results rounded a row of kHalfRow values at a time
+// (core/half.h's widen and narrow) around a loop over f32 values, where that beats converting each
+// value inline: f16 where the build has F16C (8 values an instruction against a dozen integer
+// operations a value), both ways; bf16 in unary tiles, whose f32 loops (exp, tanh) then vectorize
+// (a bf16 add is faster inline). The bits are the same either way.
 #if defined(__F16C__)
-inline constexpr bool kF16ByRows = true;
+inline constexpr bool kF16C = true;
 #else
-inline constexpr bool kF16ByRows = false;
+inline constexpr bool kF16C = false;
 #endif
-inline constexpr int64_t kF16Row = 256;
+template <class T>
+inline constexpr bool kUnaryByRows = (kF16C && std::is_same_v<T, float16>) || std::is_same_v<T, bfloat16>;
+template <class T>
+inline constexpr bool kBinaryByRows = (kF16C && std::is_same_v<T, float16>);
+inline constexpr int64_t kHalfRow = 256;
 
 template <class F, class T>
 void unary_tile(const TileKernel& k, void* out, const void* const* in, const uint8_t* step, int64_t n) {
@@ -110,13 +116,12 @@ void unary_tile(const TileKernel& k, void* out, const void* const* in, const uin
   const T* a = static_cast<const T*>(in[0]);
   O* o = static_cast<O*>(out);
   int64_t ip = k.iparam;
-  if constexpr (((kF16ByRows && std::is_same_v<T, float16>) ||
-                 std::is_same_v<T, bfloat16>)&&std::is_same_v<O, T> &&
+  if constexpr (kUnaryByRows<T> && std::is_same_v<O, T> &&
                 std::is_same_v<decltype(F::apply(C{}, int64_t{})), float>) {
     if (step[0]) {
-      float x[kF16Row];
-      for (int64_t i0 = 0; i0 < n; i0 += kF16Row) {
-        int64_t m = std::min(kF16Row, n - i0);
+      float x[kHalfRow];
+      for (int64_t i0 = 0; i0 < n; i0 += kHalfRow) {
+        int64_t m = std::min(kHalfRow, n - i0);
         widen(a + i0, x, m);
         for (int64_t i = 0; i < m; ++i) x[i] = F::apply(x[i], ip);
         narrow(x, o + i0, m);
@@ -192,12 +197,12 @@ void binary_tile(const TileKernel&, void* out, const void* const* in, const uint
   const T* a = static_cast<const T*>(in[0]);
   const T* b = static_cast<const T*>(in[1]);
   O* o = static_cast<O*>(out);
-  if constexpr (kF16ByRows && std::is_same_v<T, float16> && std::is_same_v<O, T> &&
+  if constexpr (kBinaryByRows<T> && std::is_same_v<O, T> &&
                 std::is_same_v<decltype(F::apply(C{}, C{})), float>) {
     if (step[0] || step[1]) {
-      float x[kF16Row], y[kF16Row];
-      for (int64_t i0 = 0; i0 < n; i0 += kF16Row) {
-        int64_t m = std::min(kF16Row, n - i0);
+      float x[kHalfRow], y[kHalfRow];
+      for (int64_t i0 = 0; i0 < n; i0 += kHalfRow) {
+        int64_t m = std::min(kHalfRow, n - i0);
         if (step[0])
           widen(a + i0, x, m);
         else

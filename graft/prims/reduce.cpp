@@ -242,9 +242,7 @@ acc_t<K, T> fold_block(const T* row, int64_t n) {
       }
     }
     std::memcpy(acc, &v, sizeof v);
-  } else if constexpr ((std::is_same_v<T, float16> ||
-                        std::is_same_v<T, bfloat16>)&&std::is_same_v<A, float> &&
-                       K == RKind::sum) {
+  } else if constexpr (is_half_v<T> && std::is_same_v<A, float> && K == RKind::sum) {
     // half sums: the same lanes over the row widened by blocks (core/half.h's widen, vectorized, and
     // F16C's for f16), instead of a conversion per element inside the accumulation
     Lanes8<float> v;

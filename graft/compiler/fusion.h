@@ -53,7 +53,7 @@ const ClosedJaxpr& fusion_body(const Params& params);
 /// GRAFT_EXCESS_PRECISION=0 rounds after every operation, which gives eager's bits exactly. Explicit
 /// conversions to a half type always round: a value converted to bf16 and back is rounded. On CPUs
 /// without bf16 arithmetic the compiler goes further (passes.h, widen_half_products): bf16 arithmetic
-/// runs on f32 values, and a matrix product of a conversion of an f32 value to bf16 reads the value
+/// runs on f32 values, and a matrix product or a sum of a conversion of an f32 value to bf16 reads the value
 /// before it (XLA's simplify-fp-conversions). Every backend's fused-loop generator follows it.
 bool excess_precision();
 /// Sets it for loops compiled from now on (tests).

@@ -206,6 +206,34 @@ TEST_F(Passes, bf16_arithmetic_moves_to_f32_on_the_f32_route_under_excess_precis
   EXPECT_TRUE(testing::close(wide, f32(x, w, b), 1e-6, 1e-6));
 }
 
+TEST_F(Passes, sums_read_the_f32_value_a_cast_rounded_on_the_f32_route) {
+  // a bias gradient: the sum of a cotangent the program rounded to bf16, which products also read.
+  // Sums accumulate in f32 as products do, so both read the f32 value (one cotangent stored, not it
+  // and its rounding); an elementwise reader still sees the rounding
+  auto f = [](const Array& g, const Array& h) {
+    Array gb = g.astype(DType::bf16);
+    return std::make_tuple(sum(gb, {0}), matmul(h.astype(DType::bf16), gb), max(gb * 3.0, {0}));
+  };
+  testing::Rng rng(11);
+  Array g = rng.uniform({64, 5}, DType::f32, -1, 1), h = rng.uniform({3, 64});
+  cpu::set_native_bf16_for_testing(0);
+  std::string ir = after("widen_half_products", f, g, h);
+  auto [s, p, m] = jit(f)(g, h);
+  cpu::set_native_bf16_for_testing(-1);
+  // one rounding of g is left (for the elementwise reader), widened once
+  size_t roundings = 0;
+  for (size_t at = ir.find("new_dtype=bfloat16"); at != std::string::npos; at = ir.find("new_dtype=bfloat16", at + 1))
+    ++roundings;
+  EXPECT_EQ(roundings, 1u + 3u) << ir;  // and the three bf16 results
+  // the sum of the unrounded values, rounded once (not the sum of the rounded values)
+  Array exact = sum(g, {0});
+  EXPECT_TRUE(testing::close(s, exact.astype(DType::bf16), 0, 0));
+  Array of_rounded = sum(g.astype(DType::bf16).astype(DType::f32), {0}).astype(DType::bf16);
+  EXPECT_FALSE(testing::close(s, of_rounded, 0, 0)) << "64 rounded values summed to the same bf16 sums: pick another seed";
+  // the elementwise reader multiplies the rounded values
+  EXPECT_TRUE(testing::close(m, max(g.astype(DType::bf16).astype(DType::f32) * 3.0, {0}).astype(DType::bf16), 0, 0));
+}
+
 TEST_F(Passes, widened_half_products_equal_eager_ones) {
   // eager bf16 products without native kernels widen, multiply in f32 and round once: the same bits as
   // the rewritten program's f32 product between conversions (batched ones within an ulp: one strided

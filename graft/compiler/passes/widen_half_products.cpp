@@ -21,7 +21,8 @@
 // gather/scatter and product equation of bf16 values computes on their f32 versions, the f32 -> bf16
 // -> f32 pairs between them vanish, and bf16 values remain only where something else needs them (the
 // program's outputs, primitives outside the list). Conversions the program writes still round for
-// everything but products (above): a comparison or a sum of x.astype(bf16) sees the rounded x. A bf16 step then stores f32 between its loops, as
+// everything but the contractions that accumulate in f32 (products, as above, and sums): a comparison
+// or an elementwise operation of x.astype(bf16) sees the rounded x. A bf16 step then stores f32 between its loops, as
 // the f32 step does, instead of writing each activation twice (the bf16 value and its widened copy for
 // the next GEMM). bf16 has f32's exponent range, so only the rounding changes; f16 (whose overflow to
 // inf loss scaling watches) keeps the products-only rewrite.
@@ -111,14 +112,15 @@ ClosedJaxpr bf16_in_f32(const ClosedJaxpr& j) {
   for (const VarRef& v : in.constvars) produced_here.insert(v.get());
   Substitution subst;
   std::unordered_map<const Var*, Atom> exact;  // the program's own roundings, widened after rounding
-  // x's f32 version for an equation; `product`: a dot_general, which reads the value a rounding of
-  // the program's rounded (the rest reads the rounded value: explicit conversions round)
-  auto wide = [&](const Atom& x, bool product) -> Atom {
+  // x's f32 version for an equation; `contraction`: a dot_general or a reduce_sum, which reads the
+  // value a rounding of the program's rounded (the rest reads the rounded value: explicit conversions
+  // round)
+  auto wide = [&](const Atom& x, bool contraction) -> Atom {
     if (x.is_literal())
       return Atom::lit(eval_primitive(prims::convert_element_type_p, {&x.literal, 1},
                                       Params{{"new_dtype", DType::f32}, {"weak_type", x.aval().weak_type}})[0]);
     const bool rounded = written.count(x.var.get()) > 0;
-    auto& map = rounded && !product ? exact : widened;
+    auto& map = rounded && !contraction ? exact : widened;
     if (auto it = map.find(x.var.get()); it != map.end()) return it->second;
     VarRef w = make_ref<Var>(Aval(x.aval().shape, DType::f32));
     out->eqns.push_back(convert(x, DType::f32, w));
@@ -145,8 +147,10 @@ ClosedJaxpr bf16_in_f32(const ClosedJaxpr& j) {
     }
     if (moved[i]) {
       std::vector<Atom> args;
-      const bool product = e.prim == &prims::dot_general_p;
-      for (const Atom& x : e.inputs) args.push_back(x.aval().dtype == DType::bf16 ? wide(x, product) : x);
+      // sums, as products, accumulate in f32: reading the unrounded value only adds precision (a
+      // gradient's bias sum and its products then read one f32 cotangent, not it and its rounding)
+      const bool contraction = e.prim == &prims::dot_general_p || e.prim == &prims::reduce_sum_p;
+      for (const Atom& x : e.inputs) args.push_back(x.aval().dtype == DType::bf16 ? wide(x, contraction) : x);
       Params params = e.prim == &prims::dot_general_p ? e.params.with("preferred_element_type", ParamValue()) : e.params;
       // the f32 equation's types: bf16 results become f32, the others stay as they were
       std::vector<const Aval*> ptrs;

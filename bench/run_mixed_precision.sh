@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bf16 against f32 on this CPU, in one run (issue 35):
-#   - bench_mixed_precision: the MLP and transformer training steps in f32, in bf16 on the CPU's bf16
+#   - bench_mixed_precision: the MLP, CNN and transformer training steps in f32, in bf16 on the CPU's bf16
 #     dot products, and in bf16 forced onto the f32 route (GRAFT_NATIVE_BF16=0's path), interleaved
 #     round by round with oneDNN's sgemm rate (the transformer's share of the GEMM roofline);
 #   - one layer's fused attention forward and backward in f32, bf16 and f16, in the same rounds;
@@ -47,6 +47,9 @@ row("MLP epoch bf16 / f32 (native bf16)", nat / f32, "<= 0.6")
 row("MLP epoch bf16 / f32 (forced f32 route)", via / f32, "<= 1.0")
 row("MLP step bf16 / f32 (native, paired rounds)", g["mlp_bf16/f32"]["value"], "")
 row("MLP step bf16 / f32 (f32 route, paired rounds)", g["mlp_bf16_via_f32/f32"]["value"], "")
+row("CNN step f32 (batch 32), ms", g["cnn_f32_step_ms"]["value"])
+row("CNN step bf16 / f32 (native, paired rounds)", g["cnn_bf16/f32"]["value"], "")
+row("CNN step bf16 / f32 (f32 route, paired rounds)", g["cnn_bf16_via_f32/f32"]["value"], "<= 1.0")
 row("transformer step f32, ms", g["transformer_f32_step_ms"]["value"])
 row("transformer step bf16 / f32 (native, paired rounds)", g["transformer_bf16/f32"]["value"], "<= 0.7")
 row("transformer step bf16 / f32 (f32 route, paired rounds)", g["transformer_bf16_via_f32/f32"]["value"], "<= 1.0")

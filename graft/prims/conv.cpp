@@ -227,10 +227,11 @@ std::optional<cpu::Conv2dDesc> as_backward_weights(const cpu::Conv2dDesc& d) {
   return b;
 }
 
-// 2-D f32 convolutions without input dilation or batch groups go to oneDNN's direct convolution,
-// which reads and writes every operand in its own layout (the dimension numbers become strides).
+// 2-D convolutions without input dilation or batch groups go to oneDNN's direct convolution, which
+// reads and writes every operand in its own layout (the dimension numbers become strides): f32, and
+// bf16 where the CPU has bf16 dot products (cpu::conv2d).
 bool conv_dnnl(const Array& l, const Array& r, Array& out, const ConvP& c) {
-  if (l.dtype() != DType::f32 || l.ndim() != 4 || c.bgc != 1) return false;
+  if (l.ndim() != 4 || c.bgc != 1) return false;
   for (auto v : c.lhs_dil)
     if (v != 1) return false;
   cpu::Conv2dDesc d;
@@ -251,17 +252,30 @@ bool conv_dnnl(const Array& l, const Array& r, Array& out, const ConvP& c) {
     d.pad_hi[i] = c.padding[i].second;
   }
   d.groups = c.fgc;
-  const float *lp = static_cast<const float*>(l.raw_data()), *rp = static_cast<const float*>(r.raw_data());
-  float* op = static_cast<float*>(out.concrete()->data());
-  if (auto b = as_backward_weights(d); b && cpu::conv2d_backward_weights_f32(*b, lp, rp, op)) return true;
-  return cpu::conv2d_f32(d, lp, rp, op);
+  const DType t = l.dtype();
+  const void *lp = l.raw_data(), *rp = r.raw_data();
+  void* op = out.concrete()->data();
+  if (auto b = as_backward_weights(d); b && cpu::conv2d_backward_weights(t, *b, lp, rp, op)) return true;
+  return cpu::conv2d(t, d, lp, rp, op);
+}
+
+Array converted(const Array& x, DType to, bool weak = false) {
+  return eval_primitive(convert_element_type_p, {&x, 1}, {{"new_dtype", to}, {"weak_type", weak}})[0];
 }
 
 Arrays conv_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out, const Params& params) {
   ConvP c = read(params);
-  {
+  if (out[0].size() > 0 && in[0].size() > 0 && in[1].size() > 0) {
     Array direct = Array::empty(out[0]);
-    if (direct.size() > 0 && in[0].size() > 0 && in[1].size() > 0 && conv_dnnl(in[0], in[1], direct, c)) return {direct};
+    if (conv_dnnl(in[0], in[1], direct, c)) return {direct};
+    // half types without native kernels compute in f32, as their GEMMs do (cpu::gemm): widened
+    // operands, one rounding of each result, the same values as the column kernel below gives
+    const DType t = out[0].dtype;
+    if ((t == DType::bf16 || t == DType::f16) && in[0].ndim() == 4 && c.bgc == 1) {
+      Array wide = Array::empty(Aval(out[0].shape, DType::f32));
+      if (conv_dnnl(converted(in[0], DType::f32), converted(in[1], DType::f32), wide, c))
+        return {converted(wide, t, out[0].weak_type)};
+    }
   }
   Array L = to_layout(in[0], c.dn->lhs_spec), R = to_layout(in[1], c.dn->rhs_spec);
   size_t rank = static_cast<size_t>(L.ndim());

@@ -234,6 +234,45 @@ TEST_F(Passes, sums_read_the_f32_value_a_cast_rounded_on_the_f32_route) {
   EXPECT_TRUE(testing::close(m, max(g.astype(DType::bf16).astype(DType::f32) * 3.0, {0}).astype(DType::bf16), 0, 0));
 }
 
+TEST_F(Passes, bf16_convolutions_and_pooling_move_to_f32_on_the_f32_route) {
+  // a bf16 conv layer with max pooling and its gradient: on the f32 route the convolutions (forward,
+  // data and weight gradients), the pooling and its gradient all compute on f32 values
+  auto loss_in = [](DType d) {
+    return [d](const Array& x, const Array& w) {
+      Array y = lax::conv_general_dilated(x.astype(d), w.astype(d), {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1},
+                                          lax::ConvDims::nchw(2), 1, 1);
+      Array p = lax::reduce_window_max(relu(y), {1, 1, 2, 2}, {1, 1, 2, 2}, {{0, 0}, {0, 0}, {0, 0}, {0, 0}});
+      return sum(square(p.astype(x.dtype())));
+    };
+  };
+  auto f = [&](const Array& x, const Array& w) { return grad(loss_in(DType::bf16), {0, 1})(x, w); };
+  testing::Rng rng(13);
+  Array x = rng.uniform({2, 3, 8, 8}), w = rng.uniform({4, 3, 3, 3});
+  cpu::set_native_bf16_for_testing(0);
+  std::string ir = after("widen_half_products", f, x, w);
+  auto got = jit(f)(x, w);
+  cpu::set_native_bf16_for_testing(-1);
+  int seen = 0;
+  for (const char* prim : {"conv_general_dilated", "reduce_window_max", "select_and_scatter_add"}) {
+    for (size_t at = ir.find(std::string("= ") + prim); at != std::string::npos; at = ir.find(std::string("= ") + prim, at + 1)) {
+      size_t line = ir.rfind('\n', at);
+      std::string lhs = ir.substr(line + 1, at - line - 1);
+      EXPECT_EQ(lhs.find("bf16"), std::string::npos) << prim << ": " << lhs << "\n" << ir;
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 3 + 1 + 1) << ir;  // three convolutions, the pooling, its gradient
+  // the convolutions read the f32 operands and the pooling's gradient the f32 cotangent, so the weights'
+  // gradient is the f32 program's (here f64's to f32's precision); the data gradient's convolution reads
+  // the weights reversed, a structural operation of their rounding, so it is bf16's
+  auto want = grad(loss_in(DType::f64), {0, 1})(x.astype(DType::f64), w.astype(DType::f64));
+  for (size_t i = 0; i < 2; ++i) {
+    double scale = max(abs(want[i])).item<double>();
+    EXPECT_TRUE(testing::close(got[i].astype(DType::f64), want[i], i == 1 ? 1e-4 : 1e-2, (i == 1 ? 1e-5 : 1e-2) * scale))
+        << i;
+  }
+}
+
 TEST_F(Passes, widened_half_products_equal_eager_ones) {
   // eager bf16 products without native kernels widen, multiply in f32 and round once: the same bits as
   // the rewritten program's f32 product between conversions (batched ones within an ulp: one strided

@@ -18,11 +18,12 @@
 //
 // And with excess precision, bf16 arithmetic as a whole moves to f32 on such CPUs (XLA's float
 // normalization followed by simplify-fp-conversions): every elementwise, structural, reduction,
-// gather/scatter and product equation of bf16 values computes on their f32 versions, the f32 -> bf16
-// -> f32 pairs between them vanish, and bf16 values remain only where something else needs them (the
-// program's outputs, primitives outside the list). Conversions the program writes still round for
-// everything but the contractions that accumulate in f32 (products, as above, and sums): a comparison
-// or an elementwise operation of x.astype(bf16) sees the rounded x. A bf16 step then stores f32 between its loops, as
+// pooling, gather/scatter, product and convolution equation of bf16 values computes on their f32
+// versions, the f32 -> bf16 -> f32 pairs between them vanish, and bf16 values remain only where
+// something else needs them (the program's outputs, primitives outside the list). Conversions the
+// program writes still round for everything but the contractions that accumulate in f32 (products
+// and convolutions, as above, sums, scatter-adds and windowed sums): a comparison, an elementwise or a
+// structural operation of x.astype(bf16) sees the rounded x. A bf16 step then stores f32 between its loops, as
 // the f32 step does, instead of writing each activation twice (the bf16 value and its widened copy for
 // the next GEMM). bf16 has f32's exponent range, so only the rounding changes; f16 (whose overflow to
 // inf loss scaling watches) keeps the products-only rewrite.
@@ -65,7 +66,9 @@ bool computes_in_f32(const Primitive* p) {
       &tanh_p, &logistic_p, &sin_p, &cos_p, &sqrt_p, &rsqrt_p, &abs_p, &erf_p, &square_p, &integer_pow_p, &copy_p,
       &add_p, &sub_p, &mul_p, &div_p, &pow_p, &max_p, &min_p, &add_any_p, &eq_p, &ne_p, &lt_p, &le_p, &gt_p, &ge_p,
       &select_n_p, &clamp_p, &reduce_sum_p, &reduce_max_p, &reduce_min_p, &broadcast_in_dim_p, &reshape_p,
-      &transpose_p, &squeeze_p, &slice_p, &pad_p, &concatenate_p, &dot_general_p, &gather_p, &scatter_add_p};
+      &transpose_p, &squeeze_p, &slice_p, &pad_p, &concatenate_p, &rev_p, &dot_general_p, &conv_general_dilated_p,
+      &gather_p, &scatter_add_p, &reduce_window_sum_p, &reduce_window_max_p, &reduce_window_min_p,
+      &select_and_gather_add_p, &select_and_scatter_add_p};
   if (list.count(p)) return true;
   std::lock_guard<std::mutex> lk(registered_mu());
   return registered().count(p) > 0;
@@ -149,9 +152,11 @@ ClosedJaxpr bf16_in_f32(const ClosedJaxpr& j) {
       std::vector<Atom> args;
       // sums, as products, accumulate in f32: reading the unrounded value only adds precision (a
       // gradient's bias sum and its products then read one f32 cotangent, not it and its rounding)
-      const bool contraction = e.prim == &prims::dot_general_p || e.prim == &prims::reduce_sum_p;
+      const bool product = e.prim == &prims::dot_general_p || e.prim == &prims::conv_general_dilated_p;
+      const bool contraction = product || e.prim == &prims::reduce_sum_p || e.prim == &prims::scatter_add_p ||
+                               e.prim == &prims::reduce_window_sum_p || e.prim == &prims::select_and_scatter_add_p;
       for (const Atom& x : e.inputs) args.push_back(x.aval().dtype == DType::bf16 ? wide(x, contraction) : x);
-      Params params = e.prim == &prims::dot_general_p ? e.params.with("preferred_element_type", ParamValue()) : e.params;
+      Params params = product ? e.params.with("preferred_element_type", ParamValue()) : e.params;
       // the f32 equation's types: bf16 results become f32, the others stay as they were
       std::vector<const Aval*> ptrs;
       for (const Atom& x : args) ptrs.push_back(&x.aval());

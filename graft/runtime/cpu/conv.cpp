@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graft/runtime/cpu/dnnl_util.h"
+#include "graft/runtime/cpu/features.h"
 #include "graft/runtime/cpu/parallel.h"
 #include "graft/core/buffer.h"
 
@@ -53,9 +54,11 @@ void set_operand(Entry::Operand& o, int arg, bool output, const dnnl::memory::de
   }
 }
 
-std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
+// oneDNN's reference loops are far slower than graft's own kernels: a problem only they take is refused.
+bool reference(const std::string& impl) { return impl.find("ref") != std::string::npos; }
+
+std::shared_ptr<Entry> make_entry(const Conv2dDesc& d, dnnl::memory::data_type type) {
   using namespace dnnl;
-  using dt = memory::data_type;
   auto dims = [](const int64_t* v, int n) { return memory::dims(v, v + n); };
   memory::dims wdims, wstr;
   int64_t G = d.groups;
@@ -68,12 +71,12 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
             d.wei_strides[3]};
   }
   auto e = std::make_shared<Entry>();
-  memory::desc user_src(dims(d.src_dims, 4), dt::f32, dims(d.src_strides, 4));
-  memory::desc user_wei(wdims, dt::f32, wstr);
-  memory::desc user_dst(dims(d.dst_dims, 4), dt::f32, dims(d.dst_strides, 4));
-  memory::desc any_src(dims(d.src_dims, 4), dt::f32, memory::format_tag::any);
-  memory::desc any_wei(wdims, dt::f32, memory::format_tag::any);
-  memory::desc any_dst(dims(d.dst_dims, 4), dt::f32, memory::format_tag::any);
+  memory::desc user_src(dims(d.src_dims, 4), type, dims(d.src_strides, 4));
+  memory::desc user_wei(wdims, type, wstr);
+  memory::desc user_dst(dims(d.dst_dims, 4), type, dims(d.dst_strides, 4));
+  memory::desc any_src(dims(d.src_dims, 4), type, memory::format_tag::any);
+  memory::desc any_wei(wdims, type, memory::format_tag::any);
+  memory::desc any_dst(dims(d.dst_dims, 4), type, memory::format_tag::any);
   memory::dims st = dims(d.strides, 2), dil{d.dilation[0] - 1, d.dilation[1] - 1}, pl = dims(d.pad_lo, 2),
                pr = dims(d.pad_hi, 2);
   // Prefer an implementation that reads and writes the operands where they are (no reorder); take one
@@ -84,7 +87,7 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
                                    dil, pl, pr);
       convolution_forward::primitive_desc pd(cd, dnnl_attr(), engine());
       std::string impl = pd.impl_info_str();
-      if (impl.find("ref") != std::string::npos || impl.find("gemm") != std::string::npos) return std::nullopt;
+      if (reference(impl) || impl.find("gemm") != std::string::npos) return std::nullopt;
       return pd;
     } catch (const dnnl::error&) {
       return std::nullopt;
@@ -99,6 +102,7 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
                                                                            algorithm::convolution_direct, any_src,
                                                                            any_wei, any_dst, st, dil, pl, pr),
                                                  dnnl_attr(), engine());
+  if (type != memory::data_type::f32 && reference(pd.impl_info_str())) return nullptr;
   e->prim = convolution_forward(pd);
   e->scratch = pd.scratchpad_desc();
   set_operand(e->ops[0], DNNL_ARG_SRC, false, user_src, pd.src_desc());
@@ -110,10 +114,13 @@ std::shared_ptr<Entry> make_entry(const Conv2dDesc& d) {
 // The primitive `make` builds for problem d, made on first use (oneDNN generates code for it) and
 // kept. The key names the maker too: a kernel gradient's problem has the same description as the
 // forward convolution it differentiates.
-std::shared_ptr<Entry> cached(const Conv2dDesc& d, std::shared_ptr<Entry> (*make)(const Conv2dDesc&)) {
+// Null when the maker refuses the problem (kept: it is asked once).
+std::shared_ptr<Entry> cached(const Conv2dDesc& d, dnnl::memory::data_type type,
+                              std::shared_ptr<Entry> (*make)(const Conv2dDesc&, dnnl::memory::data_type)) {
   std::vector<int64_t> key(reinterpret_cast<const int64_t*>(&d),
                            reinterpret_cast<const int64_t*>(&d) + sizeof(Conv2dDesc) / sizeof(int64_t));
   key.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(make)));
+  key.push_back(static_cast<int64_t>(type));
   key.push_back(omp_get_max_threads());  // a primitive made for a team of two runs two (parallel.h)
   static std::mutex mu;
   static auto* cache = new std::map<std::vector<int64_t>, std::shared_ptr<Entry>>();
@@ -125,7 +132,11 @@ std::shared_ptr<Entry> cached(const Conv2dDesc& d, std::shared_ptr<Entry> (*make
   std::shared_ptr<Entry> e;
   {
     std::lock_guard<std::mutex> made(dnnl_create_mutex());
-    e = make(d);
+    try {
+      e = make(d, type);
+    } catch (const dnnl::error&) {
+      e = nullptr;  // oneDNN has no implementation for the problem
+    }
   }
   std::lock_guard<std::mutex> lk(mu);
   cache->emplace(key, e);
@@ -150,12 +161,11 @@ bool valid_window(const Conv2dDesc& d) {
 }
 
 // Backward weights: oneDNN picks the formats (blocked for AVX-512) as for the forward convolution.
-std::shared_ptr<Entry> make_bwd_entry(const Conv2dDesc& d) {
+std::shared_ptr<Entry> make_bwd_entry(const Conv2dDesc& d, dnnl::memory::data_type type) {
   using namespace dnnl;
-  using dt = memory::data_type;
   auto dims = [](const int64_t* v, int n) { return memory::dims(v, v + n); };
   auto e = std::make_shared<Entry>();
-  auto any = [&](const int64_t* v) { return memory::desc(dims(v, 4), dt::f32, memory::format_tag::any); };
+  auto any = [&](const int64_t* v) { return memory::desc(dims(v, 4), type, memory::format_tag::any); };
   memory::dims st = dims(d.strides, 2), dil{d.dilation[0] - 1, d.dilation[1] - 1}, pl = dims(d.pad_lo, 2),
                pr = dims(d.pad_hi, 2);
   convolution_forward::primitive_desc hint(
@@ -166,9 +176,10 @@ std::shared_ptr<Entry> make_bwd_entry(const Conv2dDesc& d) {
       convolution_backward_weights::desc(algorithm::convolution_direct, any(d.src_dims), any(d.wei_dims),
                                          any(d.dst_dims), st, dil, pl, pr),
       dnnl_attr(), engine(), hint);
+  if (type != memory::data_type::f32 && reference(pd.impl_info_str())) return nullptr;
   e->prim = convolution_backward_weights(pd);
   e->scratch = pd.scratchpad_desc();
-  auto user = [&](const int64_t* v, const int64_t* st) { return memory::desc(dims(v, 4), dt::f32, dims(st, 4)); };
+  auto user = [&](const int64_t* v, const int64_t* st) { return memory::desc(dims(v, 4), type, dims(st, 4)); };
   set_operand(e->ops[0], DNNL_ARG_SRC, false, user(d.src_dims, d.src_strides), pd.src_desc());
   set_operand(e->ops[1], DNNL_ARG_DIFF_DST, false, user(d.dst_dims, d.dst_strides), pd.diff_dst_desc());
   set_operand(e->ops[2], DNNL_ARG_DIFF_WEIGHTS, true, user(d.wei_dims, d.wei_strides), pd.diff_weights_desc());
@@ -177,11 +188,11 @@ std::shared_ptr<Entry> make_bwd_entry(const Conv2dDesc& d) {
 
 // Runs e on the caller's operands (two inputs, then the output), staging reordered ones. False when
 // oneDNN refuses.
-bool run_entry(const Entry& e, const float* in0, const float* in1, float* out) {
+bool run_entry(const Entry& e, const void* in0, const void* in1, void* out) {
   try {
     dnnl::stream s(engine());
     Staging staging;
-    void* ptrs[3] = {const_cast<float*>(in0), const_cast<float*>(in1), out};
+    void* ptrs[3] = {const_cast<void*>(in0), const_cast<void*>(in1), out};
     dnnl::memory user[3], inner[3];
     std::unordered_map<int, dnnl::memory> args;
     for (int k = 0; k < 3; ++k) {
@@ -198,30 +209,39 @@ bool run_entry(const Entry& e, const float* in0, const float* in1, float* out) {
     return false;
   }
 }
-}  // namespace
 
-bool conv2d_backward_weights_f32(const Conv2dDesc& d, const float* src, const float* diff_dst, float* diff_wei) {
-  if (!valid_window(d) || d.groups != 1) return false;
+// The oneDNN type of a dtype conv2d takes where the CPU runs it natively; nullopt otherwise.
+std::optional<dnnl::memory::data_type> dnnl_type(DType t) {
+  if (t == DType::f32) return dnnl::memory::data_type::f32;
+  if (t == DType::bf16 && native_half_gemm(t)) return dnnl::memory::data_type::bf16;
+  return std::nullopt;
+}
+
+// Runs the primitive `make` builds for d, or says that there is none.
+bool run(DType dtype, const Conv2dDesc& d, std::shared_ptr<Entry> (*make)(const Conv2dDesc&, dnnl::memory::data_type),
+         const void* in0, const void* in1, void* out) {
+  auto type = dnnl_type(dtype);
+  if (!type || !valid_window(d)) return false;
   try {
     use_kernel_threads();  // the OpenMP team follows GRAFT_NUM_THREADS and contention (parallel.h)
-    return run_entry(*cached(d, &make_bwd_entry), src, diff_dst, diff_wei);
+    std::shared_ptr<Entry> e = cached(d, *type, make);
+    return e && run_entry(*e, in0, in1, out);
   } catch (const dnnl::error&) {
     return false;  // oneDNN has no implementation for the problem
   }
 }
+}  // namespace
 
-bool conv2d_f32(const Conv2dDesc& d, const float* src, const float* wei, float* dst) {
-  if (!valid_window(d)) return false;
-  try {
-    use_kernel_threads();  // the OpenMP team follows GRAFT_NUM_THREADS and contention (parallel.h)
-    return run_entry(*cached(d, &make_entry), src, wei, dst);
-  } catch (const dnnl::error&) {
-    return false;
-  }
+bool conv2d_backward_weights(DType dtype, const Conv2dDesc& d, const void* src, const void* diff_dst, void* diff_wei) {
+  return d.groups == 1 && run(dtype, d, &make_bwd_entry, src, diff_dst, diff_wei);
+}
+
+bool conv2d(DType dtype, const Conv2dDesc& d, const void* src, const void* wei, void* dst) {
+  return run(dtype, d, &make_entry, src, wei, dst);
 }
 #else
-bool conv2d_f32(const Conv2dDesc&, const float*, const float*, float*) { return false; }
-bool conv2d_backward_weights_f32(const Conv2dDesc&, const float*, const float*, float*) { return false; }
+bool conv2d(DType, const Conv2dDesc&, const void*, const void*, void*) { return false; }
+bool conv2d_backward_weights(DType, const Conv2dDesc&, const void*, const void*, void*) { return false; }
 #endif
 
 }  // namespace graft::cpu

@@ -3,9 +3,11 @@
 
 #include <cstdint>
 
+#include "graft/core/dtype.h"
+
 namespace graft::cpu {
 
-/// A 2-D f32 convolution described logically: src (N, C, H, W), weights (O, C / groups, KH, KW), dst
+/// A 2-D convolution described logically: src (N, C, H, W), weights (O, C / groups, KH, KW), dst
 /// (N, O, OH, OW), each with arbitrary element strides (so any dimension layout is read and written
 /// in place). `dilation` counts like XLA's (1 = none); padding is non-negative. Returns false when
 /// oneDNN is not available or does not take the problem (the caller then uses its own kernel).
@@ -16,12 +18,16 @@ struct Conv2dDesc {
   int64_t strides[2], dilation[2], pad_lo[2], pad_hi[2];
   int64_t groups = 1;
 };
-bool conv2d_f32(const Conv2dDesc& d, const float* src, const float* wei, float* dst);
+/// `dtype` is f32 or bf16 (every operand of that type). bf16 runs on oneDNN's bf16 kernels, which
+/// accumulate in f32 and round each result once; only where the CPU has bf16 dot products
+/// (native_half_gemm, features.h) and oneDNN has a compiled kernel for the problem (never its
+/// reference loops): false otherwise, and the caller computes in f32.
+bool conv2d(DType dtype, const Conv2dDesc& d, const void* src, const void* wei, void* dst);
 
 /// The kernel gradient of the convolution `d` describes (groups == 1): diff_wei = the weights
 /// gradient given its input `src` and the gradient of its output `diff_dst` (oneDNN's backward-weights
-/// kernels, faster than the same sum written as a forward convolution with a huge kernel). Returns
-/// false when oneDNN is not available or does not take the problem.
-bool conv2d_backward_weights_f32(const Conv2dDesc& d, const float* src, const float* diff_dst, float* diff_wei);
+/// kernels, faster than the same sum written as a forward convolution with a huge kernel). dtype and
+/// the return value as conv2d's.
+bool conv2d_backward_weights(DType dtype, const Conv2dDesc& d, const void* src, const void* diff_dst, void* diff_wei);
 
 }  // namespace graft::cpu

@@ -419,6 +419,49 @@ void scatter_disjoint(const T* src, const T* x, T* o, const PlaneWindows& q) {
                     });
 }
 
+// 2x2 windows with stride 2 (max pooling's usual case): each row of windows owns its two input rows
+// (and the rows below the last one), and every window's choice is made without branches across the
+// row, the stores selecting the source's bits or zero's, so that the compiler vectorizes the row.
+// Chooses as scatter_disjoint does.
+template <class T, bool IsMax, class OWT>
+__attribute__((noinline)) void scatter_rows_2x2(const T* src, const T* x, T* o, int64_t r0, int64_t r1,
+                                                const PlaneWindows& q, OWT ow_count) {
+  using C = compute_t<T>;
+  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+                               std::conditional_t<sizeof(T) == 2, uint16_t,
+                                                  std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  static_assert(sizeof(U) == sizeof(T));
+  const int64_t OW = ow_count, W = q.W;
+  for (int64_t r = r0; r < r1; ++r) {
+    int64_t p = r / q.OH, oh = r % q.OH;
+    int64_t h1 = oh + 1 == q.OH ? q.H : 2 * oh + 2;
+    int64_t band = p * q.H * W + 2 * oh * W;
+    const T *a = x + band, *b = a + W;
+    U* oa = reinterpret_cast<U*>(o + band);
+    U* ob = oa + W;
+    const U* s = reinterpret_cast<const U*>(src) + r * OW;
+    for (int64_t j = 0; j < OW; ++j) {
+      C v0 = static_cast<C>(a[2 * j]), v1 = static_cast<C>(a[2 * j + 1]), v2 = static_cast<C>(b[2 * j]),
+        v3 = static_cast<C>(b[2 * j + 1]);
+      // masks rather than selects: GCC turns selects into branches here (a coin toss on real data)
+      U t1 = U(0) - U(IsMax ? v1 > v0 : v1 < v0);
+      C b1 = IsMax ? (v1 > v0 ? v1 : v0) : (v1 < v0 ? v1 : v0);
+      U t2 = U(0) - U(IsMax ? v2 > b1 : v2 < b1);
+      C b2 = IsMax ? (v2 > b1 ? v2 : b1) : (v2 < b1 ? v2 : b1);
+      U t3 = U(0) - U(IsMax ? v3 > b2 : v3 < b2);
+      // the element chosen: the last of the taken ones
+      U m3 = t3, m2 = t2 & ~t3, m1 = t1 & ~t2 & ~t3, m0 = ~(t1 | t2 | t3);
+      U sv = s[j];
+      oa[2 * j] = sv & m0;  // all-zero bits: +0 of every floating type
+      oa[2 * j + 1] = sv & m1;
+      ob[2 * j] = sv & m2;
+      ob[2 * j + 1] = sv & m3;
+    }
+    for (int64_t c = 2 * OW; c < W; ++c) oa[c] = ob[c] = U(0);  // a column no window covers
+    std::fill(oa + 2 * W, oa + (h1 - 2 * oh) * W, U(0));        // rows below the last row of windows
+  }
+}
+
 Arrays select_scatter_impl(const Primitive&, std::span<const Array> in, std::span<const Aval> out,
                            const Params& params) {
   WinP w = read(params);
@@ -428,6 +471,22 @@ Arrays select_scatter_impl(const Primitive&, std::span<const Array> in, std::spa
     using C = compute_t<T>;
     if constexpr (!std::is_same_v<T, bool>) {
       auto q = plane_windows(in[1].shape(), in[0].shape(), w);
+      if (q && q->OH > 0 && q->OW > 0 && q->kh == 2 && q->kw == 2 && q->sh == 2 && q->sw == 2) {
+        const T* src = static_cast<const T*>(in[0].raw_data());
+        const T* x = static_cast<const T*>(in[1].raw_data());
+        T* o = static_cast<T*>(r.concrete()->data());
+        const bool is_max = selects_max(params);
+        with_small_constant(q->OW, [&](auto ow) {
+          cpu::parallel_for(q->planes * q->OH, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, 2 * q->W)),
+                            [&](int64_t r0, int64_t r1) {
+                              if (is_max)
+                                scatter_rows_2x2<T, true>(src, x, o, r0, r1, *q, ow);
+                              else
+                                scatter_rows_2x2<T, false>(src, x, o, r0, r1, *q, ow);
+                            });
+        });
+        return;
+      }
       if (q && q->OH > 0 && q->OW > 0 && q->sh >= q->kh && q->sw >= q->kw) {
         auto run = selects_max(params) ? &scatter_disjoint<T, true> : &scatter_disjoint<T, false>;
         run(static_cast<const T*>(in[0].raw_data()), static_cast<const T*>(in[1].raw_data()),

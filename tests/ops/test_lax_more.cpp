@@ -149,6 +149,46 @@ TEST(LaxMore, AssociativeScanMatchesASequentialLoop) {
   EXPECT_TRUE(close(g, num_grad([&](const Array& v) { return sum(cumsum(v, 1) * v); }, x), 1e-7, 1e-8));
 }
 
+TEST(LaxMore, PoolingGradientsGoToTheFirstChosenElement) {
+  // the gradient of 2x2 max (min) pooling with stride 2, whose kernel decides every window of a row
+  // without branches: against a loop over windows that gives each window's cotangent to its first
+  // largest (smallest) element in row-major order, the others 0; with ties (values from {0, 1, 2}),
+  // NaNs (never chosen unless first), rows and columns no window covers, and one or many windows a row
+  for (DType d : {f32, bf16, f16, f64})
+    for (const Shape& shape : {Shape{3, 2, 7, 9}, Shape{2, 3, 26, 26}, Shape{1, 1, 2, 2}, Shape{2, 5, 11, 40}})
+      for (bool is_max : {true, false}) {
+        Rng rng(static_cast<uint64_t>(shape[3]));
+        std::vector<double> xv = rng.uniform(shape, f64, 0, 3).to_vector<double>();
+        for (double& v : xv) v = std::floor(v);
+        for (size_t i = 0; i < xv.size(); i += 7) xv[i] = NAN;
+        Array x = arr(xv, shape).astype(d);
+        Shape os{shape[0], shape[1], shape[2] / 2, shape[3] / 2};
+        Array ct = (rng.uniform(os, f64, 1, 2) * 8).astype(i32).astype(d);
+        std::vector<std::pair<int64_t, int64_t>> none(4, {0, 0});
+        auto pool = [&](const Array& a) {
+          return is_max ? lax::reduce_window_max(a, {1, 1, 2, 2}, {1, 1, 2, 2}, none)
+                        : lax::reduce_window_min(a, {1, 1, 2, 2}, {1, 1, 2, 2}, none);
+        };
+        auto [y, back] = vjp(pool, x);
+        Array got = std::get<0>(back(ct));
+        std::vector<double> want(xv.size(), 0.0), c = ct.astype(f64).to_vector<double>();
+        std::vector<double> xs = x.astype(f64).to_vector<double>();  // as the dtype holds them
+        int64_t H = shape[2], W = shape[3];
+        for (int64_t p = 0; p < shape[0] * shape[1]; ++p)
+          for (int64_t oh = 0; oh < os[2]; ++oh)
+            for (int64_t ow = 0; ow < os[3]; ++ow) {
+              int64_t best = p * H * W + 2 * oh * W + 2 * ow;
+              for (int64_t k = 1; k < 4; ++k) {
+                int64_t at = p * H * W + (2 * oh + k / 2) * W + 2 * ow + k % 2;
+                if (is_max ? xs[size_t(at)] > xs[size_t(best)] : xs[size_t(at)] < xs[size_t(best)]) best = at;
+              }
+              want[size_t(best)] = c[size_t((p * os[2] + oh) * os[3] + ow)];
+            }
+        EXPECT_TRUE(close(got.astype(f64), arr(want, shape), 0, 0))
+            << short_name(d) << " " << shape[2] << "x" << shape[3] << (is_max ? " max" : " min");
+      }
+}
+
 TEST(LaxMore, ConvolutionAndWindowShapes) {
   auto pads = lax::padtype_to_pads({5, 4}, {3, 2}, {2, 1}, "SAME");
   ASSERT_EQ(pads.size(), 2u);

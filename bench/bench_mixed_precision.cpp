@@ -90,7 +90,9 @@ int main(int argc, char** argv) {
   g::nn::Linear d1{1600, 128}, d2{128, 10};
   auto cnn_init = [=](const Array& k) {
     Array ks = g::random::split(k, 4);
-    return Tree::dict({{"conv1", c1.init(ks[0])}, {"conv2", c2.init(ks[1])}, {"dense1", d1.init(ks[2])},
+    return Tree::dict({{"conv1", c1.init(ks[0])},
+                       {"conv2", c2.init(ks[1])},
+                       {"dense1", d1.init(ks[2])},
                        {"dense2", d2.init(ks[3])}});
   };
   auto cnn_apply = [=](const Tree& p, const Array& x) {
@@ -116,7 +118,7 @@ int main(int argc, char** argv) {
   std::vector<Config> cs;
   for (auto [model, steps] : {std::pair<std::string, int>{"mlp", 40}, {"cnn", 16}, {"transformer", 8}}) {
     for (auto [dt, native] : {std::pair<g::DType, int>{g::f32, -1}, {g::bf16, -1}, {g::bf16, 0}}) {
-      Trainer t = model == "mlp" ? make(mlp_apply, mlp.init(g::random::fold_in(key, 5)), mx, my, dt)
+      Trainer t = model == "mlp"   ? make(mlp_apply, mlp.init(g::random::fold_in(key, 5)), mx, my, dt)
                   : model == "cnn" ? make(cnn_apply, cnn_init(g::random::fold_in(key, 9)), cx, cy, dt)
                                    : make(lm_apply, lm.init(g::random::fold_in(key, 6)), tx, ty, dt);
       std::string name = model + "_" + (dt == g::f32 ? "f32" : native == 0 ? "bf16_via_f32" : "bf16");
@@ -192,7 +194,8 @@ int main(int argc, char** argv) {
   const double Bt = 8 * 128, d = 128, T = 128, V = 256, L = 2;
   double fwd = L * (4 * 2 * Bt * d * d + 2 * 2 * Bt * d * 4 * d + 2 * 2 * Bt * T * d) + 2 * Bt * d * V;
   double flop = 3 * fwd;
-  const Config& tf32 = *std::find_if(cs.begin(), cs.end(), [](const Config& c) { return c.name == "transformer_f32"; });
+  const Config& tf32 =
+      *std::find_if(cs.begin(), cs.end(), [](const Config& c) { return c.name == "transformer_f32"; });
   std::vector<double> share;
   for (int r = 0; r < rounds; ++r) share.push_back(flop / tf32.times[size_t(r)] / 1e9 / gflops[size_t(r)]);
   emit("transformer_f32_gemm_roofline_share", median(share), "fraction",

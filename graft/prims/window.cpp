@@ -427,9 +427,9 @@ template <class T, bool IsMax, class OWT>
 __attribute__((noinline)) void scatter_rows_2x2(const T* src, const T* x, T* o, int64_t r0, int64_t r1,
                                                 const PlaneWindows& q, OWT ow_count) {
   using C = compute_t<T>;
-  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
-                               std::conditional_t<sizeof(T) == 2, uint16_t,
-                                                  std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  using U = std::conditional_t<
+      sizeof(T) == 1, uint8_t,
+      std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
   static_assert(sizeof(U) == sizeof(T));
   const int64_t OW = ow_count, W = q.W;
   for (int64_t r = r0; r < r1; ++r) {

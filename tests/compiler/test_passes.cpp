@@ -222,16 +222,19 @@ TEST_F(Passes, sums_read_the_f32_value_a_cast_rounded_on_the_f32_route) {
   cpu::set_native_bf16_for_testing(-1);
   // one rounding of g is left (for the elementwise reader), widened once
   size_t roundings = 0;
-  for (size_t at = ir.find("new_dtype=bfloat16"); at != std::string::npos; at = ir.find("new_dtype=bfloat16", at + 1))
+  for (size_t at = ir.find("new_dtype=bfloat16"); at != std::string::npos;
+       at = ir.find("new_dtype=bfloat16", at + 1))
     ++roundings;
   EXPECT_EQ(roundings, 1u + 3u) << ir;  // and the three bf16 results
   // the sum of the unrounded values, rounded once (not the sum of the rounded values)
   Array exact = sum(g, {0});
   EXPECT_TRUE(testing::close(s, exact.astype(DType::bf16), 0, 0));
   Array of_rounded = sum(g.astype(DType::bf16).astype(DType::f32), {0}).astype(DType::bf16);
-  EXPECT_FALSE(testing::close(s, of_rounded, 0, 0)) << "64 rounded values summed to the same bf16 sums: pick another seed";
+  EXPECT_FALSE(testing::close(s, of_rounded, 0, 0))
+      << "64 rounded values summed to the same bf16 sums: pick another seed";
   // the elementwise reader multiplies the rounded values
-  EXPECT_TRUE(testing::close(m, max(g.astype(DType::bf16).astype(DType::f32) * 3.0, {0}).astype(DType::bf16), 0, 0));
+  EXPECT_TRUE(
+      testing::close(m, max(g.astype(DType::bf16).astype(DType::f32) * 3.0, {0}).astype(DType::bf16), 0, 0));
 }
 
 TEST_F(Passes, bf16_convolutions_and_pooling_move_to_f32_on_the_f32_route) {
@@ -254,7 +257,8 @@ TEST_F(Passes, bf16_convolutions_and_pooling_move_to_f32_on_the_f32_route) {
   cpu::set_native_bf16_for_testing(-1);
   int seen = 0;
   for (const char* prim : {"conv_general_dilated", "reduce_window_max", "select_and_scatter_add"}) {
-    for (size_t at = ir.find(std::string("= ") + prim); at != std::string::npos; at = ir.find(std::string("= ") + prim, at + 1)) {
+    for (size_t at = ir.find(std::string("= ") + prim); at != std::string::npos;
+         at = ir.find(std::string("= ") + prim, at + 1)) {
       size_t line = ir.rfind('\n', at);
       std::string lhs = ir.substr(line + 1, at - line - 1);
       EXPECT_EQ(lhs.find("bf16"), std::string::npos) << prim << ": " << lhs << "\n" << ir;
@@ -268,7 +272,8 @@ TEST_F(Passes, bf16_convolutions_and_pooling_move_to_f32_on_the_f32_route) {
   auto want = grad(loss_in(DType::f64), {0, 1})(x.astype(DType::f64), w.astype(DType::f64));
   for (size_t i = 0; i < 2; ++i) {
     double scale = max(abs(want[i])).item<double>();
-    EXPECT_TRUE(testing::close(got[i].astype(DType::f64), want[i], i == 1 ? 1e-4 : 1e-2, (i == 1 ? 1e-5 : 1e-2) * scale))
+    EXPECT_TRUE(testing::close(got[i].astype(DType::f64), want[i], i == 1 ? 1e-4 : 1e-2,
+                               (i == 1 ? 1e-5 : 1e-2) * scale))
         << i;
   }
 }

@@ -155,7 +155,8 @@ TEST(LaxMore, PoolingGradientsGoToTheFirstChosenElement) {
   // largest (smallest) element in row-major order, the others 0; with ties (values from {0, 1, 2}),
   // NaNs (never chosen unless first), rows and columns no window covers, and one or many windows a row
   for (DType d : {f32, bf16, f16, f64})
-    for (const Shape& shape : {Shape{3, 2, 7, 9}, Shape{2, 3, 26, 26}, Shape{1, 1, 2, 2}, Shape{2, 5, 11, 40}})
+    for (const Shape& shape :
+         {Shape{3, 2, 7, 9}, Shape{2, 3, 26, 26}, Shape{1, 1, 2, 2}, Shape{2, 5, 11, 40}})
       for (bool is_max : {true, false}) {
         Rng rng(static_cast<uint64_t>(shape[3]));
         std::vector<double> xv = rng.uniform(shape, f64, 0, 3).to_vector<double>();

@@ -5,8 +5,8 @@
 // f64 convolution of the same values rounded once.
 #include <cmath>
 
-#include "testing.h"
 #include "graft/runtime/cpu/features.h"
+#include "testing.h"
 
 namespace graft {
 namespace {
@@ -47,7 +47,8 @@ TEST(ConvPaths, F32MatchesF64) {
 // result near zero); most are exactly the rounding.
 void expect_rounded_once(const Array& got, const Array& want, const std::string& what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
-  std::vector<double> g = got.astype(f64).to_vector<double>(), r = want.astype(got.dtype()).astype(f64).to_vector<double>(),
+  std::vector<double> g = got.astype(f64).to_vector<double>(),
+                      r = want.astype(got.dtype()).astype(f64).to_vector<double>(),
                       w = want.to_vector<double>();
   const double ulp = got.dtype() == bf16 ? std::ldexp(1.0, -7) : std::ldexp(1.0, -10);
   size_t exact = 0, far = 0;
@@ -76,12 +77,14 @@ TEST(ConvPaths, HalfConvolutionsRoundOnce) {
         const ConvCase& c = cases[k];
         Array l = rng.uniform(c.lhs, f32).astype(d), r = rng.uniform(c.rhs, f32).astype(d);
         auto run = [&](const Array& a, const Array& b) {
-          return lax::conv_general_dilated(a, b, c.strides, c.padding, Shape{1, 1}, c.rhs_dil, c.dn, c.groups, 1);
+          return lax::conv_general_dilated(a, b, c.strides, c.padding, Shape{1, 1}, c.rhs_dil, c.dn, c.groups,
+                                           1);
         };
         Array got = run(l, r);
         EXPECT_EQ(got.dtype(), d);
         expect_rounded_once(got, run(l.astype(f64), r.astype(f64)),
-                            "case " + std::to_string(k) + " " + std::string(short_name(d)) + " native " + std::to_string(native));
+                            "case " + std::to_string(k) + " " + std::string(short_name(d)) + " native " +
+                                std::to_string(native));
       }
   }
   cpu::set_native_bf16_for_testing(-1);
@@ -92,21 +95,27 @@ TEST(ConvPaths, HalfTrainingStepGradientsFollowF64) {
   // f64's at bf16's precision (relative to the largest element: the gradients' sums cancel), on the
   // CPU's own kernels and with bf16 dot products turned off
   Rng rng(5);
-  Array x = rng.uniform({8, 4, 12, 12}, f32).astype(bf16).astype(f64), w = rng.uniform({6, 4, 3, 3}, f32).astype(bf16).astype(f64);
+  Array x = rng.uniform({8, 4, 12, 12}, f32).astype(bf16).astype(f64),
+        w = rng.uniform({6, 4, 3, 3}, f32).astype(bf16).astype(f64);
   auto loss = [](const Array& x, const Array& w) {
-    Array y = lax::conv_general_dilated(x, w, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1}, lax::ConvDims::nchw(2), 1, 1);
+    Array y = lax::conv_general_dilated(x, w, {1, 1}, {{1, 1}, {1, 1}}, {1, 1}, {1, 1},
+                                        lax::ConvDims::nchw(2), 1, 1);
     return sum(square(y.astype(y.dtype() == f64 ? f64 : f32)));
   };
   auto want = grad(loss, {0, 1})(x, w);
   for (int native : {-1, 0}) {
     cpu::set_native_bf16_for_testing(native);
     auto got = grad(loss, {0, 1})(x.astype(bf16), w.astype(bf16));
-    auto jitted = jit([&](const Array& a, const Array& b) { return grad(loss, {0, 1})(a, b); })(x.astype(bf16), w.astype(bf16));
+    auto jitted = jit([&](const Array& a, const Array& b) {
+      return grad(loss, {0, 1})(a, b);
+    })(x.astype(bf16), w.astype(bf16));
     for (size_t i = 0; i < 2; ++i) {
       EXPECT_EQ(got[i].dtype(), bf16);
       double scale = max(abs(want[i])).item<double>();
-      EXPECT_TRUE(close(got[i].astype(f64), want[i], 1e-2, 1e-2 * scale)) << "grad " << i << " native " << native;
-      EXPECT_TRUE(close(jitted[i].astype(f64), want[i], 1e-2, 1e-2 * scale)) << "jit grad " << i << " native " << native;
+      EXPECT_TRUE(close(got[i].astype(f64), want[i], 1e-2, 1e-2 * scale))
+          << "grad " << i << " native " << native;
+      EXPECT_TRUE(close(jitted[i].astype(f64), want[i], 1e-2, 1e-2 * scale))
+          << "jit grad " << i << " native " << native;
     }
   }
   cpu::set_native_bf16_for_testing(-1);

@@ -23,10 +23,10 @@
 // something else needs them (the program's outputs, primitives outside the list). Conversions the
 // program writes still round for everything but the contractions that accumulate in f32 (products
 // and convolutions, as above, sums, scatter-adds and windowed sums): a comparison, an elementwise or a
-// structural operation of x.astype(bf16) sees the rounded x. A bf16 step then stores f32 between its loops, as
-// the f32 step does, instead of writing each activation twice (the bf16 value and its widened copy for
-// the next GEMM). bf16 has f32's exponent range, so only the rounding changes; f16 (whose overflow to
-// inf loss scaling watches) keeps the products-only rewrite.
+// structural operation of x.astype(bf16) sees the rounded x. A bf16 step then stores f32 between its
+// loops, as the f32 step does, instead of writing each activation twice (the bf16 value and its widened
+// copy for the next GEMM). bf16 has f32's exponent range, so only the rounding changes; f16 (whose
+// overflow to inf loss scaling watches) keeps the products-only rewrite.
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -61,15 +61,19 @@ std::unordered_set<const Primitive*>& registered() {
 // of their result): no dtype among their parameters, no meaning in the bits of the type.
 bool computes_in_f32(const Primitive* p) {
   using namespace prims;
-  static const std::unordered_set<const Primitive*> list{
+  // clang-format off
+  static const std::unordered_set<const Primitive*> elementwise{
       &neg_p, &sign_p, &floor_p, &ceil_p, &round_p, &is_finite_p, &exp_p, &exp2_p, &log_p, &log1p_p, &expm1_p,
       &tanh_p, &logistic_p, &sin_p, &cos_p, &sqrt_p, &rsqrt_p, &abs_p, &erf_p, &square_p, &integer_pow_p, &copy_p,
       &add_p, &sub_p, &mul_p, &div_p, &pow_p, &max_p, &min_p, &add_any_p, &eq_p, &ne_p, &lt_p, &le_p, &gt_p, &ge_p,
-      &select_n_p, &clamp_p, &reduce_sum_p, &reduce_max_p, &reduce_min_p, &broadcast_in_dim_p, &reshape_p,
-      &transpose_p, &squeeze_p, &slice_p, &pad_p, &concatenate_p, &rev_p, &dot_general_p, &conv_general_dilated_p,
-      &gather_p, &scatter_add_p, &reduce_window_sum_p, &reduce_window_max_p, &reduce_window_min_p,
-      &select_and_gather_add_p, &select_and_scatter_add_p};
-  if (list.count(p)) return true;
+      &select_n_p, &clamp_p};
+  static const std::unordered_set<const Primitive*> others{
+      &reduce_sum_p, &reduce_max_p, &reduce_min_p, &broadcast_in_dim_p, &reshape_p, &transpose_p, &squeeze_p,
+      &slice_p, &pad_p, &concatenate_p, &rev_p, &dot_general_p, &conv_general_dilated_p, &gather_p, &scatter_add_p,
+      &reduce_window_sum_p, &reduce_window_max_p, &reduce_window_min_p, &select_and_gather_add_p,
+      &select_and_scatter_add_p};
+  // clang-format on
+  if (elementwise.count(p) || others.count(p)) return true;
   std::lock_guard<std::mutex> lk(registered_mu());
   return registered().count(p) > 0;
 }
@@ -154,7 +158,8 @@ ClosedJaxpr bf16_in_f32(const ClosedJaxpr& j) {
       // gradient's bias sum and its products then read one f32 cotangent, not it and its rounding)
       const bool product = e.prim == &prims::dot_general_p || e.prim == &prims::conv_general_dilated_p;
       const bool contraction = product || e.prim == &prims::reduce_sum_p || e.prim == &prims::scatter_add_p ||
-                               e.prim == &prims::reduce_window_sum_p || e.prim == &prims::select_and_scatter_add_p;
+                               e.prim == &prims::reduce_window_sum_p ||
+                               e.prim == &prims::select_and_scatter_add_p;
       for (const Atom& x : e.inputs) args.push_back(x.aval().dtype == DType::bf16 ? wide(x, contraction) : x);
       Params params = product ? e.params.with("preferred_element_type", ParamValue()) : e.params;
       // the f32 equation's types: bf16 results become f32, the others stay as they were

@@ -1,6 +1,8 @@
 #include "graft/runtime/cpu/conv.h"
 
 #ifdef GRAFT_HAVE_DNNL
+#include <omp.h>
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -9,12 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graft/core/buffer.h"
 #include "graft/runtime/cpu/dnnl_util.h"
 #include "graft/runtime/cpu/features.h"
 #include "graft/runtime/cpu/parallel.h"
-#include "graft/core/buffer.h"
-
-#include <omp.h>
 #endif
 
 namespace graft::cpu {
@@ -179,7 +179,9 @@ std::shared_ptr<Entry> make_bwd_entry(const Conv2dDesc& d, dnnl::memory::data_ty
   if (type != memory::data_type::f32 && reference(pd.impl_info_str())) return nullptr;
   e->prim = convolution_backward_weights(pd);
   e->scratch = pd.scratchpad_desc();
-  auto user = [&](const int64_t* v, const int64_t* st) { return memory::desc(dims(v, 4), type, dims(st, 4)); };
+  auto user = [&](const int64_t* v, const int64_t* st) {
+    return memory::desc(dims(v, 4), type, dims(st, 4));
+  };
   set_operand(e->ops[0], DNNL_ARG_SRC, false, user(d.src_dims, d.src_strides), pd.src_desc());
   set_operand(e->ops[1], DNNL_ARG_DIFF_DST, false, user(d.dst_dims, d.dst_strides), pd.diff_dst_desc());
   set_operand(e->ops[2], DNNL_ARG_DIFF_WEIGHTS, true, user(d.wei_dims, d.wei_strides), pd.diff_weights_desc());
@@ -218,8 +220,9 @@ std::optional<dnnl::memory::data_type> dnnl_type(DType t) {
 }
 
 // Runs the primitive `make` builds for d, or says that there is none.
-bool run(DType dtype, const Conv2dDesc& d, std::shared_ptr<Entry> (*make)(const Conv2dDesc&, dnnl::memory::data_type),
-         const void* in0, const void* in1, void* out) {
+bool run(DType dtype, const Conv2dDesc& d,
+         std::shared_ptr<Entry> (*make)(const Conv2dDesc&, dnnl::memory::data_type), const void* in0,
+         const void* in1, void* out) {
   auto type = dnnl_type(dtype);
   if (!type || !valid_window(d)) return false;
   try {
@@ -232,7 +235,8 @@ bool run(DType dtype, const Conv2dDesc& d, std::shared_ptr<Entry> (*make)(const 
 }
 }  // namespace
 
-bool conv2d_backward_weights(DType dtype, const Conv2dDesc& d, const void* src, const void* diff_dst, void* diff_wei) {
+bool conv2d_backward_weights(DType dtype, const Conv2dDesc& d, const void* src, const void* diff_dst,
+                             void* diff_wei) {
   return d.groups == 1 && run(dtype, d, &make_bwd_entry, src, diff_dst, diff_wei);
 }
 

@@ -28,6 +28,7 @@ bool conv2d(DType dtype, const Conv2dDesc& d, const void* src, const void* wei, 
 /// gradient given its input `src` and the gradient of its output `diff_dst` (oneDNN's backward-weights
 /// kernels, faster than the same sum written as a forward convolution with a huge kernel). dtype and
 /// the return value as conv2d's.
-bool conv2d_backward_weights(DType dtype, const Conv2dDesc& d, const void* src, const void* diff_dst, void* diff_wei);
+bool conv2d_backward_weights(DType dtype, const Conv2dDesc& d, const void* src, const void* diff_dst,
+                             void* diff_wei);
 
 }  // namespace graft::cpu

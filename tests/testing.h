@@ -11,8 +11,18 @@
 
 #include "graft/graft.h"
 #include "graft/compiler/jaxpr_text.h"
+#include "graft/runtime/cpu/features.h"
 
 namespace graft::testing {
+
+/// cpu::set_native_bf16_for_testing(on) for a scope: the detected value comes back at its end, also
+/// when an assertion throws.
+struct NativeBf16 {
+  explicit NativeBf16(int on) { cpu::set_native_bf16_for_testing(on); }
+  ~NativeBf16() { cpu::set_native_bf16_for_testing(-1); }
+  NativeBf16(const NativeBf16&) = delete;
+  NativeBf16& operator=(const NativeBf16&) = delete;
+};
 
 /// n floats uniform in [-1, 1) from a seed, for kernels tested on raw buffers.
 inline std::vector<float> uniform_floats(size_t n, uint64_t seed) {

@@ -230,10 +230,17 @@ std::optional<cpu::Conv2dDesc> as_backward_weights(const cpu::Conv2dDesc& d) {
 // 2-D convolutions without input dilation or batch groups go to oneDNN's direct convolution, which
 // reads and writes every operand in its own layout (the dimension numbers become strides): f32, and
 // bf16 where the CPU has bf16 dot products (cpu::conv2d).
-bool conv_dnnl(const Array& l, const Array& r, Array& out, const ConvP& c) {
-  if (l.ndim() != 4 || c.bgc != 1) return false;
+bool dnnl_takes(int64_t ndim, const ConvP& c) {
+  if (!cpu::conv2d_available() || ndim != 4 || c.bgc != 1) return false;
   for (auto v : c.lhs_dil)
     if (v != 1) return false;
+  for (auto [lo, hi] : c.padding)
+    if (lo < 0 || hi < 0) return false;
+  return true;
+}
+
+bool conv_dnnl(const Array& l, const Array& r, Array& out, const ConvP& c) {
+  if (!dnnl_takes(l.ndim(), c)) return false;
   cpu::Conv2dDesc d;
   auto fill = [](const Array& x, const IntList& spec, int64_t* dims, int64_t* strides) {
     Shape st = strides_of(x.shape());
@@ -271,7 +278,7 @@ Arrays conv_impl(const Primitive&, std::span<const Array> in, std::span<const Av
     // half types without native kernels compute in f32, as their GEMMs do (cpu::gemm): widened
     // operands, one rounding of each result, the same values as the column kernel below gives
     const DType t = out[0].dtype;
-    if ((t == DType::bf16 || t == DType::f16) && in[0].ndim() == 4 && c.bgc == 1) {
+    if ((t == DType::bf16 || t == DType::f16) && dnnl_takes(in[0].ndim(), c)) {
       Array wide = Array::empty(Aval(out[0].shape, DType::f32));
       if (conv_dnnl(converted(in[0], DType::f32), converted(in[1], DType::f32), wide, c))
         return {converted(wide, t, out[0].weak_type)};

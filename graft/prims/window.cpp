@@ -431,15 +431,16 @@ __attribute__((noinline)) void scatter_rows_2x2(const T* src, const T* x, T* o, 
       sizeof(T) == 1, uint8_t,
       std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
   static_assert(sizeof(U) == sizeof(T));
+  using UA __attribute__((may_alias)) = U;  // T's bytes read and written as U
   const int64_t OW = ow_count, W = q.W;
   for (int64_t r = r0; r < r1; ++r) {
     int64_t p = r / q.OH, oh = r % q.OH;
     int64_t h1 = oh + 1 == q.OH ? q.H : 2 * oh + 2;
     int64_t band = p * q.H * W + 2 * oh * W;
     const T *a = x + band, *b = a + W;
-    U* oa = reinterpret_cast<U*>(o + band);
-    U* ob = oa + W;
-    const U* s = reinterpret_cast<const U*>(src) + r * OW;
+    UA* oa = reinterpret_cast<UA*>(o + band);
+    UA* ob = oa + W;
+    const UA* s = reinterpret_cast<const UA*>(src) + r * OW;
     for (int64_t j = 0; j < OW; ++j) {
       C v0 = static_cast<C>(a[2 * j]), v1 = static_cast<C>(a[2 * j + 1]), v2 = static_cast<C>(b[2 * j]),
         v3 = static_cast<C>(b[2 * j + 1]);

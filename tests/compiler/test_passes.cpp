@@ -216,10 +216,13 @@ TEST_F(Passes, sums_read_the_f32_value_a_cast_rounded_on_the_f32_route) {
   };
   testing::Rng rng(11);
   Array g = rng.uniform({64, 5}, DType::f32, -1, 1), h = rng.uniform({3, 64});
-  cpu::set_native_bf16_for_testing(0);
-  std::string ir = after("widen_half_products", f, g, h);
-  auto [s, p, m] = jit(f)(g, h);
-  cpu::set_native_bf16_for_testing(-1);
+  std::string ir;
+  Array s, p, m;
+  {
+    testing::NativeBf16 route(0);
+    ir = after("widen_half_products", f, g, h);
+    std::tie(s, p, m) = jit(f)(g, h);
+  }
   // one rounding of g is left (for the elementwise reader), widened once
   size_t roundings = 0;
   for (size_t at = ir.find("new_dtype=bfloat16"); at != std::string::npos;
@@ -251,10 +254,13 @@ TEST_F(Passes, bf16_convolutions_and_pooling_move_to_f32_on_the_f32_route) {
   auto f = [&](const Array& x, const Array& w) { return grad(loss_in(DType::bf16), {0, 1})(x, w); };
   testing::Rng rng(13);
   Array x = rng.uniform({2, 3, 8, 8}), w = rng.uniform({4, 3, 3, 3});
-  cpu::set_native_bf16_for_testing(0);
-  std::string ir = after("widen_half_products", f, x, w);
-  auto got = jit(f)(x, w);
-  cpu::set_native_bf16_for_testing(-1);
+  std::string ir;
+  std::vector<Array> got;
+  {
+    testing::NativeBf16 route(0);
+    ir = after("widen_half_products", f, x, w);
+    got = jit(f)(x, w);
+  }
   int seen = 0;
   for (const char* prim : {"conv_general_dilated", "reduce_window_max", "select_and_scatter_add"}) {
     for (size_t at = ir.find(std::string("= ") + prim); at != std::string::npos;
@@ -276,6 +282,24 @@ TEST_F(Passes, bf16_convolutions_and_pooling_move_to_f32_on_the_f32_route) {
                                (i == 1 ? 1e-5 : 1e-2) * scale))
         << i;
   }
+}
+
+TEST_F(Passes, pooling_chooses_on_the_rounded_values_on_the_f32_route) {
+  // 1.001 and 1.002 both round to bf16 1.0: the pooling of x.astype(bf16) and its gradient choose the
+  // first, as eager evaluation does, although the gradient's scatter reads the f32 cotangent
+  auto f = grad([](const Array& x) {
+    Array p = lax::reduce_window_max(x.astype(DType::bf16), {2, 2}, {2, 2}, {{0, 0}, {0, 0}});
+    return sum(p.astype(DType::f32) * 3.0);
+  });
+  Array x = testing::Rng::from_doubles({1.001, 1.002, 0.5, 0.25}, {2, 2}, DType::f32);
+  Array eager = f(x);
+  Array jitted;
+  {
+    testing::NativeBf16 route(0);
+    jitted = jit(f)(x);
+  }
+  EXPECT_TRUE(testing::close(eager, testing::Rng::from_doubles({3, 0, 0, 0}, {2, 2}, DType::f32), 0, 0)) << eager;
+  EXPECT_TRUE(testing::close(jitted, eager, 0, 0)) << jitted;
 }
 
 TEST_F(Passes, widened_half_products_equal_eager_ones) {

@@ -5,7 +5,6 @@
 // f64 convolution of the same values rounded once.
 #include <cmath>
 
-#include "graft/runtime/cpu/features.h"
 #include "testing.h"
 
 namespace graft {
@@ -71,7 +70,7 @@ TEST(ConvPaths, HalfConvolutionsRoundOnce) {
       {{3, 1, 28, 28}, {4, 1, 3, 3}, {1, 1}, {{0, 0}, {0, 0}}, {1, 1}, lax::ConvDims::nchw(2), 1},
   };
   for (int native : {-1, 0}) {  // the CPU's own kernels (bf16 ones where it has them), then f32 forced
-    cpu::set_native_bf16_for_testing(native);
+    NativeBf16 mode(native);
     for (DType d : {bf16, f16})
       for (size_t k = 0; k < cases.size(); ++k) {
         const ConvCase& c = cases[k];
@@ -87,7 +86,6 @@ TEST(ConvPaths, HalfConvolutionsRoundOnce) {
                                 std::to_string(native));
       }
   }
-  cpu::set_native_bf16_for_testing(-1);
 }
 
 TEST(ConvPaths, HalfTrainingStepGradientsFollowF64) {
@@ -104,7 +102,7 @@ TEST(ConvPaths, HalfTrainingStepGradientsFollowF64) {
   };
   auto want = grad(loss, {0, 1})(x, w);
   for (int native : {-1, 0}) {
-    cpu::set_native_bf16_for_testing(native);
+    NativeBf16 mode(native);
     auto got = grad(loss, {0, 1})(x.astype(bf16), w.astype(bf16));
     auto jitted = jit([&](const Array& a, const Array& b) {
       return grad(loss, {0, 1})(a, b);
@@ -118,7 +116,6 @@ TEST(ConvPaths, HalfTrainingStepGradientsFollowF64) {
           << "jit grad " << i << " native " << native;
     }
   }
-  cpu::set_native_bf16_for_testing(-1);
 }
 
 TEST(ConvPaths, TrainingStepGradientsMatchF64) {

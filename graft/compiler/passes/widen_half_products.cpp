@@ -21,9 +21,9 @@
 // pooling, gather/scatter, product and convolution equation of bf16 values computes on their f32
 // versions, the f32 -> bf16 -> f32 pairs between them vanish, and bf16 values remain only where
 // something else needs them (the program's outputs, primitives outside the list). Conversions the
-// program writes still round for everything but the contractions that accumulate in f32 (products
-// and convolutions, as above, sums, scatter-adds and windowed sums): a comparison, an elementwise or a
-// structural operation of x.astype(bf16) sees the rounded x. A bf16 step then stores f32 between its
+// program writes still round for everything but the contractions that accumulate them in f32 (products
+// and convolutions, as above, sums, scatter-adds and windowed sums): a comparison, a pooling's choice,
+// an elementwise or a structural operation of x.astype(bf16) sees the rounded x. A bf16 step then stores f32 between its
 // loops, as the f32 step does, instead of writing each activation twice (the bf16 value and its widened
 // copy for the next GEMM). bf16 has f32's exponent range, so only the rounding changes; f16 (whose
 // overflow to inf loss scaling watches) keeps the products-only rewrite.
@@ -119,9 +119,9 @@ ClosedJaxpr bf16_in_f32(const ClosedJaxpr& j) {
   for (const VarRef& v : in.constvars) produced_here.insert(v.get());
   Substitution subst;
   std::unordered_map<const Var*, Atom> exact;  // the program's own roundings, widened after rounding
-  // x's f32 version for an equation; `contraction`: a dot_general or a reduce_sum, which reads the
-  // value a rounding of the program's rounded (the rest reads the rounded value: explicit conversions
-  // round)
+  // x's f32 version for an equation; `contraction`: x is summed in f32 (products, convolutions, sums,
+  // scatter-adds), which reads the value a rounding of the program's rounded (the rest reads the
+  // rounded value: explicit conversions round)
   auto wide = [&](const Atom& x, bool contraction) -> Atom {
     if (x.is_literal())
       return Atom::lit(eval_primitive(prims::convert_element_type_p, {&x.literal, 1},
@@ -158,9 +158,14 @@ ClosedJaxpr bf16_in_f32(const ClosedJaxpr& j) {
       // gradient's bias sum and its products then read one f32 cotangent, not it and its rounding)
       const bool product = e.prim == &prims::dot_general_p || e.prim == &prims::conv_general_dilated_p;
       const bool contraction = product || e.prim == &prims::reduce_sum_p || e.prim == &prims::scatter_add_p ||
-                               e.prim == &prims::reduce_window_sum_p ||
-                               e.prim == &prims::select_and_scatter_add_p;
-      for (const Atom& x : e.inputs) args.push_back(x.aval().dtype == DType::bf16 ? wide(x, contraction) : x);
+                               e.prim == &prims::reduce_window_sum_p;
+      for (size_t k = 0; k < e.inputs.size(); ++k) {
+        const Atom& x = e.inputs[k];
+        // select_and_scatter_add sums its source (input 0); its operand only chooses, as the forward
+        // pooling chose on the rounded values
+        bool summed = contraction || (e.prim == &prims::select_and_scatter_add_p && k == 0);
+        args.push_back(x.aval().dtype == DType::bf16 ? wide(x, summed) : x);
+      }
       Params params = product ? e.params.with("preferred_element_type", ParamValue()) : e.params;
       // the f32 equation's types: bf16 results become f32, the others stay as they were
       std::vector<const Aval*> ptrs;

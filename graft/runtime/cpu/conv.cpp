@@ -134,8 +134,9 @@ std::shared_ptr<Entry> cached(const Conv2dDesc& d, dnnl::memory::data_type type,
     std::lock_guard<std::mutex> made(dnnl_create_mutex());
     try {
       e = make(d, type);
-    } catch (const dnnl::error&) {
-      e = nullptr;  // oneDNN has no implementation for the problem
+    } catch (const dnnl::error& err) {
+      if (err.status != dnnl_unimplemented) throw;  // not remembered: it may pass next time
+      e = nullptr;                                  // oneDNN has no implementation for the problem
     }
   }
   std::lock_guard<std::mutex> lk(mu);
@@ -243,7 +244,9 @@ bool conv2d_backward_weights(DType dtype, const Conv2dDesc& d, const void* src, 
 bool conv2d(DType dtype, const Conv2dDesc& d, const void* src, const void* wei, void* dst) {
   return run(dtype, d, &make_entry, src, wei, dst);
 }
+bool conv2d_available() { return true; }
 #else
+bool conv2d_available() { return false; }
 bool conv2d(DType, const Conv2dDesc&, const void*, const void*, void*) { return false; }
 bool conv2d_backward_weights(DType, const Conv2dDesc&, const void*, const void*, void*) { return false; }
 #endif

@@ -18,6 +18,9 @@ struct Conv2dDesc {
   int64_t strides[2], dilation[2], pad_lo[2], pad_hi[2];
   int64_t groups = 1;
 };
+/// Whether conv2d runs anything at all (graft built with oneDNN).
+bool conv2d_available();
+
 /// `dtype` is f32 or bf16 (every operand of that type). bf16 runs on oneDNN's bf16 kernels, which
 /// accumulate in f32 and round each result once; only where the CPU has bf16 dot products
 /// (native_half_gemm, features.h) and oneDNN has a compiled kernel for the problem (never its

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "graft/graft.h"
 #include "graft/compiler/jaxpr_text.h"
+#include "graft/graft.h"
 #include "graft/runtime/cpu/features.h"
 
 namespace graft::testing {

@@ -298,7 +298,8 @@ TEST_F(Passes, pooling_chooses_on_the_rounded_values_on_the_f32_route) {
     testing::NativeBf16 route(0);
     jitted = jit(f)(x);
   }
-  EXPECT_TRUE(testing::close(eager, testing::Rng::from_doubles({3, 0, 0, 0}, {2, 2}, DType::f32), 0, 0)) << eager;
+  EXPECT_TRUE(testing::close(eager, testing::Rng::from_doubles({3, 0, 0, 0}, {2, 2}, DType::f32), 0, 0))
+      << eager;
   EXPECT_TRUE(testing::close(jitted, eager, 0, 0)) << jitted;
 }
 

@@ -23,9 +23,9 @@
 // something else needs them (the program's outputs, primitives outside the list). Conversions the
 // program writes still round for everything but the contractions that accumulate them in f32 (products
 // and convolutions, as above, sums, scatter-adds and windowed sums): a comparison, a pooling's choice,
-// an elementwise or a structural operation of x.astype(bf16) sees the rounded x. A bf16 step then stores f32 between its
-// loops, as the f32 step does, instead of writing each activation twice (the bf16 value and its widened
-// copy for the next GEMM). bf16 has f32's exponent range, so only the rounding changes; f16 (whose
+// an elementwise or a structural operation of x.astype(bf16) sees the rounded x. A bf16 step then stores f32
+// between its loops, as the f32 step does, instead of writing each activation twice (the bf16 value and its
+// widened copy for the next GEMM). bf16 has f32's exponent range, so only the rounding changes; f16 (whose
 // overflow to inf loss scaling watches) keeps the products-only rewrite.
 #include <mutex>
 #include <unordered_map>

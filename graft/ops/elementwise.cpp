@@ -242,11 +242,22 @@ GRAFT_BINARY(bitwise_xor, bitwise_xor)
 GRAFT_BINARY(left_shift, shift_left)
 GRAFT_BINARY(equal, eq)
 GRAFT_BINARY(not_equal, ne)
-GRAFT_BINARY(less, lt)
-GRAFT_BINARY(less_equal, le)
-GRAFT_BINARY(greater, gt)
-GRAFT_BINARY(greater_equal, ge)
 #undef GRAFT_BINARY
+
+namespace {
+// lax's comparisons take ordered (real) types; jnp's order complex values lexicographically, by real
+// part and then by imaginary part (as JAX's and NumPy's do).
+Array ordered_compare(const Array& a, const Array& b, const char* op, Array (*cmp)(const Array&, const Array&)) {
+  auto [x, y] = promote_broadcast(a, b, op);
+  if (!is_complex(x.dtype())) return cmp(x, y);
+  Array rx = lax::real(x), ry = lax::real(y);
+  return lax::select(lax::eq(rx, ry), cmp(lax::imag(x), lax::imag(y)), cmp(rx, ry));
+}
+}  // namespace
+Array less(const Array& a, const Array& b) { return ordered_compare(a, b, "less", &lax::lt); }
+Array less_equal(const Array& a, const Array& b) { return ordered_compare(a, b, "less_equal", &lax::le); }
+Array greater(const Array& a, const Array& b) { return ordered_compare(a, b, "greater", &lax::gt); }
+Array greater_equal(const Array& a, const Array& b) { return ordered_compare(a, b, "greater_equal", &lax::ge); }
 
 // On booleans + is "or" and * is "and" (NumPy and JAX); lax keeps them numeric-only.
 Array add(const Array& a, const Array& b) {

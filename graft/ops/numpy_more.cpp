@@ -30,6 +30,7 @@ double finite_max(DType d) {
 // Both operands as floating point of their promoted type, broadcast together.
 std::pair<Array, Array> float_pair(const Array& a, const Array& b, const char* op) {
   auto [x, y] = promote_broadcast(a, b, op);
+  ops_detail::real_only(x, op);  // NumPy defines these for real numbers only
   if (!is_floating(x.dtype())) {
     DType d = float_dtype(x);
     x = convert(x, d);
@@ -156,8 +157,10 @@ Array logaddexp2(const Array& a, const Array& b) {
 }
 
 Array float_power(const Array& a, const Array& b) {
-  DType d = default_float_dtype();
-  return power(convert(checked(a, "float_power"), d), convert(checked(b, "float_power"), d));
+  // JAX's: the promoted type made inexact (float32 stays float32, complex stays complex), then pow
+  auto [x, y] = promote_broadcast(a, b, "float_power");
+  DType d = float_dtype(x);
+  return lax::pow(convert(x, d, x.weak_type()), convert(y, d, y.weak_type()));
 }
 
 Array ldexp(const Array& x, const Array& n) {

@@ -1,4 +1,6 @@
 // Reductions, normalizations (softmax, logsumexp), scans and sorting.
+#include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "graft/ops/internal.h"
@@ -44,6 +46,60 @@ Array for_sum(const Array& x) {
 Array as_bool(const Array& x) { return is_bool(x.dtype()) ? x : lax::ne(x, Array::scalar(0, x.dtype())); }
 }  // namespace
 
+namespace {
+// Complex values are ordered lexicographically (real part, then imaginary part), as NumPy and JAX order
+// them; the first NaN (in either part) is the extremum, as in NumPy. x's reduced axes are moved last and
+// flattened: [kept..., R]. Returns the index along R of the first extremum (default int, shape [kept...]).
+Array complex_extremum_index(const Array& x, bool is_max) {
+  int64_t last = x.ndim() - 1;
+  Axes along{last};
+  auto spread = [&](const Array& r) {  // [kept...] -> [kept..., R]
+    Shape s1 = x.shape();
+    s1[static_cast<size_t>(last)] = 1;
+    return broadcast_to(lax::reshape(r, s1), x.shape(), "max");
+  };
+  Array re = lax::real(x), im = lax::imag(x);
+  Array best_re = spread(is_max ? lax::reduce_max(re, along) : lax::reduce_min(re, along));
+  Array on = lax::eq(re, best_re);
+  double worst = is_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  Array im_on = lax::select(on, im, lax::full(im.shape(), worst, im.dtype()));
+  Array best_im = spread(is_max ? lax::reduce_max(im_on, along) : lax::reduce_min(im_on, along));
+  Array hit = lax::bitwise_and(on, lax::eq(im, best_im));
+  Array nan = lax::bitwise_or(lax::ne(re, re), lax::ne(im, im));
+  // the first NaN if any, else the first element equal to the extremum in both parts
+  Array chosen = lax::select(spread(lax::reduce_or(nan, along)), nan, hit);
+  return lax::argmax(convert(chosen, DType::i32), last, default_int_dtype());
+}
+// x with `axes` moved last and flattened into one.
+Array reduced_last(const Array& x, const Axes& axes) {
+  Axes perm;
+  Shape kept;
+  int64_t r = 1;
+  for (int64_t i = 0; i < x.ndim(); ++i)
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) {
+      perm.push_back(i);
+      kept.push_back(x.shape()[i]);
+    }
+  for (auto a : axes) {
+    perm.push_back(a);
+    r *= x.shape()[a];
+  }
+  kept.push_back(r);
+  return lax::reshape(lax::transpose(x, perm), kept);
+}
+// max / min of a complex array over `axes`: the chosen element itself (a one-hot sum, so that its
+// derivative goes to that element alone).
+Array complex_extremum(const Array& x, const Axes& axes, bool is_max) {
+  Array flat = reduced_last(x, axes);
+  int64_t last = flat.ndim() - 1;
+  Shape s1 = flat.shape();
+  s1[static_cast<size_t>(last)] = 1;
+  Array idx = broadcast_to(lax::reshape(complex_extremum_index(flat, is_max), s1), flat.shape(), "max");
+  Array one_hot = lax::eq(lax::iota(idx.dtype(), flat.shape(), last), idx);
+  return lax::reduce_sum(lax::select(one_hot, flat, lax::zeros_like(flat)), {last});
+}
+}  // namespace
+
 Array sum(const Array& x, AxisArg axis, bool keepdims) {
   Axes ax = axis.resolve(checked(x, "sum").ndim(), "sum");
   return keep(lax::reduce_sum(for_sum(x), ax), x.shape(), ax, keepdims);
@@ -56,12 +112,14 @@ Array max(const Array& x, AxisArg axis, bool keepdims) {
   Axes ax = axis.resolve(checked(x, "max").ndim(), "max");
   for (auto a : ax)
     if (x.shape()[a] == 0) fail<ValueError>("max: zero-size reduction along axis ", a, " has no identity");
+  if (is_complex(x.dtype())) return keep(complex_extremum(x, ax, true), x.shape(), ax, keepdims);
   return keep(lax::reduce_max(x, ax), x.shape(), ax, keepdims);
 }
 Array min(const Array& x, AxisArg axis, bool keepdims) {
   Axes ax = axis.resolve(checked(x, "min").ndim(), "min");
   for (auto a : ax)
     if (x.shape()[a] == 0) fail<ValueError>("min: zero-size reduction along axis ", a, " has no identity");
+  if (is_complex(x.dtype())) return keep(complex_extremum(x, ax, false), x.shape(), ax, keepdims);
   return keep(lax::reduce_min(x, ax), x.shape(), ax, keepdims);
 }
 Array all(const Array& x, AxisArg axis, bool keepdims) {
@@ -99,17 +157,20 @@ Array std(const Array& x, AxisArg axis, bool keepdims, int64_t ddof) { return sq
 namespace {
 Array arg_reduce(const Array& x, std::optional<int64_t> axis, bool keepdims, bool is_max, const char* op) {
   checked(x, op);
+  auto extremum = [&](const Array& v, int64_t a) {
+    if (is_complex(v.dtype())) return complex_extremum_index(reduced_last(v, {a}), is_max);
+    return is_max ? lax::argmax(v, a, default_int_dtype()) : lax::argmin(v, a, default_int_dtype());
+  };
   if (!axis) {
     Array flat = lax::reshape(x, {x.size()});
     if (flat.size() == 0) fail<ValueError>(op, ": attempt to get the arg-extremum of an empty sequence");
-    Array r = is_max ? lax::argmax(flat, 0, default_int_dtype()) : lax::argmin(flat, 0, default_int_dtype());
+    Array r = extremum(flat, 0);
     if (keepdims) r = lax::reshape(r, Shape(static_cast<size_t>(x.ndim()), 1));
     return r;
   }
   int64_t a = normalize_axis(*axis, x.ndim(), op);
   if (x.shape()[a] == 0) fail<ValueError>(op, ": attempt to get the arg-extremum of an empty axis");
-  Array r = is_max ? lax::argmax(x, a, default_int_dtype()) : lax::argmin(x, a, default_int_dtype());
-  return keep(r, x.shape(), {a}, keepdims);
+  return keep(extremum(x, a), x.shape(), {a}, keepdims);
 }
 }  // namespace
 
@@ -190,15 +251,25 @@ Array norm(const Array& x, AxisArg axis, bool keepdims) { return sqrt(sum(square
 Array sort(const Array& x, int64_t axis) {
   checked(x, "sort");
   if (x.ndim() == 0) return x;
+  int64_t a = normalize_axis(axis, x.ndim(), "sort");
+  if (is_complex(x.dtype())) {  // lexicographic: real part, then imaginary part (NaNs last, as NumPy)
+    Array ops[] = {lax::real(x), lax::imag(x), x};
+    return lax::sort(ops, a, true, 2)[2];
+  }
   Array ops[] = {x};
-  return lax::sort(ops, normalize_axis(axis, x.ndim(), "sort"))[0];
+  return lax::sort(ops, a)[0];
 }
 
 Array argsort(const Array& x, int64_t axis) {
   checked(x, "argsort");
   if (x.ndim() == 0) return Array::scalar(0, default_int_dtype());
   int64_t a = normalize_axis(axis, x.ndim(), "argsort");
-  Array ops[] = {x, lax::iota(default_int_dtype(), x.shape(), a)};
+  Array index = lax::iota(default_int_dtype(), x.shape(), a);
+  if (is_complex(x.dtype())) {
+    Array ops[] = {lax::real(x), lax::imag(x), index};
+    return lax::sort(ops, a, true, 2)[2];
+  }
+  Array ops[] = {x, index};
   return lax::sort(ops, a, true, 1)[1];
 }
 

@@ -63,24 +63,42 @@ struct Pow {
   template <class C>
   static C apply(C a, C b) { return std::pow(a, b); }
 };
+// Complex values are ordered lexicographically (real part, then imaginary part), as JAX's lax.max and
+// NumPy's maximum order them; a NaN in either part wins.
+template <class C>
+bool complex_nan(C z) { return std::isnan(z.real()) || std::isnan(z.imag()); }
+template <class C>
+bool complex_less(C a, C b) { return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag()); }
 struct Max {
   template <class C>
   static C apply(C a, C b) {
-    if constexpr (is_fp<C>) {
-      if (std::isnan(a)) return a;
-      if (std::isnan(b)) return b;
+    if constexpr (is_complex_v<C>) {
+      if (complex_nan(a)) return a;
+      if (complex_nan(b)) return b;
+      return complex_less(b, a) ? a : b;
+    } else {
+      if constexpr (is_fp<C>) {
+        if (std::isnan(a)) return a;
+        if (std::isnan(b)) return b;
+      }
+      return a > b ? a : b;
     }
-    return a > b ? a : b;
   }
 };
 struct Min {
   template <class C>
   static C apply(C a, C b) {
-    if constexpr (is_fp<C>) {
-      if (std::isnan(a)) return a;
-      if (std::isnan(b)) return b;
+    if constexpr (is_complex_v<C>) {
+      if (complex_nan(a)) return a;
+      if (complex_nan(b)) return b;
+      return complex_less(a, b) ? a : b;
+    } else {
+      if constexpr (is_fp<C>) {
+        if (std::isnan(a)) return a;
+        if (std::isnan(b)) return b;
+      }
+      return a < b ? a : b;
     }
-    return a < b ? a : b;
   }
 };
 struct MakeComplex {
@@ -332,8 +350,8 @@ BINARY_INFO(mul, Mul, kNC, &jvp_mul)
 BINARY_INFO(div, Div, kNC, &jvp_div)
 BINARY_INFO(rem, Rem, kMaskNum, &jvp_rem)
 BINARY_INFO(pow, Pow, kMaskInexact, &jvp_pow)
-BINARY_INFO(max, Max, kMaskAll, &jvp_minmax)
-BINARY_INFO(min, Min, kMaskAll, &jvp_minmax)
+BINARY_INFO(max, Max, kMaskAny, &jvp_minmax)
+BINARY_INFO(min, Min, kMaskAny, &jvp_minmax)
 BINARY_INFO(atan2, Atan2, kMaskFloat, &jvp_atan2)
 BINARY_INFO(nextafter, NextAfter, kF64F32, nullptr)
 BINARY_INFO(polygamma, Polygamma, kMaskFloat, &jvp_polygamma)

@@ -86,7 +86,13 @@ struct Exp {
 };
 struct Exp2 {
   template <class C>
-  static C apply(C x, int64_t) { return std::exp2(x); }
+  static C apply(C x, int64_t) {
+    if constexpr (is_complex_v<C>) {
+      return std::exp(x * typename C::value_type(std::numbers::ln2));  // 2^z = e^(z ln 2), as JAX's exp2
+    } else {
+      return std::exp2(x);
+    }
+  }
 };
 struct Log {
   template <class C>
@@ -470,7 +476,7 @@ UNARY_INFO(ceil, Ceil, kMaskFloat, false, nullptr, nullptr)
 UNARY_INFO(round, Round, kMaskFloat, false, nullptr, "rounding_method")
 UNARY_INFO(is_finite, IsFinite, kMaskFloat, true, nullptr, nullptr)
 UNARY_INFO(exp, Exp, kMaskInexact, false, &jvp_exp, nullptr)
-UNARY_INFO(exp2, Exp2, kMaskFloat, false, &jvp_exp2, nullptr)
+UNARY_INFO(exp2, Exp2, kMaskInexact, false, &jvp_exp2, nullptr)
 UNARY_INFO(log, Log, kMaskInexact, false, &jvp_log, nullptr)
 UNARY_INFO(log1p, Log1p, kMaskInexact, false, &jvp_log1p, nullptr)
 UNARY_INFO(expm1, Expm1, kMaskInexact, false, &jvp_expm1, nullptr)

@@ -12,6 +12,7 @@ void bind_numpy_more(py::module_& m) {
   def_binary(m, "np_hypot", &hypot);
   def_binary(m, "np_fmod", &fmod);
   def_binary(m, "np_heaviside", &heaviside);
+  def_binary(m, "np_float_power", &float_power);
   def_unary(m, "np_sinc", &sinc);
   m.def("np_nan_to_num", [](py::handle x, double nan, std::optional<double> posinf, std::optional<double> neginf) {
     return nan_to_num(to_array(x), nan, posinf, neginf);

@@ -221,6 +221,67 @@ TEST(Complex, NumpyFunctionsOnComplex) {
   expect_throws<TypeError>([&] { return arctan2(w, w); }, "arctan2: complex");
 }
 
+TEST(Complex, OrderIsLexicographic) {
+  // NumPy's and JAX's order: by real part, then by imaginary part; the first NaN (either part) wins
+  double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  Array a = zarr({Z(1, 5), Z(2, -1), Z(2, 3), Z(-1, 9), Z(2, 3)}, {5});
+  Array b = zarr({Z(1, 4), Z(2, 0), Z(1, 9), Z(-1, 9), Z(3, -9)}, {5});
+  EXPECT_TRUE(close(maximum(a, b), zarr({Z(1, 5), Z(2, 0), Z(2, 3), Z(-1, 9), Z(3, -9)}, {5}), 0, 0));
+  EXPECT_TRUE(close(minimum(a, b), zarr({Z(1, 4), Z(2, -1), Z(1, 9), Z(-1, 9), Z(2, 3)}, {5}), 0, 0));
+  EXPECT_TRUE(is(less(a, b), bool_, {5}, {0, 1, 0, 0, 1}));
+  EXPECT_TRUE(is(less_equal(a, b), bool_, {5}, {0, 1, 0, 1, 1}));
+  EXPECT_TRUE(is(greater(a, b), bool_, {5}, {1, 0, 1, 0, 0}));
+  EXPECT_TRUE(is(greater_equal(a, b), bool_, {5}, {1, 0, 1, 1, 0}));
+  // reductions: the first extremum of equal values, along one axis and over several
+  EXPECT_TRUE(close(max(a), zarr({Z(2, 3)}, {}), 0, 0));
+  EXPECT_TRUE(close(min(a), zarr({Z(-1, 9)}, {}), 0, 0));
+  EXPECT_TRUE(is(argmax(a), default_int_dtype(), {}, {2}));
+  EXPECT_TRUE(is(argmin(b), default_int_dtype(), {}, {3}));
+  Array m = reshape(concatenate({a, b, a, b}), {2, 2, 5});  // [a, b], [a, b]
+  EXPECT_TRUE(close(max(m, Axes{0, 1}), maximum(a, b), 0, 0));
+  EXPECT_TRUE(close(max(m, Axes{2}, true), reshape(zarr({Z(2, 3), Z(3, -9), Z(2, 3), Z(3, -9)}, {4}), {2, 2, 1}), 0, 0));
+  EXPECT_TRUE(is(argmax(m, 2), default_int_dtype(), {2, 2}, {2, 4, 2, 4}));
+  Array with_nan = zarr({Z(1, 1), Z(nan, 0), Z(inf, 0), Z(0, nan)}, {4});
+  EXPECT_TRUE(is(argmax(with_nan), default_int_dtype(), {}, {1}));
+  EXPECT_TRUE(is(argmin(with_nan), default_int_dtype(), {}, {1}));
+  EXPECT_TRUE(std::isnan(real(max(with_nan)).item<double>()));
+  // an infinite imaginary part is still an extremum of its real part's tie
+  EXPECT_TRUE(is(argmin(zarr({Z(0, 1), Z(2, -inf), Z(2, 0)}, {3})), default_int_dtype(), {}, {0}));
+  EXPECT_TRUE(is(argmax(zarr({Z(0, 1), Z(2, -inf), Z(1, 0)}, {3})), default_int_dtype(), {}, {1}));
+  // sort and argsort: lexicographic, stable, NaNs last (NumPy's order)
+  Array s = zarr({Z(2, 1), Z(nan, 0), Z(1, 7), Z(2, -1), Z(1, nan), Z(1, 7)}, {6});
+  Array sorted = sort(s);
+  std::vector<Z> got = sorted.to_vector<Z>();
+  std::vector<Z> want = {Z(1, 7), Z(1, 7), Z(1, nan), Z(2, -1), Z(2, 1), Z(nan, 0)};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE((got[i] == want[i]) || (std::isnan(want[i].imag()) && got[i].real() == want[i].real() &&
+                                        std::isnan(got[i].imag())) ||
+                (std::isnan(want[i].real()) && std::isnan(got[i].real())))
+        << i << ": " << got[i];
+  }
+  EXPECT_TRUE(is(argsort(s), default_int_dtype(), {6}, {2, 5, 4, 3, 0, 1}));
+  // the derivative of max goes to the chosen element; of maximum, to the larger operand; jit equals eager
+  Array g = grad([](const Array& x) { return real(max(x) * zarr({Z(2, -1)}, {})); })(a);
+  EXPECT_TRUE(close(g, zarr({Z(0, 0), Z(0, 0), Z(2, -1), Z(0, 0), Z(0, 0)}, {5}), 0, 0));  // grad Re(zw) = w
+  Array gm = grad([&](const Array& x) { return real(sum(maximum(x, b))); })(a);
+  EXPECT_TRUE(close(gm, zarr({Z(1, 0), Z(0, 0), Z(1, 0), Z(0.5, 0), Z(0, 0)}, {5}), 0, 0));
+  auto f = [](const Array& x) { return max(x, Axes{1}) + sort(x, 1)[{Slice(), 0}] * zarr({Z(0, 1)}, {}); };
+  Array x = reshape(concatenate({a, b, b, a}), {4, 5});
+  EXPECT_TRUE(close(jit(f)(x), f(x), 0, 0));
+}
+
+TEST(Complex, Exp2AndFloatPowerKeepComplexValues) {
+  // 2^z = e^(z ln 2) (JAX's exp2 takes complex operands); float_power promotes to inexact, not to f64
+  Array z = zarr({Z(0.5, -1), Z(-2, 3)}, {2});
+  EXPECT_TRUE(close(exp2(z), zarr({std::pow(Z(2), Z(0.5, -1)), std::pow(Z(2), Z(-2, 3))}, {2}), 1e-14, 1e-14));
+  Array w = zarr({Z(1.5, 0.5), Z(0.25, -1)}, {2});
+  EXPECT_TRUE(close(float_power(z, w), zarr({std::pow(Z(0.5, -1), Z(1.5, 0.5)), std::pow(Z(-2, 3), Z(0.25, -1))}, {2}),
+                    1e-14, 1e-14));
+  EXPECT_EQ(float_power(zarr({Z(1, 1)}, {1}, c64), Array(2.0)).dtype(), c64);
+  EXPECT_EQ(float_power(Array::scalar(2.0, f32), Array::scalar(3, DType::i32)).dtype(), f32);
+  EXPECT_EQ(float_power(Array::scalar(2, DType::i32), Array::scalar(3, DType::i32)).dtype(), default_float_dtype());
+}
+
 TEST(Complex, JaxprLiteralsPrintAndParseBack) {
   complex64 c(1.5f, -2.0f);
   Array k = Array::from_data(&c, {}, c64);
@@ -249,11 +310,14 @@ TEST(Complex, NpyRoundTrip) {
 
 TEST(Complex, ClearErrors) {
   Array z = zarr({Z(1, 2), Z(3, 4)}, {2});
-  // complex numbers have no order
+  // lax's comparisons and reductions take ordered types (jnp's order complex values lexicographically)
   expect_throws<TypeError>([&] { return lax::lt(z, z); }, "lt");
-  expect_throws<TypeError>([&] { return lax::max(z, z); }, "max");
   expect_throws<TypeError>([&] { return lax::floor(z); }, "floor");
   expect_throws<TypeError>([&] { return lax::reduce_max(z, {0}); }, "reduce_max");
+  // NumPy's real-only functions refuse complex operands rather than compute on a part
+  expect_throws<TypeError>([&] { return hypot(z, z); }, "hypot");
+  expect_throws<TypeError>([&] { return copysign(z, z); }, "copysign");
+  expect_throws<TypeError>([&] { return logaddexp2(z, z); }, "logaddexp2");
   // complex() takes real parts of f32 or f64
   expect_throws<TypeError>([&] { return lax::complex(z, z); }, "complex");
   expect_throws<TypeError>([&] { return complex(z, real(z)); }, "must be real");

@@ -141,14 +141,18 @@ GRAFT_FLOAT_UNARY(erfc, erfc)
 GRAFT_FLOAT_UNARY(erfinv, erf_inv)
 GRAFT_FLOAT_UNARY(sigmoid, logistic)
 #undef GRAFT_FLOAT_UNARY
-Array log2(const Array& x) {
-  Array f = to_float(x, "log2");
-  return lax::div(lax::log(f), c_like(std::numbers::ln2, f));
+namespace {
+// log(x) / log(base). A complex logarithm's parts are divided by the real constant one by one: a complex
+// division would turn log(0) = -inf + 0i into -inf + NaN i (NumPy's log2(0j) is -inf + 0i).
+Array log_base(const Array& x, double ln_base, const char* op) {
+  Array l = lax::log(to_float(x, op));
+  if (!is_complex(l.dtype())) return lax::div(l, c_like(ln_base, l));
+  Array re = lax::real(l), im = lax::imag(l);
+  return lax::complex(lax::div(re, c_like(ln_base, re)), lax::div(im, c_like(ln_base, im)));
 }
-Array log10(const Array& x) {
-  Array f = to_float(x, "log10");
-  return lax::div(lax::log(f), c_like(std::numbers::ln10, f));
-}
+}  // namespace
+Array log2(const Array& x) { return log_base(x, std::numbers::ln2, "log2"); }
+Array log10(const Array& x) { return log_base(x, std::numbers::ln10, "log10"); }
 Array square(const Array& x) { return lax::square(checked(x, "square")); }
 Array reciprocal(const Array& x) {
   Array f = to_float(x, "reciprocal");

@@ -7,6 +7,7 @@ NumPy is the oracle for values. Dtypes are compared by kind (bool / integer / fl
 promotion differs from NumPy's on purpose (int32 / int32 is float32 in JAX without x64); JAX's exact result
 dtypes are checked in test_x64.py and test_numpy_extra.py. bfloat16 inputs are made by rounding float32
 values to bfloat16 in graft, and NumPy computes on the same rounded values in float32.
+The complex, linear-algebra and FFT rows are test_conformance_numerics.py's.
 """
 import math
 

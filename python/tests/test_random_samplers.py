@@ -128,3 +128,92 @@ def test_typed_keys():
     assert gr.wrap_key_data(gr.key_data(ks)).shape == (4,)
     with pytest.raises(TypeError, match="uint32 words"):
         gr.wrap_key_data(gnp.zeros((3,), "float32"))
+
+
+def _gamma_fd(a, x, rel=1e-5):
+    """dx/da of a Gamma(a) draw x with its quantile u = P(a, x) held fixed: differences of the inverse CDF."""
+    sp = pytest.importorskip("scipy.special")
+    u = sp.gammainc(a, x)
+    h = rel * a
+    return (sp.gammaincinv(a + h, u) - sp.gammaincinv(a - h, u)) / (2 * h), u
+
+
+def test_sample_gradients_follow_the_inverse_cdf():
+    # implicit reparameterization (JAX's): each draw's derivative is -(dF/da) / f at the draw, which is the
+    # derivative of the inverse CDF with the draw's quantile held fixed; checked draw by draw
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0.2, 12.0, 64)
+    key = gr.key(21)
+    x = np.asarray(gr.gamma(key, gnp.asarray(a), dtype="float64"))
+    g = np.asarray(gf.grad(lambda v: gnp.sum(gr.gamma(key, v, dtype="float64")))(gnp.asarray(a)))
+    fd, u = _gamma_fd(a, x)
+    ok = (u > 1e-8) & (u < 1 - 1e-8)  # the inverse CDF's own differences lose digits in the far tails
+    assert ok.sum() > 50
+    np.testing.assert_allclose(g[ok], fd[ok], rtol=1e-4)
+    # loggamma: d log(x) / da = (dx / da) / x, also for small a (drawn through Gamma(a + 1) u^(1/a))
+    small = rng.uniform(0.05, 1.0, 32)
+    lx = np.asarray(gr.loggamma(key, gnp.asarray(small), dtype="float64"))
+    lg = np.asarray(gf.grad(lambda v: gnp.sum(gr.loggamma(key, v, dtype="float64")))(gnp.asarray(small)))
+    fd, u = _gamma_fd(small, np.exp(lx))
+    ok = (u > 1e-8) & (u < 1 - 1e-8)
+    np.testing.assert_allclose(lg[ok], (fd / np.exp(lx))[ok], rtol=1e-4)
+
+
+def test_beta_and_dirichlet_gradients_follow_their_gammas():
+    # beta(a, b) = Ga / (Ga + Gb) and dirichlet(alpha) = G / sum(G), with the gammas drawn from the split
+    # keys as JAX draws them: the values are those ratios, and each draw's derivative is the chain rule
+    # through the gammas' inverse-CDF derivatives
+    rng = np.random.default_rng(1)
+    n = 48
+    a, b = rng.uniform(0.3, 6.0, n), rng.uniform(0.3, 6.0, n)
+    key = gr.key(22)
+    ka, kb = gr.split(key, 2)
+    ga = np.exp(np.asarray(gr.loggamma(ka, gnp.asarray(a), dtype="float64")))
+    gb = np.exp(np.asarray(gr.loggamma(kb, gnp.asarray(b), dtype="float64")))
+    x = np.asarray(gr.beta(key, gnp.asarray(a), gnp.asarray(b), dtype="float64"))
+    np.testing.assert_allclose(x, ga / (ga + gb), rtol=1e-12)
+    da, ua = _gamma_fd(a, ga)
+    db, ub = _gamma_fd(b, gb)
+    s = ga + gb
+    beta_sum = lambda p, q: gnp.sum(gr.beta(key, p, q, dtype="float64"))  # noqa: E731
+    g_a = np.asarray(gf.grad(beta_sum, argnums=0)(gnp.asarray(a), gnp.asarray(b)))
+    g_b = np.asarray(gf.grad(beta_sum, argnums=1)(gnp.asarray(a), gnp.asarray(b)))
+    ok = (ua > 1e-8) & (ua < 1 - 1e-8) & (ub > 1e-8) & (ub < 1 - 1e-8)
+    assert ok.sum() > 40
+    np.testing.assert_allclose(g_a[ok], (gb / s ** 2 * da)[ok], rtol=1e-4)
+    np.testing.assert_allclose(g_b[ok], (-ga / s ** 2 * db)[ok], rtol=1e-4)
+
+    alpha = rng.uniform(0.3, 5.0, (16, 3))
+    w = rng.uniform(-1, 1, (16, 3))
+    g = np.exp(np.asarray(gr.loggamma(key, gnp.asarray(alpha), dtype="float64")))
+    d = np.asarray(gr.dirichlet(key, gnp.asarray(alpha), dtype="float64"))
+    np.testing.assert_allclose(d, g / g.sum(-1, keepdims=True), rtol=1e-12)
+    grad = np.asarray(gf.grad(lambda v: gnp.sum(gr.dirichlet(key, v, dtype="float64") * gnp.asarray(w)))(
+        gnp.asarray(alpha)))
+    dg, u = _gamma_fd(alpha, g)
+    want = (w - (w * d).sum(-1, keepdims=True)) / g.sum(-1, keepdims=True) * dg
+    ok = (u > 1e-8) & (u < 1 - 1e-8)
+    np.testing.assert_allclose(grad[ok], want[ok], rtol=1e-4, atol=1e-10)
+
+
+def test_dirichlet_multinomial_and_permutation_frequencies():
+    # dirichlet's marginals are Beta(alpha_j, sum(alpha) - alpha_j): Kolmogorov-Smirnov per component
+    alpha = np.array([0.5, 1.5, 3.0])
+    d = np.asarray(gr.dirichlet(gr.key(30), gnp.asarray(alpha), (N,)), np.float64)
+    for j in range(3):
+        marginal = stats.beta(alpha[j], alpha.sum() - alpha[j]).cdf
+        assert stats.kstest(d[:, j], marginal).statistic < 1.95 / np.sqrt(N), f"component {j}"
+    # multinomial: the joint counts of 3 trials over 3 categories against the pmf (chi-squared)
+    p = np.array([0.2, 0.5, 0.3])
+    m = np.asarray(gr.multinomial(gr.key(31), 3.0, gnp.asarray(p), shape=(N, 3))).astype(int)
+    outcomes = [(i, j, 3 - i - j) for i in range(4) for j in range(4 - i)]
+    seen = np.array([np.sum(np.all(m == o, axis=1)) for o in outcomes])
+    assert seen.sum() == N
+    expected = np.array([stats.multinomial(3, p).pmf(o) for o in outcomes]) * N
+    assert stats.chisquare(seen, expected).pvalue > 1e-3
+    # permutation: the 24 orders of 4 elements equally often
+    perms = np.asarray(gf.vmap(lambda k: gr.permutation(k, 4))(gr.split(gr.key(32), 12000)))
+    codes = perms @ np.array([64, 16, 4, 1])
+    counts = np.unique(codes, return_counts=True)[1]
+    assert len(counts) == 24
+    assert stats.chisquare(counts).pvalue > 1e-3

@@ -112,9 +112,21 @@ def key_data(keys):
     return keys._graft_key_data if isinstance(keys, KeyArray) else _graft.asarray(keys)
 
 
-def wrap_key_data(key_bits_array, *, impl=None):
+def _check_impl(impl, op):
     if impl not in (None, "threefry2x32", _THREEFRY):
-        raise ValueError(f"wrap_key_data: graft's keys are threefry2x32's, got impl={impl!r}")
+        raise ValueError(f"{op}: graft's keys are threefry2x32's, got impl={impl!r}")
+
+
+def key_dtype(impl_spec=None):
+    """The dtype of typed keys of an implementation (graft's: threefry2x32, printed key<fry>)."""
+    _check_impl(impl_spec, "key_dtype")
+    return _KEY_DTYPE
+
+
+def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
+    _check_impl(impl, "wrap_key_data")
+    if dtype is not None and dtype != _KEY_DTYPE:
+        raise ValueError(f"wrap_key_data: dtype must be a key dtype (key<fry>), got {dtype!r}")
     return KeyArray(key_bits_array)
 
 

@@ -43,6 +43,19 @@ def test_dtypes_and_strided_tensors():
     assert back.dtype == torch.bfloat16 and back.tolist() == [1.0, 2.0]
 
 
+def test_complex_arrays_both_ways():
+    z = np.array([1 + 2j, -3.5 + 0.25j, 0 - 1j], np.complex128)
+    for dt in (np.complex64, np.complex128):
+        g = gnp.asarray(z.astype(dt))
+        t = torch.from_dlpack(g)
+        assert t.dtype == (torch.complex64 if dt == np.complex64 else torch.complex128)
+        np.testing.assert_array_equal(t.numpy(), z.astype(dt))
+        np.testing.assert_array_equal(np.from_dlpack(g), z.astype(dt))
+        back = gf.from_dlpack(torch.from_numpy(z.astype(dt)))
+        assert str(back.dtype) == np.dtype(dt).name
+        np.testing.assert_array_equal(np.asarray(back), z.astype(dt))
+
+
 def test_errors():
     with pytest.raises(TypeError):
         gf.from_dlpack(object())

@@ -129,3 +129,18 @@ def test_unsupported_primitives_are_named():
     exp = graft.export.export(lambda x: gnp.sort(x))(gnp.ones(3))
     with pytest.raises(NotImplementedError, match="sort"):
         exp.to_onnx()
+
+
+@pytest.mark.parametrize("name,fn,arg", [
+    ("complex", lambda x: gnp.abs(x * 1j), np.ones(3, np.float32)),
+    ("fft", lambda x: gnp.abs(gnp.fft.rfft(x)), np.ones(4, np.float32)),
+    ("cholesky", lambda x: gnp.linalg.cholesky(x), np.eye(3, dtype=np.float32)),
+    ("lgamma", lambda x: graft.scipy.special.gammaln(x), np.ones(3, np.float32)),
+])
+def test_numerics_without_an_onnx_form_are_named(name, fn, arg):
+    # complex values, the FFT, the decompositions and the special functions have no ONNX form here: the
+    # export says which operation stops it rather than write a wrong graph
+    exp = graft.export.export(fn)(gnp.asarray(arg))
+    with pytest.raises(NotImplementedError, match=name):
+        exp.to_onnx()
+    np.testing.assert_allclose(np.asarray(exp.call(gnp.asarray(arg))), np.asarray(fn(gnp.asarray(arg))))

@@ -104,6 +104,13 @@ def test_typed_keys():
     raw = gr.PRNGKey(7)
     assert raw.shape == (2,) and str(raw.dtype) == "uint32"
     np.testing.assert_array_equal(np.asarray(gr.key_data(k)), np.asarray(raw))
+    assert gr.key_dtype() == k.dtype and gr.key_dtype("threefry2x32") == k.dtype
+    w = gr.wrap_key_data(raw, dtype=gr.key_dtype())
+    assert w.dtype == k.dtype and np.array_equal(np.asarray(gr.key_data(w)), np.asarray(raw))
+    with pytest.raises(ValueError, match="rbg"):
+        gr.key_dtype("rbg")
+    with pytest.raises(ValueError, match="key dtype"):
+        gr.wrap_key_data(raw, dtype="uint32")
     # the same draws from a typed key and its raw words, through split and fold_in too
     np.testing.assert_array_equal(np.asarray(gr.normal(k, (3,))), np.asarray(gr.normal(raw, (3,))))
     ks = gr.split(k, 4)

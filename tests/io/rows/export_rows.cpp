@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "graft/io/export.h"
 #include "prims/conformance.h"
@@ -17,6 +18,7 @@ namespace graft::testing {
 std::vector<Case> elementwise_cases();
 std::vector<Case> structural_cases();
 std::vector<Case> collective_cases();
+std::vector<Case> complex_cases();  // (structural_cases holds the linear-algebra rows, complex_cases their complex ones)
 }  // namespace graft::testing
 
 namespace {
@@ -30,13 +32,35 @@ bool same_bits(const Array& a, const Array& b) {
   return std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()) == 0;
 }
 
+// safetensors has no complex128: complex arrays are stored as their parts ("<key>.re", "<key>.im"),
+// which round trip bit for bit.
+void put(io::TensorMap& t, const std::string& key, const Array& x) {
+  if (!is_complex(x.dtype())) {
+    t[key] = x;
+    return;
+  }
+  t[key + ".re"] = lax::real(x);
+  t[key + ".im"] = lax::imag(x);
+}
+bool has(const io::TensorMap& t, const std::string& key) { return t.count(key) || t.count(key + ".re"); }
+Array get(const io::TensorMap& t, const std::string& key) {
+  if (t.count(key)) return t.at(key);
+  return lax::complex(t.at(key + ".re"), t.at(key + ".im"));
+}
+
 int write(const fs::path& dir) {
   fs::create_directories(dir);
   std::vector<Case> cases = elementwise_cases();
-  for (auto& more : {structural_cases(), collective_cases()}) cases.insert(cases.end(), more.begin(), more.end());
+  for (auto& more : {structural_cases(), collective_cases(), complex_cases()})
+    cases.insert(cases.end(), more.begin(), more.end());
   size_t n = 0;
+  std::set<std::string> seen;
   for (const Case& c : cases) {
     for (DType d : c.value_dtypes) {
+      if (!seen.insert(c.name + "." + std::string(short_name(d))).second) {  // one would overwrite the other
+        std::cerr << "export_rows: two rows named " << c.name << " in " << short_name(d) << "\n";
+        return 1;
+      }
       Rng rng(1);
       Inputs in = c.inputs(rng, d);
       FlatFn f = [&c](const Inputs& x) { return run_case(c, x); };
@@ -48,9 +72,9 @@ int write(const fs::path& dir) {
       Inputs eager = f(in);
       Inputs jitted = jit(f)(in);
       io::TensorMap t;
-      for (size_t i = 0; i < in.size(); ++i) t["in." + std::to_string(i)] = in[i];
-      for (size_t i = 0; i < eager.size(); ++i) t["eager." + std::to_string(i)] = eager[i];
-      for (size_t i = 0; i < jitted.size(); ++i) t["jit." + std::to_string(i)] = jitted[i];
+      for (size_t i = 0; i < in.size(); ++i) put(t, "in." + std::to_string(i), in[i]);
+      for (size_t i = 0; i < eager.size(); ++i) put(t, "eager." + std::to_string(i), eager[i]);
+      for (size_t i = 0; i < jitted.size(); ++i) put(t, "jit." + std::to_string(i), jitted[i]);
       io::save_tensors((dir / (name + ".io.safetensors")).string(), t);
       ++n;
     }
@@ -76,7 +100,7 @@ int check(const fs::path& dir) {
       io::TensorMap t = io::load_tensors((dir / (name + ".io.safetensors")).string());
       auto list = [&](const std::string& stem) {
         std::vector<Array> v;
-        for (size_t i = 0; t.count(stem + std::to_string(i)); ++i) v.push_back(t.at(stem + std::to_string(i)));
+        for (size_t i = 0; has(t, stem + std::to_string(i)); ++i) v.push_back(get(t, stem + std::to_string(i)));
         return v;
       };
       Inputs in = list("in."), eager = list("eager."), jitted = list("jit.");

@@ -439,6 +439,8 @@ Array where(const Array& cond, const Array& x, const Array& y) {
 
 Array clip(const Array& x, std::optional<Array> lo, std::optional<Array> hi) {
   Array r = checked(x, "clip");
+  if (is_complex(r.dtype()))  // JAX's refusal: maximum / minimum would clip by the lexicographic order
+    fail<ValueError>("clip: complex values have no ordering and cannot be clipped (got ", r.aval().str(), ")");
   if (lo) r = maximum(r, *lo);
   if (hi) r = minimum(r, *hi);
   return r;

@@ -38,7 +38,7 @@ std::pair<Array, Array> float_pair(const Array& a, const Array& b, const char* o
   }
   return {x, y};
 }
-Array nan_mask(const Array& x) { return is_floating(x.dtype()) ? isnan(x) : zeros_like(x, DType::bool_); }
+Array nan_mask(const Array& x) { return is_inexact(x.dtype()) ? isnan(x) : zeros_like(x, DType::bool_); }
 }  // namespace
 
 // ---- aliases -------------------------------------------------------------------------------------------
@@ -480,13 +480,13 @@ Array nanprod(const Array& x, AxisArg axis, bool keepdims) {
   return prod(where(nan_mask(x), ones_like(x), x), std::move(axis), keepdims);
 }
 Array nanmax(const Array& x, AxisArg axis, bool keepdims) {
-  if (!is_floating(checked(x, "nanmax").dtype())) return max(x, axis, keepdims);
+  if (!is_inexact(checked(x, "nanmax").dtype())) return max(x, axis, keepdims);
   Array m = max(where(isnan(x), full_like(x, -INFINITY), x), axis, keepdims);
   Array all_nan = all(isnan(x), axis, keepdims);
   return where(all_nan, full_like(m, NAN), m);
 }
 Array nanmin(const Array& x, AxisArg axis, bool keepdims) {
-  if (!is_floating(checked(x, "nanmin").dtype())) return min(x, axis, keepdims);
+  if (!is_inexact(checked(x, "nanmin").dtype())) return min(x, axis, keepdims);
   Array m = min(where(isnan(x), full_like(x, INFINITY), x), axis, keepdims);
   Array all_nan = all(isnan(x), axis, keepdims);
   return where(all_nan, full_like(m, NAN), m);
@@ -521,11 +521,11 @@ Array nan_arg(const Array& x, std::optional<int64_t> axis, bool keepdims, bool i
 }  // namespace
 
 Array nanargmax(const Array& x, std::optional<int64_t> axis, bool keepdims) {
-  if (!is_floating(checked(x, "nanargmax").dtype())) return argmax(x, axis, keepdims);
+  if (!is_inexact(checked(x, "nanargmax").dtype())) return argmax(x, axis, keepdims);
   return nan_arg(x, axis, keepdims, true);
 }
 Array nanargmin(const Array& x, std::optional<int64_t> axis, bool keepdims) {
-  if (!is_floating(checked(x, "nanargmin").dtype())) return argmin(x, axis, keepdims);
+  if (!is_inexact(checked(x, "nanargmin").dtype())) return argmin(x, axis, keepdims);
   return nan_arg(x, axis, keepdims, false);
 }
 Array nancumsum(const Array& x, std::optional<int64_t> axis) {

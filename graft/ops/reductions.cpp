@@ -48,9 +48,10 @@ Array as_bool(const Array& x) { return is_bool(x.dtype()) ? x : lax::ne(x, Array
 
 namespace {
 // Complex values are ordered lexicographically (real part, then imaginary part), as NumPy and JAX order
-// them; the first NaN (in either part) is the extremum, as in NumPy. x's reduced axes are moved last and
-// flattened: [kept..., R]. Returns the index along R of the first extremum (default int, shape [kept...]).
-Array complex_extremum_index(const Array& x, bool is_max) {
+// them; a NaN (in either part) is the extremum, as in NumPy. x's reduced axes are moved last and
+// flattened: [kept..., R]. Returns where the extremum is along R ([kept..., R]: every element equal to it,
+// or every NaN).
+Array complex_extrema(const Array& x, bool is_max) {
   int64_t last = x.ndim() - 1;
   Axes along{last};
   auto spread = [&](const Array& r) {  // [kept...] -> [kept..., R]
@@ -66,9 +67,11 @@ Array complex_extremum_index(const Array& x, bool is_max) {
   Array best_im = spread(is_max ? lax::reduce_max(im_on, along) : lax::reduce_min(im_on, along));
   Array hit = lax::bitwise_and(on, lax::eq(im, best_im));
   Array nan = lax::bitwise_or(lax::ne(re, re), lax::ne(im, im));
-  // the first NaN if any, else the first element equal to the extremum in both parts
-  Array chosen = lax::select(spread(lax::reduce_or(nan, along)), nan, hit);
-  return lax::argmax(convert(chosen, DType::i32), last, default_int_dtype());
+  return lax::select(spread(lax::reduce_or(nan, along)), nan, hit);
+}
+// The index along R of the first extremum (default int, [kept...]).
+Array complex_extremum_index(const Array& x, bool is_max) {
+  return lax::argmax(convert(complex_extrema(x, is_max), DType::i32), x.ndim() - 1, default_int_dtype());
 }
 // x with `axes` moved last and flattened into one.
 Array reduced_last(const Array& x, const Axes& axes) {
@@ -87,16 +90,24 @@ Array reduced_last(const Array& x, const Axes& axes) {
   kept.push_back(r);
   return lax::reshape(lax::transpose(x, perm), kept);
 }
-// max / min of a complex array over `axes`: the chosen element itself (a one-hot sum, so that its
-// derivative goes to that element alone).
+// max / min of a complex array over `axes`: the first extremum itself (gathered, so -0.0 stays -0.0), with
+// the derivative split evenly between equal extrema as the real reductions' (JAX's chooser rule): the
+// value is first - (d - d) for the differentiable mean d of the (finite) extrema.
 Array complex_extremum(const Array& x, const Axes& axes, bool is_max) {
   Array flat = reduced_last(x, axes);
   int64_t last = flat.ndim() - 1;
   Shape s1 = flat.shape();
   s1[static_cast<size_t>(last)] = 1;
-  Array idx = broadcast_to(lax::reshape(complex_extremum_index(flat, is_max), s1), flat.shape(), "max");
-  Array one_hot = lax::eq(lax::iota(idx.dtype(), flat.shape(), last), idx);
-  return lax::reduce_sum(lax::select(one_hot, flat, lax::zeros_like(flat)), {last});
+  Array chosen = complex_extrema(flat, is_max);
+  Array idx = lax::argmax(convert(chosen, DType::i32), last, default_int_dtype());
+  Array first = lax::reshape(take_along_axis(flat, lax::reshape(idx, s1), last), idx.shape());
+  Array re = lax::real(flat), im = lax::imag(flat);
+  Array ok = lax::bitwise_and(chosen, lax::bitwise_and(lax::is_finite(re), lax::is_finite(im)));
+  Array count = lax::reduce_sum(convert(chosen, re.dtype()), {last});
+  Array weight = lax::div(convert(ok, re.dtype()), broadcast_to(lax::reshape(count, s1), flat.shape(), "max"));
+  Array share = lax::mul(lax::select(ok, flat, lax::zeros_like(flat)), lax::complex(weight, lax::zeros_like(weight)));
+  Array d = lax::reduce_sum(share, {last});
+  return lax::sub(lax::stop_gradient(first), lax::sub(lax::stop_gradient(d), d));
 }
 }  // namespace
 
@@ -252,7 +263,7 @@ Array sort(const Array& x, int64_t axis) {
   checked(x, "sort");
   if (x.ndim() == 0) return x;
   int64_t a = normalize_axis(axis, x.ndim(), "sort");
-  if (is_complex(x.dtype())) {  // lexicographic: real part, then imaginary part (NaNs last, as NumPy)
+  if (is_complex(x.dtype())) {  // JAX's order: by real part, then imaginary part, a NaN part after every number
     Array ops[] = {lax::real(x), lax::imag(x), x};
     return lax::sort(ops, a, true, 2)[2];
   }

@@ -64,7 +64,8 @@ struct Pow {
   static C apply(C a, C b) { return std::pow(a, b); }
 };
 // Complex values are ordered lexicographically (real part, then imaginary part), as JAX's lax.max and
-// NumPy's maximum order them; a NaN in either part wins.
+// NumPy's maximum order them; a NaN in either part wins, as in NumPy (JAX's lowering compares and
+// selects, so its answer with a NaN depends on the operands' order).
 template <class C>
 bool complex_nan(C z) { return std::isnan(z.real()) || std::isnan(z.imag()); }
 template <class C>

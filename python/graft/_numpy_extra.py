@@ -19,6 +19,10 @@ def _axis(axis, ndim):
     return axis + ndim if axis < 0 else axis
 
 
+def _is_complex(x):
+    return str(x.dtype) in ("complex64", "complex128")
+
+
 def _is_float(x):
     return str(x.dtype) in ("float16", "bfloat16", "float32", "float64")
 
@@ -412,12 +416,16 @@ def hypot(x1, x2):
 
 def signbit(x):
     x = _arr(x)
+    if _is_complex(x):  # JAX's refusal (the comparisons below would order complex values)
+        raise ValueError(f"signbit is not well defined for {x.dtype}")
     if not _is_float(x):
         return x < 0
     return (x < 0) | ((x == 0) & (1 / _np.where(x == 0, x, 1) < 0))
 
 
 def copysign(x1, x2):
+    if _is_complex(_arr(x1)) or _is_complex(_arr(x2)):
+        raise TypeError("copysign does not support complex-valued inputs")
     return _np.where(signbit(x2), -_np.abs(x1), _np.abs(x1))
 
 

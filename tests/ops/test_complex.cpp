@@ -248,7 +248,7 @@ TEST(Complex, OrderIsLexicographic) {
   // an infinite imaginary part is still an extremum of its real part's tie
   EXPECT_TRUE(is(argmin(zarr({Z(0, 1), Z(2, -inf), Z(2, 0)}, {3})), default_int_dtype(), {}, {0}));
   EXPECT_TRUE(is(argmax(zarr({Z(0, 1), Z(2, -inf), Z(1, 0)}, {3})), default_int_dtype(), {}, {1}));
-  // sort and argsort: lexicographic, stable, NaNs last (NumPy's order)
+  // sort and argsort: JAX's order (by real part, then imaginary part, a NaN part after every number), stable
   Array s = zarr({Z(2, 1), Z(nan, 0), Z(1, 7), Z(2, -1), Z(1, nan), Z(1, 7)}, {6});
   Array sorted = sort(s);
   std::vector<Z> got = sorted.to_vector<Z>();
@@ -260,9 +260,23 @@ TEST(Complex, OrderIsLexicographic) {
         << i << ": " << got[i];
   }
   EXPECT_TRUE(is(argsort(s), default_int_dtype(), {6}, {2, 5, 4, 3, 0, 1}));
-  // the derivative of max goes to the chosen element; of maximum, to the larger operand; jit equals eager
+  // the derivative of max is split between equal extrema (a holds 2 + 3i twice; grad Re(zw) = w), as the
+  // real reductions'; of maximum, it goes to the larger operand (halves at ties); jit equals eager
   Array g = grad([](const Array& x) { return real(max(x) * zarr({Z(2, -1)}, {})); })(a);
-  EXPECT_TRUE(close(g, zarr({Z(0, 0), Z(0, 0), Z(2, -1), Z(0, 0), Z(0, 0)}, {5}), 0, 0));  // grad Re(zw) = w
+  EXPECT_TRUE(close(g, zarr({Z(0, 0), Z(0, 0), Z(1, -0.5), Z(0, 0), Z(1, -0.5)}, {5}), 0, 0));
+  Array g1 = grad([](const Array& x) { return real(min(x) * zarr({Z(2, -1)}, {})); })(a);
+  EXPECT_TRUE(close(g1, zarr({Z(0, 0), Z(0, 0), Z(0, 0), Z(2, -1), Z(0, 0)}, {5}), 0, 0));
+  // the extremum itself, not a sum: -0.0 keeps its sign, infinities stay
+  Array nz = max(zarr({Z(-0.0, -0.0), Z(-1, 0)}, {2}));
+  EXPECT_TRUE(std::signbit(real(nz).item<double>()) && std::signbit(imag(nz).item<double>()));
+  EXPECT_TRUE(close(max(zarr({Z(inf, 1), Z(1, 0)}, {2})), zarr({Z(inf, 1)}, {}), 0, 0));
+  // nanmax / nanargmax skip NaNs (an all-NaN slice: NaN and -1, as JAX)
+  Array skip = zarr({Z(1, 1), Z(nan, 0), Z(3, 0), Z(0, nan)}, {4});
+  EXPECT_TRUE(close(nanmax(skip), zarr({Z(3, 0)}, {}), 0, 0));
+  EXPECT_TRUE(close(nanmin(skip), zarr({Z(1, 1)}, {}), 0, 0));
+  EXPECT_TRUE(is(nanargmax(skip), default_int_dtype(), {}, {2}));
+  EXPECT_TRUE(is(nanargmin(zarr({Z(nan, 0), Z(nan, 1)}, {2})), default_int_dtype(), {}, {-1}));
+  expect_throws<ValueError>([&] { return clip(a, zarr({Z(0, 0)}, {}), std::nullopt); }, "clip: complex");
   Array gm = grad([&](const Array& x) { return real(sum(maximum(x, b))); })(a);
   EXPECT_TRUE(close(gm, zarr({Z(1, 0), Z(0, 0), Z(1, 0), Z(0.5, 0), Z(0, 0)}, {5}), 0, 0));
   auto f = [](const Array& x) { return max(x, Axes{1}) + sort(x, 1)[{Slice(), 0}] * zarr({Z(0, 1)}, {}); };

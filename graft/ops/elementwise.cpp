@@ -251,7 +251,8 @@ GRAFT_BINARY(not_equal, ne)
 namespace {
 // lax's comparisons take ordered (real) types; jnp's order complex values lexicographically, by real
 // part and then by imaginary part (as JAX's and NumPy's do).
-Array ordered_compare(const Array& a, const Array& b, const char* op, Array (*cmp)(const Array&, const Array&)) {
+Array ordered_compare(const Array& a, const Array& b, const char* op,
+                      Array (*cmp)(const Array&, const Array&)) {
   auto [x, y] = promote_broadcast(a, b, op);
   if (!is_complex(x.dtype())) return cmp(x, y);
   Array rx = lax::real(x), ry = lax::real(y);
@@ -261,7 +262,9 @@ Array ordered_compare(const Array& a, const Array& b, const char* op, Array (*cm
 Array less(const Array& a, const Array& b) { return ordered_compare(a, b, "less", &lax::lt); }
 Array less_equal(const Array& a, const Array& b) { return ordered_compare(a, b, "less_equal", &lax::le); }
 Array greater(const Array& a, const Array& b) { return ordered_compare(a, b, "greater", &lax::gt); }
-Array greater_equal(const Array& a, const Array& b) { return ordered_compare(a, b, "greater_equal", &lax::ge); }
+Array greater_equal(const Array& a, const Array& b) {
+  return ordered_compare(a, b, "greater_equal", &lax::ge);
+}
 
 // On booleans + is "or" and * is "and" (NumPy and JAX); lax keeps them numeric-only.
 Array add(const Array& a, const Array& b) {
@@ -440,7 +443,8 @@ Array where(const Array& cond, const Array& x, const Array& y) {
 Array clip(const Array& x, std::optional<Array> lo, std::optional<Array> hi) {
   Array r = checked(x, "clip");
   if (is_complex(r.dtype()))  // JAX's refusal: maximum / minimum would clip by the lexicographic order
-    fail<ValueError>("clip: complex values have no ordering and cannot be clipped (got ", r.aval().str(), ")");
+    fail<ValueError>("clip: complex values have no ordering and cannot be clipped (got ", r.aval().str(),
+                     ")");
   if (lo) r = maximum(r, *lo);
   if (hi) r = minimum(r, *hi);
   return r;

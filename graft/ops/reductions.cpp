@@ -104,8 +104,10 @@ Array complex_extremum(const Array& x, const Axes& axes, bool is_max) {
   Array re = lax::real(flat), im = lax::imag(flat);
   Array ok = lax::bitwise_and(chosen, lax::bitwise_and(lax::is_finite(re), lax::is_finite(im)));
   Array count = lax::reduce_sum(convert(chosen, re.dtype()), {last});
-  Array weight = lax::div(convert(ok, re.dtype()), broadcast_to(lax::reshape(count, s1), flat.shape(), "max"));
-  Array share = lax::mul(lax::select(ok, flat, lax::zeros_like(flat)), lax::complex(weight, lax::zeros_like(weight)));
+  Array weight =
+      lax::div(convert(ok, re.dtype()), broadcast_to(lax::reshape(count, s1), flat.shape(), "max"));
+  Array share =
+      lax::mul(lax::select(ok, flat, lax::zeros_like(flat)), lax::complex(weight, lax::zeros_like(weight)));
   Array d = lax::reduce_sum(share, {last});
   return lax::sub(lax::stop_gradient(first), lax::sub(lax::stop_gradient(d), d));
 }
@@ -263,7 +265,8 @@ Array sort(const Array& x, int64_t axis) {
   checked(x, "sort");
   if (x.ndim() == 0) return x;
   int64_t a = normalize_axis(axis, x.ndim(), "sort");
-  if (is_complex(x.dtype())) {  // JAX's order: by real part, then imaginary part, a NaN part after every number
+  // complex: JAX's order, by real part and then imaginary part, a NaN part after every number
+  if (is_complex(x.dtype())) {
     Array ops[] = {lax::real(x), lax::imag(x), x};
     return lax::sort(ops, a, true, 2)[2];
   }

@@ -67,9 +67,13 @@ struct Pow {
 // NumPy's maximum order them; a NaN in either part wins, as in NumPy (JAX's lowering compares and
 // selects, so its answer with a NaN depends on the operands' order).
 template <class C>
-bool complex_nan(C z) { return std::isnan(z.real()) || std::isnan(z.imag()); }
+bool complex_nan(C z) {
+  return std::isnan(z.real()) || std::isnan(z.imag());
+}
 template <class C>
-bool complex_less(C a, C b) { return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag()); }
+bool complex_less(C a, C b) {
+  return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+}
 struct Max {
   template <class C>
   static C apply(C a, C b) {

@@ -50,7 +50,8 @@ inline C wrap_mul(C a, C b) {
       double ar = a.real(), ai = a.imag(), br = b.real(), bi = b.imag();
       return C(static_cast<float>(ar * br - ai * bi), static_cast<float>(ar * bi + ai * br));
     } else {
-      return C(std::fma(a.real(), b.real(), -(a.imag() * b.imag())), std::fma(a.real(), b.imag(), a.imag() * b.real()));
+      return C(std::fma(a.real(), b.real(), -(a.imag() * b.imag())),
+               std::fma(a.real(), b.imag(), a.imag() * b.real()));
     }
   } else {
     return a * b;

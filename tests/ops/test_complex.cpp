@@ -239,7 +239,8 @@ TEST(Complex, OrderIsLexicographic) {
   EXPECT_TRUE(is(argmin(b), default_int_dtype(), {}, {3}));
   Array m = reshape(concatenate({a, b, a, b}), {2, 2, 5});  // [a, b], [a, b]
   EXPECT_TRUE(close(max(m, Axes{0, 1}), maximum(a, b), 0, 0));
-  EXPECT_TRUE(close(max(m, Axes{2}, true), reshape(zarr({Z(2, 3), Z(3, -9), Z(2, 3), Z(3, -9)}, {4}), {2, 2, 1}), 0, 0));
+  EXPECT_TRUE(close(max(m, Axes{2}, true),
+                    reshape(zarr({Z(2, 3), Z(3, -9), Z(2, 3), Z(3, -9)}, {4}), {2, 2, 1}), 0, 0));
   EXPECT_TRUE(is(argmax(m, 2), default_int_dtype(), {2, 2}, {2, 4, 2, 4}));
   Array with_nan = zarr({Z(1, 1), Z(nan, 0), Z(inf, 0), Z(0, nan)}, {4});
   EXPECT_TRUE(is(argmax(with_nan), default_int_dtype(), {}, {1}));
@@ -254,9 +255,10 @@ TEST(Complex, OrderIsLexicographic) {
   std::vector<Z> got = sorted.to_vector<Z>();
   std::vector<Z> want = {Z(1, 7), Z(1, 7), Z(1, nan), Z(2, -1), Z(2, 1), Z(nan, 0)};
   for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_TRUE((got[i] == want[i]) || (std::isnan(want[i].imag()) && got[i].real() == want[i].real() &&
-                                        std::isnan(got[i].imag())) ||
-                (std::isnan(want[i].real()) && std::isnan(got[i].real())))
+    EXPECT_TRUE(
+        (got[i] == want[i]) ||
+        (std::isnan(want[i].imag()) && got[i].real() == want[i].real() && std::isnan(got[i].imag())) ||
+        (std::isnan(want[i].real()) && std::isnan(got[i].real())))
         << i << ": " << got[i];
   }
   EXPECT_TRUE(is(argsort(s), default_int_dtype(), {6}, {2, 5, 4, 3, 0, 1}));
@@ -287,13 +289,16 @@ TEST(Complex, OrderIsLexicographic) {
 TEST(Complex, Exp2AndFloatPowerKeepComplexValues) {
   // 2^z = e^(z ln 2) (JAX's exp2 takes complex operands); float_power promotes to inexact, not to f64
   Array z = zarr({Z(0.5, -1), Z(-2, 3)}, {2});
-  EXPECT_TRUE(close(exp2(z), zarr({std::pow(Z(2), Z(0.5, -1)), std::pow(Z(2), Z(-2, 3))}, {2}), 1e-14, 1e-14));
+  EXPECT_TRUE(
+      close(exp2(z), zarr({std::pow(Z(2), Z(0.5, -1)), std::pow(Z(2), Z(-2, 3))}, {2}), 1e-14, 1e-14));
   Array w = zarr({Z(1.5, 0.5), Z(0.25, -1)}, {2});
-  EXPECT_TRUE(close(float_power(z, w), zarr({std::pow(Z(0.5, -1), Z(1.5, 0.5)), std::pow(Z(-2, 3), Z(0.25, -1))}, {2}),
-                    1e-14, 1e-14));
+  EXPECT_TRUE(close(float_power(z, w),
+                    zarr({std::pow(Z(0.5, -1), Z(1.5, 0.5)), std::pow(Z(-2, 3), Z(0.25, -1))}, {2}), 1e-14,
+                    1e-14));
   EXPECT_EQ(float_power(zarr({Z(1, 1)}, {1}, c64), Array(2.0)).dtype(), c64);
   EXPECT_EQ(float_power(Array::scalar(2.0, f32), Array::scalar(3, DType::i32)).dtype(), f32);
-  EXPECT_EQ(float_power(Array::scalar(2, DType::i32), Array::scalar(3, DType::i32)).dtype(), default_float_dtype());
+  EXPECT_EQ(float_power(Array::scalar(2, DType::i32), Array::scalar(3, DType::i32)).dtype(),
+            default_float_dtype());
 }
 
 TEST(Complex, JaxprLiteralsPrintAndParseBack) {

@@ -269,12 +269,15 @@ std::vector<Case> complex_cases() {
   v.push_back(zbinary("pow_complex", pow_p, 0.3, 1.5, -1, 1, [](Z a, Z b) { return std::pow(a, b); }));
   v.push_back(zunary("exp2_complex", exp2_p, -1.5, 1.5, [](Z z) { return std::exp(z * std::numbers::ln2); }));
   // max / min order complex values lexicographically (real part, then imaginary part), as JAX's lax.max
-  auto lex_less = [](Z a, Z b) { return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag()); };
+  auto lex_less = [](Z a, Z b) {
+    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+  };
   v.push_back(zbinary("max_complex", max_p, -2, 2, -2, 2, [=](Z a, Z b) { return lex_less(a, b) ? b : a; }));
   v.push_back(zbinary("min_complex", min_p, -2, 2, -2, 2, [=](Z a, Z b) { return lex_less(b, a) ? b : a; }));
   for (bool is_max : {true, false}) {  // parts from {-1, 0, 1}: equal real parts, and equal values
     Case c = zcompare(is_max ? "max_complex_ties" : "min_complex_ties", is_max ? max_p : min_p, true);
-    c.reference = zref([=](const std::vector<Z>& a) { return lex_less(a[0], a[1]) == is_max ? a[1] : a[0]; }, same);
+    c.reference =
+        zref([=](const std::vector<Z>& a) { return lex_less(a[0], a[1]) == is_max ? a[1] : a[0]; }, same);
     v.push_back(c);
   }
   v.push_back(zcompare("eq_complex", eq_p, true));

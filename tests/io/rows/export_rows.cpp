@@ -18,7 +18,8 @@ namespace graft::testing {
 std::vector<Case> elementwise_cases();
 std::vector<Case> structural_cases();
 std::vector<Case> collective_cases();
-std::vector<Case> complex_cases();  // (structural_cases holds the linear-algebra rows, complex_cases their complex ones)
+std::vector<Case>
+complex_cases();  // (structural_cases holds the linear-algebra rows, complex_cases their complex ones)
 }  // namespace graft::testing
 
 namespace {
@@ -100,7 +101,8 @@ int check(const fs::path& dir) {
       io::TensorMap t = io::load_tensors((dir / (name + ".io.safetensors")).string());
       auto list = [&](const std::string& stem) {
         std::vector<Array> v;
-        for (size_t i = 0; has(t, stem + std::to_string(i)); ++i) v.push_back(get(t, stem + std::to_string(i)));
+        for (size_t i = 0; has(t, stem + std::to_string(i)); ++i)
+          v.push_back(get(t, stem + std::to_string(i)));
         return v;
       };
       Inputs in = list("in."), eager = list("eager."), jitted = list("jit.");

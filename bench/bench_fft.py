@@ -1,7 +1,9 @@
 """FFTs beside NumPy and PyTorch in one process (issue 33's figures): one long complex transform, a batch of
 real ones, a 2-D one and a batch of prime-length ones, f32 and f64, eager. graft, NumPy (pocketfft) and
 PyTorch (torch.fft, MKL or pocketfft) are timed interleaved, call for call, and the medians compared; one
-JSON object per line (ratio = graft / the faster peer).
+JSON object per line (ratio = graft / the faster peer). Then a complex elementwise chain of the kind spectral
+methods and rotary embeddings apply between transforms, (z * w + conj(z)) * 2 - w on 2^20 points, under jit (one
+generated loop over de-interleaved parts) beside NumPy's and PyTorch's eager operations.
 
     PYTHONPATH=build/python python3 bench/bench_fft.py [--quick]
 """
@@ -37,6 +39,16 @@ def timed(fns, reps):
     return [statistics.median(t) for t in times]
 
 
+def report(name, shape, dtype, times):
+    row = {"name": name, "shape": list(shape), "dtype": str(dtype), "graft_ms": round(times[0] * 1e3, 3),
+           "numpy_ms": round(times[1] * 1e3, 3)}
+    if torch is not None:
+        row["torch_ms"] = round(times[2] * 1e3, 3)
+    row["ratio_numpy"] = round(times[0] / times[1], 3)   # the issue's goal: <= 1.2
+    row["ratio"] = round(times[0] / min(times[1:]), 3)
+    print(json.dumps(row), flush=True)
+
+
 def main():
     quick = "--quick" in sys.argv
     cases = [("fft", (1 << 20,), True), ("rfft", (1 << 20,), False), ("rfft", (1024, 1024), False), ("fft2", (1024, 1024), True),
@@ -56,14 +68,18 @@ def main():
                 tx = torch.from_numpy(x)
                 tref = getattr(torch.fft, name)
                 fns.append(lambda: tref(tx))
-            times = timed(fns, 7 if quick else 15)
-            row = {"name": name, "shape": list(shape), "dtype": str(x.dtype), "graft_ms": round(times[0] * 1e3, 3),
-                   "numpy_ms": round(times[1] * 1e3, 3)}
-            if torch is not None:
-                row["torch_ms"] = round(times[2] * 1e3, 3)
-            row["ratio_numpy"] = round(times[0] / times[1], 3)   # the issue's goal: <= 1.2
-            row["ratio"] = round(times[0] / min(times[1:]), 3)
-            print(json.dumps(row), flush=True)
+            report(name, shape, x.dtype, timed(fns, 7 if quick else 15))
+    n = 1 << 16 if quick else 1 << 20
+    for dtype in (np.complex64, np.complex128):
+        z = (RNG.standard_normal(n) + 1j * RNG.standard_normal(n)).astype(dtype)
+        w = (RNG.standard_normal(n) + 1j * RNG.standard_normal(n)).astype(dtype)
+        gz, gw = gnp.asarray(z), gnp.asarray(w)
+        chain = graft.jit(lambda a, b: (a * b + gnp.conj(a)) * 2.0 - b)
+        fns = [lambda: chain(gz, gw).block_until_ready(), lambda: (z * w + np.conj(z)) * 2.0 - w]
+        if torch is not None:
+            tz, tw = torch.from_numpy(z), torch.from_numpy(w)
+            fns.append(lambda: (tz * tw + torch.conj(tz)) * 2.0 - tw)
+        report("complex chain (jit)", (n,), z.dtype, timed(fns, 7 if quick else 15))
 
 
 if __name__ == "__main__":

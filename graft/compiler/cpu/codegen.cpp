@@ -68,10 +68,31 @@ bool codegen_enabled() {
 
 void set_codegen_enabled(bool on) { g_codegen.store(on && cpu::have_llvm_jit() ? 1 : 0); }
 
+namespace {
+
+// Complex values: the operations whose tile kernels are exact sequences of part arithmetic (sums,
+// the textbook product, conversions), so a generated loop reproduces them bit for bit. Division and
+// the transcendental functions are library calls there (std::complex's), and stay tile calls.
+bool can_generate_complex(const Primitive& p, std::span<const DType> in, DType out, const Params& params) {
+  if (is_one_of(p, {&add_p, &sub_p, &add_any_p, &mul_p, &neg_p, &conj_p, &square_p, &copy_p, &stop_gradient_p,
+                    &real_p, &imag_p, &eq_p, &ne_p}))
+    return true;
+  if (&p == &integer_pow_p) return params.get_int("y") >= 0;  // a negative power divides
+  if (&p == &complex_p) return is_complex(out);
+  if (&p == &select_n_p) return in.size() == 3 && is_bool(in[0]);
+  if (&p == &convert_element_type_p) return !in.empty() && (is_complex(in[0]) || is_complex(out));
+  return false;
+}
+
+}  // namespace
+
 bool can_generate(const Primitive& p, std::span<const DType> in, DType out, const Params& params) {
   if (!supported_dtype(out)) return false;
   for (DType d : in)
     if (!supported_dtype(d)) return false;
+  bool cx = is_complex(out);
+  for (DType d : in) cx = cx || is_complex(d);
+  if (cx) return can_generate_complex(p, in, out, params);
   DType a = in.empty() ? out : in[0];
   // the transcendental polynomials are f32 ones (vmath's), which the tile kernels use for halves too
   bool fl = is_floating(a), f32 = a == DType::f32 || is_half(a);
@@ -97,7 +118,7 @@ bool can_generate_reduction(const Primitive& p, DType d) {
   if (&p == &reduce_prod_p && is_floating(d)) return false;
   // half-precision sums accumulate in f32 and round once when stored, as the tile kernels do (under
   // excess precision only: without it fused loops keep eager's bits, and the tile kernels' order)
-  return supported_dtype(d) && !is_bool(d) && (!is_half(d) || excess_precision()) &&
+  return supported_dtype(d) && !is_bool(d) && !is_complex(d) && (!is_half(d) || excess_precision()) &&
          is_one_of(p, {&reduce_sum_p, &reduce_max_p, &reduce_min_p, &reduce_prod_p});
 }
 
@@ -129,12 +150,13 @@ class Emitter {
       case DType::i16: case DType::u16: return b_.getInt16Ty();
       case DType::i32: case DType::u32: return b_.getInt32Ty();
       case DType::i64: case DType::u64: return b_.getInt64Ty();
-      case DType::f64: return b_.getDoubleTy();
-      default: return b_.getFloatTy();
+      case DType::f64: case DType::c128: return b_.getDoubleTy();
+      default: return b_.getFloatTy();  // halves, f32 and complex64's parts
     }
   }
   // In memory, bools are bytes, bf16 values 16-bit integers (their bits) and f16 values halves; in
-  // registers both half types are f32 (scalar's default).
+  // registers both half types are f32 (scalar's default). A complex value is two parts in memory
+  // (stored is its part's type) and in registers (a vector of real parts and one of imaginary parts).
   llvm::Type* stored(DType d) const {
     if (d == DType::bool_) return b_.getInt8Ty();
     if (d == DType::bf16) return b_.getInt16Ty();
@@ -406,7 +428,68 @@ class Emitter {
     fail<ValueError>("codegen: no emitter for ", p.name, "; this is a graft compiler bug");
   }
 
+  // ---- complex values: (real, imaginary) pairs of part values ---------------------------------------
+  using Pair = std::pair<llvm::Value*, llvm::Value*>;
+
+  // One primitive on complex operands or with a complex result (can_generate_complex's list). Real
+  // operands and results are pairs with a null imaginary part.
+  Pair emit_complex(const LoopSpec::Op& op, const std::vector<Pair>& v, const std::vector<DType>& vd) {
+    const Primitive& p = *op.prim;
+    DType d = vd[0];
+    Pair a = v[0];
+    if (&p == &add_p || &p == &add_any_p) return {b_.CreateFAdd(a.first, v[1].first), b_.CreateFAdd(a.second, v[1].second)};
+    if (&p == &sub_p) return {b_.CreateFSub(a.first, v[1].first), b_.CreateFSub(a.second, v[1].second)};
+    if (&p == &mul_p) return cmul(a, v[1], d);
+    if (&p == &square_p) return cmul(a, a, d);
+    if (&p == &neg_p) return {b_.CreateFNeg(a.first), b_.CreateFNeg(a.second)};
+    if (&p == &conj_p) return {a.first, b_.CreateFNeg(a.second)};
+    if (&p == &copy_p || &p == &stop_gradient_p) return a;
+    if (&p == &real_p) return {a.first, nullptr};
+    if (&p == &imag_p) return {a.second, nullptr};
+    if (&p == &complex_p) return {a.first, v[1].first};
+    if (&p == &eq_p) return {b_.CreateAnd(b_.CreateFCmpOEQ(a.first, v[1].first), b_.CreateFCmpOEQ(a.second, v[1].second)), nullptr};
+    if (&p == &ne_p) return {b_.CreateOr(b_.CreateFCmpUNE(a.first, v[1].first), b_.CreateFCmpUNE(a.second, v[1].second)), nullptr};
+    if (&p == &select_n_p) return {sel(a.first, v[2].first, v[1].first), sel(a.first, v[2].second, v[1].second)};
+    if (&p == &integer_pow_p) {
+      // square-and-multiply from 1 + 0i, as the tile kernel (1 * x is not x for infinite parts)
+      uint64_t e = static_cast<uint64_t>(op.params.get_int("y"));
+      Pair acc{cst(part(d), 1), cst(part(d), 0)}, base = a;
+      while (e) {
+        if (e & 1) acc = cmul(acc, base, d);
+        e >>= 1;
+        if (e) base = cmul(base, base, d);
+      }
+      return acc;
+    }
+    if (&p == &convert_element_type_p) {
+      DType to = op.dtype;
+      if (is_complex(d) && is_complex(to)) return {convert(a.first, part(d), part(to)), convert(a.second, part(d), part(to))};
+      if (is_complex(d) && is_bool(to))  // either part nonzero (or NaN)
+        return {b_.CreateOr(b_.CreateFCmpUNE(a.first, cst(part(d), 0)), b_.CreateFCmpUNE(a.second, cst(part(d), 0))), nullptr};
+      if (is_complex(d)) return {convert(a.first, part(d), to), nullptr};  // the real part, as NumPy's cast
+      return {convert(a.first, d, part(to)), cst(part(to), 0)};
+    }
+    fail<ValueError>("codegen: no complex emitter for ", p.name, "; this is a graft compiler bug");
+  }
+
+  static DType part(DType d) { return d == DType::c128 ? DType::f64 : d == DType::c64 ? DType::f32 : d; }
+
  private:
+  // The textbook product, as wrap_mul (graft/prims/elementwise.h): complex64's products exact in
+  // double and rounded once; complex128's through one fma per part.
+  Pair cmul(Pair a, Pair c, DType d) {
+    if (d == DType::c64) {
+      llvm::Type* f64 = type(DType::f64);
+      auto up = [&](llvm::Value* x) { return b_.CreateFPExt(x, f64); };
+      llvm::Value *ar = up(a.first), *ai = up(a.second), *br = up(c.first), *bi = up(c.second);
+      llvm::Type* f32 = type(DType::f32);
+      return {b_.CreateFPTrunc(b_.CreateFSub(b_.CreateFMul(ar, br), b_.CreateFMul(ai, bi)), f32),
+              b_.CreateFPTrunc(b_.CreateFAdd(b_.CreateFMul(ar, bi), b_.CreateFMul(ai, br)), f32)};
+    }
+    return {fma(a.first, c.first, b_.CreateFNeg(b_.CreateFMul(a.second, c.second))),
+            fma(a.first, c.second, b_.CreateFMul(a.second, c.first))};
+  }
+
   llvm::Value* integer_pow(llvm::Value* x, DType d, int64_t y) {
     bool fl = is_floating(d);
     uint64_t e = static_cast<uint64_t>(y < 0 ? -y : y);
@@ -457,7 +540,8 @@ class Emitter {
 // CPUs; halves are f32 there).
 unsigned lanes_for(const LoopSpec& s) {
   size_t widest = 1;
-  auto width = [](DType d) { return is_half(d) ? size_t(4) : itemsize(d); };
+  // (complex values: a vector of each part)
+  auto width = [](DType d) { return is_half(d) ? size_t(4) : is_complex(d) ? itemsize(d) / 2 : itemsize(d); };
   for (auto& o : s.operands) widest = std::max(widest, width(o.dtype));
   for (auto& o : s.ops) widest = std::max(widest, width(o.dtype));
   return static_cast<unsigned>(64 / widest);
@@ -484,6 +568,54 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
   unsigned lanes = lanes_for(spec);
   const bool excess = excess_precision();
   Emitter scalar_em(b, *mod, 1);
+  using Pair = Emitter::Pair;
+  // The address of element `index` of an array of dtype d (a complex element is two parts).
+  auto elem = [&](DType d, llvm::Value* at_ptr, llvm::Value* index) {
+    if (is_complex(d)) index = b.CreateShl(index, 1);
+    return b.CreateGEP(scalar_em.stored(d), at_ptr, index);
+  };
+  // w elements of dtype d at p, in registers (from_memory's form; complex parts de-interleaved)
+  auto load = [&](Emitter& em, DType d, llvm::Value* p, unsigned w) -> Pair {
+    llvm::Type* st = em.widen(em.stored(d));
+    if (!is_complex(d)) {
+      llvm::Value* x = b.CreateAlignedLoad(st, b.CreateBitCast(p, st->getPointerTo()), llvm::Align(itemsize(d)));
+      return {em.from_memory(x, d), nullptr};
+    }
+    llvm::Type* pt = scalar_em.stored(d);
+    llvm::Align align(itemsize(d) / 2);
+    if (w == 1) return {b.CreateAlignedLoad(pt, p, align), b.CreateAlignedLoad(pt, b.CreateConstGEP1_64(pt, p, 1), align)};
+    auto* both = llvm::FixedVectorType::get(pt, 2 * w);
+    llvm::Value* x = b.CreateAlignedLoad(both, b.CreateBitCast(p, both->getPointerTo()), align);
+    std::vector<int> re(w), im(w);
+    for (unsigned l = 0; l < w; ++l) re[l] = static_cast<int>(2 * l), im[l] = static_cast<int>(2 * l + 1);
+    return {b.CreateShuffleVector(x, re), b.CreateShuffleVector(x, im)};
+  };
+  // stores w elements of dtype d at p (non-temporally with nt, p then 64-byte aligned)
+  auto store = [&](Emitter& em, DType d, Pair x, llvm::Value* p, unsigned w, bool nt) {
+    llvm::Value* v = x.first;
+    llvm::Type* t = em.widen(em.stored(d));
+    size_t align = itemsize(d);
+    if (is_complex(d)) {
+      align /= 2;
+      llvm::Type* pt = scalar_em.stored(d);
+      if (w == 1) {
+        b.CreateAlignedStore(x.first, p, llvm::Align(align));
+        b.CreateAlignedStore(x.second, b.CreateConstGEP1_64(pt, p, 1), llvm::Align(align));
+        return;
+      }
+      std::vector<int> idx(2 * w);
+      for (unsigned l = 0; l < w; ++l) idx[2 * l] = static_cast<int>(l), idx[2 * l + 1] = static_cast<int>(w + l);
+      v = b.CreateShuffleVector(x.first, x.second, idx);
+      t = llvm::FixedVectorType::get(pt, 2 * w);
+    } else {
+      v = em.to_memory(v, d);
+    }
+    llvm::StoreInst* st = b.CreateAlignedStore(v, b.CreateBitCast(p, t->getPointerTo()), llvm::Align(nt ? 64 : align));
+    if (nt) {
+      llvm::Metadata* one = llvm::ConstantAsMetadata::get(b.getInt32(1));
+      st->setMetadata(llvm::LLVMContext::MD_nontemporal, llvm::MDNode::get(*ctx, one));
+    }
+  };
   // operand pointers, in order (literals have none)
   std::vector<llvm::Value*> base(spec.operands.size(), nullptr);
   int slot = 0;
@@ -491,12 +623,18 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
     llvm::Value* p = b.CreateLoad(i8p, b.CreateConstGEP1_64(i8p, ptrs, static_cast<uint64_t>(slot++)));
     return b.CreateBitCast(p, scalar_em.stored(d)->getPointerTo());
   };
-  std::vector<llvm::Value*> uniform(spec.operands.size(), nullptr);  // scalar values read once
+  std::vector<Pair> uniform(spec.operands.size(), Pair{nullptr, nullptr});  // scalar values read once
   for (size_t i = 0; i < spec.operands.size(); ++i) {
     const auto& o = spec.operands[i];
+    if (o.literal.valid() && is_complex(o.dtype)) {
+      complex128 z = o.literal.item<complex128>();
+      llvm::Type* pt = scalar_em.scalar(o.dtype);
+      uniform[i] = {llvm::ConstantFP::get(pt, z.real()), llvm::ConstantFP::get(pt, z.imag())};
+      continue;
+    }
     if (o.literal.valid()) {
       // integers by their own value: through a double, 64-bit ones beyond 2^53 changed
-      uniform[i] = is_floating(o.dtype)
+      uniform[i].first = is_floating(o.dtype)
                        ? llvm::ConstantFP::get(scalar_em.scalar(o.dtype), o.literal.item<double>())
                        : llvm::ConstantInt::get(scalar_em.scalar(o.dtype),
                                                 is_unsigned(o.dtype) ? o.literal.item<uint64_t>()
@@ -505,9 +643,7 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
       continue;
     }
     base[i] = load_ptr(o.dtype);
-    if (o.uniform) {
-      uniform[i] = scalar_em.from_memory(b.CreateLoad(scalar_em.stored(o.dtype), base[i]), o.dtype);
-    }
+    if (o.uniform) uniform[i] = load(scalar_em, o.dtype, base[i], 1);
   }
   const int64_t row = spec.row;
   std::vector<DType> value_dtype;
@@ -550,16 +686,13 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
   // body(i, w, acc, u): computes elements [i, i + w) with w lanes, reducing into accumulators acc[.][u]
   auto body = [&](llvm::Value* i, unsigned w, const std::vector<std::vector<llvm::Value*>>& accs, unsigned u) {
     Emitter em(b, *mod, w);
-    std::vector<llvm::Value*> val(value_dtype.size(), nullptr);
+    std::vector<Pair> val(value_dtype.size(), Pair{nullptr, nullptr});
     for (size_t k = 0; k < spec.operands.size(); ++k) {
       DType d = spec.operands[k].dtype;
-      if (uniform[k]) {
-        val[k] = em.splat(uniform[k]);
+      if (uniform[k].first) {
+        val[k] = {em.splat(uniform[k].first), uniform[k].second ? em.splat(uniform[k].second) : nullptr};
         continue;
       }
-      llvm::Type* st = em.widen(em.stored(d));
-      llvm::Value* p = b.CreateBitCast(b.CreateGEP(em.stored(d), at[k], i), st->getPointerTo());
-      llvm::Value* x = b.CreateAlignedLoad(st, p, llvm::Align(itemsize(d)));
       const auto& opnd = spec.operands[k];
       if ((opnd.prefetch_next || opnd.prefetch_ahead) && w > 1) {
         // one prefetch per cache line the body reads: the next block's, or the stream's 4 KiB ahead
@@ -568,47 +701,48 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
         llvm::Value* dist = opnd.prefetch_next ? n : b.getInt64(4096 / size);
         for (int64_t l = 0; l < w; l += std::max<int64_t>(1, 64 / size)) {
           llvm::Value* pos = b.CreateAdd(b.CreateAdd(i, dist), b.getInt64(l));
-          llvm::Value* ahead = b.CreateBitCast(b.CreateGEP(em.stored(d), at[k], pos), i8p);
+          llvm::Value* ahead = b.CreateBitCast(elem(d, at[k], pos), i8p);
           b.CreateCall(llvm::Intrinsic::getDeclaration(mod, llvm::Intrinsic::prefetch, {i8p}),
                        {ahead, b.getInt32(0), b.getInt32(2), b.getInt32(1)});
         }
       }
-      val[k] = em.from_memory(x, d);
+      val[k] = load(em, d, elem(d, at[k], i), w);
     }
     size_t k0 = spec.operands.size();
     for (size_t j = 0; j < spec.ops.size(); ++j) {
-      std::vector<llvm::Value*> args;
+      std::vector<Pair> args;
       std::vector<DType> arg_d;
+      bool cx = is_complex(spec.ops[j].dtype);
       for (int a : spec.ops[j].args) {
         args.push_back(val[static_cast<size_t>(a)]);
         arg_d.push_back(value_dtype[static_cast<size_t>(a)]);
+        cx = cx || is_complex(arg_d.back());
       }
-      val[k0 + j] = em.emit(spec.ops[j], args, arg_d);
+      if (cx) {
+        val[k0 + j] = em.emit_complex(spec.ops[j], args, arg_d);
+      } else {
+        std::vector<llvm::Value*> real;
+        for (auto& a : args) real.push_back(a.first);
+        val[k0 + j].first = em.emit(spec.ops[j], real, arg_d);
+      }
       // half-precision results stay f32 in registers (excess precision, as XLA's and Inductor's
       // fused loops keep them), or are rounded after every operation as eager evaluation rounds them
       DType od = spec.ops[j].dtype;
-      if (is_half(od) && !excess && spec.ops[j].prim != &convert_element_type_p) val[k0 + j] = em.round_to(val[k0 + j], od);
+      if (is_half(od) && !excess && spec.ops[j].prim != &convert_element_type_p)
+        val[k0 + j].first = em.round_to(val[k0 + j].first, od);
     }
     for (size_t k = 0; k < spec.reductions.size(); ++k) {
       const auto& r = spec.reductions[k];
       DType d = value_dtype[static_cast<size_t>(r.value)];
       llvm::Value* slot = accs[k][u];
       llvm::Value* acc = b.CreateLoad(em.type(d), slot);
-      b.CreateStore(em.combine(*r.prim, d, acc, val[static_cast<size_t>(r.value)]), slot);
+      b.CreateStore(em.combine(*r.prim, d, acc, val[static_cast<size_t>(r.value)].first), slot);
     }
     for (size_t o = 0; o < spec.outputs.size(); ++o) {
       int id = spec.outputs[o];
       DType d = value_dtype[static_cast<size_t>(id)];
-      llvm::Type* st = em.widen(em.stored(d));
-      llvm::Value* x = val[static_cast<size_t>(id)];
-      x = em.to_memory(x, d);
-      llvm::Value* p = b.CreateBitCast(b.CreateGEP(em.stored(d), out_at[o], i), st->getPointerTo());
       bool nt = w > 1 && o < spec.streaming.size() && spec.streaming[o];
-      llvm::StoreInst* store = b.CreateAlignedStore(x, p, llvm::Align(nt ? 64 : itemsize(d)));
-      if (nt) {
-        llvm::Metadata* one = llvm::ConstantAsMetadata::get(b.getInt32(1));
-        store->setMetadata(llvm::LLVMContext::MD_nontemporal, llvm::MDNode::get(*ctx, one));
-      }
+      store(em, d, val[static_cast<size_t>(id)], elem(d, out_at[o], i), w, nt);
     }
   };
 
@@ -676,13 +810,13 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
         const auto& o = spec.operands[k];
         if (!base[k] || o.uniform || o.per_column) continue;
         if (o.per_row) {
-          uniform[k] = scalar_em.from_memory(b.CreateLoad(scalar_em.stored(o.dtype), b.CreateGEP(scalar_em.stored(o.dtype), base[k], r)), o.dtype);
+          uniform[k] = load(scalar_em, o.dtype, elem(o.dtype, base[k], r), 1);
         } else {
-          at[k] = b.CreateGEP(scalar_em.stored(o.dtype), base[k], first);
+          at[k] = elem(o.dtype, base[k], first);
         }
       }
       for (size_t o = 0; o < spec.outputs.size(); ++o)
-        out_at[o] = b.CreateGEP(scalar_em.stored(value_dtype[static_cast<size_t>(spec.outputs[o])]), out_base[o], first);
+        out_at[o] = elem(value_dtype[static_cast<size_t>(spec.outputs[o])], out_base[o], first);
       for (size_t k = 0; k < spec.reductions.size(); ++k) {
         DType d = value_dtype[static_cast<size_t>(spec.reductions[k].value)];
         for (auto* accs : {&acc_wide, &acc_vec})
@@ -723,7 +857,10 @@ std::string cache_key(std::span<const LoopSpec* const> specs) {
       k << " o" << static_cast<int>(o.dtype) << (o.uniform ? "u" : "") << (o.prefetch_next ? "p" : "") << (o.prefetch_ahead ? "a" : "")
         << (o.per_row ? "r" : "") << (o.per_column ? "c" : "");
       if (o.literal.valid()) {  // the exact value: hex for floats, the integer itself for integers
-        if (is_floating(o.literal.dtype())) {
+        if (is_complex(o.literal.dtype())) {
+          complex128 z = o.literal.item<complex128>();
+          k << "=" << std::hexfloat << z.real() << "," << z.imag() << std::defaultfloat;
+        } else if (is_floating(o.literal.dtype())) {
           k << "=" << std::hexfloat << o.literal.item<double>() << std::defaultfloat;
         } else if (is_unsigned(o.literal.dtype())) {
           k << "=u" << o.literal.item<uint64_t>();

@@ -86,11 +86,14 @@ void fill(char* dst, const char* value, int64_t count, size_t size) {
       std::fill_n(reinterpret_cast<uint32_t*>(dst), count, v);
       return;
     }
-    default: {
+    case 8: {
       uint64_t v;
       std::memcpy(&v, value, 8);
       std::fill_n(reinterpret_cast<uint64_t*>(dst), count, v);
+      return;
     }
+    default:  // complex128: two words
+      for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * static_cast<int64_t>(size), value, size);
   }
 }
 
@@ -547,9 +550,12 @@ void FusedKernel::Impl::allocate_slots() {
   std::vector<int64_t> last_use(regs.size(), -1);
   for (size_t i = 0; i < prog.size(); ++i)
     for (auto r : prog[i].in) last_use[static_cast<size_t>(r)] = static_cast<int64_t>(i);
+  // every slot holds a block of the widest type (8 bytes, 16 with complex128 values)
+  size_t widest = 8;
+  for (const Reg& r : regs) widest = std::max(widest, itemsize(r.dtype));
   auto slot_bytes = [&](Vary v) -> size_t {
     int64_t elems = v == Vary::full ? full_block() : (v == Vary::row ? block_rows : 1);
-    return (static_cast<size_t>(elems) * 8 + 63) / 64 * 64;
+    return (static_cast<size_t>(elems) * widest + 63) / 64 * 64;
   };
   struct Slot {
     Vary vary;

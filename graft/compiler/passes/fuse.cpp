@@ -39,10 +39,6 @@ Role classify(const Eqn& e) {
   using namespace prims;
   if (e.outputs.size() != 1 || e.prim->has(kEffectful) || e.prim->has(kHigherOrder)) return Role::none;
   int64_t out_n = e.outputs[0]->aval.size();
-  // Complex values run as eager kernels: the generated loops have no complex arithmetic yet.
-  if (is_complex(e.outputs[0]->aval.dtype)) return Role::none;
-  for (auto& a : e.inputs)
-    if (is_complex(a.aval().dtype)) return Role::none;
   if (e.prim == &broadcast_in_dim_p) {
     bool ok = out_n >= 2 && broadcast_pattern(e.inputs[0].aval().shape, e.outputs[0]->aval.shape,
                                               e.params.get_ints("broadcast_dimensions"));

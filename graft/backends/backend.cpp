@@ -16,7 +16,7 @@ int16_t add(const BackendDescriptor& b) {
     if (!compiler::pass_named(name).per_target)
       fail<ValueError>("register_backend: pass '", name, "' runs for every target; a backend can only ask for per-target "
                        "passes");
-  compiler::Target target{b.passes, b.fusion != nullptr};
+  compiler::Target target{b.passes, b.fusion != nullptr, b.fusible};
   int16_t type = register_device_type(b.name, b.aliases, b.runtime);
   compiler::set_target(type, std::move(target));
   if (b.kernels) b.kernels(type);

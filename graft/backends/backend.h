@@ -25,6 +25,8 @@
 
 namespace graft {
 
+struct Eqn;
+
 struct BackendDescriptor {
   /// The device type's name: devices print as "<name>:<index>" and parse_device reads them.
   std::string name;
@@ -38,6 +40,9 @@ struct BackendDescriptor {
   /// The code generator for fused loops: the kernel that runs a `fusion` body (graft/compiler/fusion.h)
   /// on the device. Without one, jit runs its programs there op by op.
   ImplRule fusion = nullptr;
+  /// Which equations `fusion` compiles (null: all that the fuse pass groups); the fuse pass leaves the
+  /// others out of this device's groups (compiler::Target::fusible).
+  bool (*fusible)(const Eqn& e) = nullptr;
   /// The per-target compiler passes its programs run (graft/compiler/pipeline.cpp), e.g. "gemm_epilogues".
   std::vector<std::string> passes;
   /// Makes communicators over its memory for collectives across processes (NCCL); without one, such

@@ -111,6 +111,7 @@ ClosedJaxpr optimize(const ClosedJaxpr& j, const OptimizeOptions& opts) {
   ClosedJaxpr cur = j;
   int index = 1;
   const std::vector<std::string> wanted = opts.passes ? *opts.passes : target_of(opts.device_type).passes;
+  TargetScope for_target(opts.device_type);  // the fuse pass asks it what the generator compiles
   for (const std::string& name : wanted)
     if (!pass_named(name).per_target) fail<ValueError>("compiler: pass '", name, "' is not a per-target pass");
   for (const Pass& p : pipeline()) {

@@ -30,6 +30,20 @@ void set_target(int16_t device_type, Target t) {
   ts.by_type[static_cast<size_t>(device_type)] = std::move(t);
 }
 
+namespace {
+thread_local const Target* g_current = nullptr;
+}
+
+const Target& current_target() {
+  if (g_current) return *g_current;
+  thread_local const Target cpu = target_of(0);
+  return cpu;
+}
+
+TargetScope::TargetScope(int16_t device_type) : saved_(g_current), mine_(target_of(device_type)) { g_current = &mine_; }
+
+TargetScope::~TargetScope() { g_current = saved_; }
+
 Target target_of(int16_t device_type) {
   if (device_type < 0 || device_type >= kMaxDeviceTypes) return {};
   find_device_type("cpu");  // the built-in backends have registered their targets

@@ -19,10 +19,11 @@ inline Inputs to_device(const Inputs& in, Device d) {
   return out;
 }
 
+// Every conformance row but the collectives': elementwise, structural (linear algebra included) and
+// complex (FFT and complex linear algebra included).
 inline std::vector<Case> device_cases() {
   std::vector<Case> c = elementwise_cases();
-  auto s = structural_cases();
-  c.insert(c.end(), s.begin(), s.end());
+  for (auto& more : {structural_cases(), complex_cases()}) c.insert(c.end(), more.begin(), more.end());
   return c;
 }
 
@@ -327,6 +328,21 @@ inline void check_fused_programs(Device d, bool large = true) {
     EXPECT_EQ(got.device(), d);
     EXPECT_TRUE(close(got, want, shape.size() == 2 && shape[0] == 64 && shape[1] == 33 ? 1e-2 : 2e-5, 1e-6))
         << x.aval().str();
+  }
+  // complex values in one fused kernel: the arithmetic, parts, conversions, a selection and the
+  // elementary functions (complex64 and complex128, and a complex literal)
+  auto cx = [](const Array& z, const Array& w) {
+    Array q = (z * w + conj(z) * 2.0) / (w + 3.0) - exp(z * 0.5) + sqrt(w) * log(abs(z) + 1.0);
+    return where(real(z) > 0, q, -q) + complex(imag(w), real(z)).astype(q.dtype()) + lax::integer_pow(z, 3);
+  };
+  for (DType t : {DType::f32, DType::f64}) {
+    Shape shape{large ? 1 << 18 : 999};
+    Array z = complex(rng.uniform(shape, t, -2, 2), rng.uniform(shape, t, -2, 2));
+    Array w = complex(rng.uniform(shape, t, -2, 2), rng.uniform(shape, t, -2, 2));
+    auto jf = jit(cx);
+    Array want = jf(z, w), got = jf(device_put(z, d), device_put(w, d));
+    EXPECT_EQ(got.device(), d);
+    EXPECT_TRUE(close(got, want, t == DType::f32 ? 2e-5 : 1e-12, 1e-6)) << z.aval().str();
   }
 }
 

@@ -212,20 +212,26 @@ int arity(const std::string& prim) {
       "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh",
       "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt",
       "rsqrt", "cbrt", "abs", "erf", "erfc", "erf_inv", "square", "integer_pow", "not", "population_count", "copy",
-      "stop_gradient"};
+      "stop_gradient", "real", "imag", "conj"};
   if (unary.count(prim)) return 1;
   return prim == "select_n" || prim == "clamp" ? 3 : 2;
 }
 
 TEST(CudaKernels, EveryElementwiseKernelCompilesForSm90) {
-  int compiled = 0;
+  int compiled = 0, complex = 0;
+  std::vector<DType> types(std::begin(kAll), std::end(kAll));
+  types.push_back(DType::c64);
+  types.push_back(DType::c128);
   for (const std::string& prim : cuda_kernels::elementwise_prims()) {
-    for (DType d : kAll) {
+    for (DType d : types) {
       auto expr = cuda_kernels::elementwise_expr(prim, d);
       if (!expr) continue;
       bool cmp = prim == "eq" || prim == "ne" || prim == "lt" || prim == "le" || prim == "gt" || prim == "ge" ||
                  prim == "is_finite";
       DType out = cmp ? DType::bool_ : d;
+      if (is_complex(d) && (prim == "real" || prim == "imag" || prim == "abs")) out = real_dtype(d);
+      if (prim == "complex") out = complex_dtype(d);
+      complex += is_complex(d) || is_complex(out);
       std::vector<DType> in(static_cast<size_t>(arity(prim)), d);
       if (prim == "select_n") in[0] = DType::bool_;
       std::string name = "k_" + prim + "_" + std::string(short_name(d));
@@ -236,6 +242,7 @@ TEST(CudaKernels, EveryElementwiseKernelCompilesForSm90) {
     }
   }
   EXPECT_GT(compiled, 250);
+  EXPECT_GE(complex, 40);  // the complex arithmetic, parts, comparisons and elementary functions
 }
 
 TEST(CudaKernels, ConversionsLayoutAndReductionsCompileForSm90) {
@@ -246,7 +253,16 @@ TEST(CudaKernels, ConversionsLayoutAndReductionsCompileForSm90) {
       SCOPED_TRACE(name);
       EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::convert_source(name, from, to), name, 90));
     }
-  for (int b : {1, 2, 4, 8}) {
+  // complex: part by part, the real part, either part nonzero, a real value with imaginary part 0
+  for (DType z : {DType::c64, DType::c128})
+    for (DType t : {DType::bool_, DType::i32, DType::f16, DType::bf16, DType::f32, DType::f64, DType::c64, DType::c128})
+      for (auto [from, to] : {std::pair{z, t}, std::pair{t, z}}) {
+        if (from == to) continue;
+        std::string name = "convert_" + std::string(short_name(from)) + "_" + std::string(short_name(to));
+        SCOPED_TRACE(name);
+        EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::convert_source(name, from, to), name, 90));
+      }
+  for (int b : {1, 2, 4, 8, 16}) {
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::strided_copy_source("sc", b), "sc", 90));
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::fill_source("fill", b), "fill", 90));
   }
@@ -259,6 +275,9 @@ TEST(CudaKernels, ConversionsLayoutAndReductionsCompileForSm90) {
     }
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::iota_source("iota", d), "iota", 90));
   }
+  for (DType d : {DType::c64, DType::c128})
+    for (const char* op : {"sum", "prod"})
+      EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::reduce_source("r", op, d, d), "r", 90)) << op << " " << short_name(d);
   for (const char* op : {"and", "or", "max", "min"})
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::reduce_source("r", op, DType::bool_, DType::bool_), "r", 90));
   expect_throws<Error>([] { cuda::compile_cubin("this is not CUDA", "bad", 90); }, "NVRTC could not compile");
@@ -291,9 +310,9 @@ TEST(CudaKernels, IndexedRunningAndRandomKernelsCompileForSm90) {
         EXPECT_NO_THROW(cuda::compile_cubin(*src, "sc", 90)) << op << " " << short_name(d);
       }
     }
-  for (int b : {1, 2, 4, 8}) {
+  for (int b : {1, 2, 4, 8}) EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::scatter_set_source("ss", b), "ss", 90));
+  for (int b : {1, 2, 4, 8, 16}) {
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::take_rows_source("tr", b), "tr", 90));
-    EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::scatter_set_source("ss", b), "ss", 90));
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::gather_source("g", b), "g", 90));
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::dynamic_copy_source("dc", b, {DType::i32, DType::i64}), "dc", 90));
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::dynamic_copy_source("dc", b, {DType::u8, DType::u64, DType::i16}), "dc", 90));
@@ -430,7 +449,10 @@ INSTANTIATE_TEST_SUITE_P(Prims, CudaConformance, ::testing::ValuesIn(device_case
 // the list of those known to have none, so that a new gap shows up here.
 TEST(CudaCoverage, PrimitivesWithoutAKernel) {
   REQUIRE_GPU();
-  for (const Case& c : device_cases()) {
+  // the real-valued rows (complex reductions, products, sorts and indexed updates still run through the host)
+  std::vector<Case> cases = elementwise_cases(), more = structural_cases();
+  cases.insert(cases.end(), more.begin(), more.end());
+  for (const Case& c : cases) {
     Rng rng(1);
     Inputs in = c.inputs(rng, DType::f32);
     run_case(c, to_device(in, Device::cuda()));

@@ -37,6 +37,7 @@ Array random_operand(Rng& rng, const Aval& a) {
   if (a.dtype == DType::bool_) return rng.bools(a.shape);
   if (is_unsigned(a.dtype)) return rng.ints(a.shape, a.dtype, 0, 100);
   if (is_integer(a.dtype)) return rng.ints(a.shape, a.dtype, -50, 50);
+  if (is_complex(a.dtype)) return complex(rng.uniform(a.shape, real_dtype(a.dtype), -2, 2), rng.uniform(a.shape, real_dtype(a.dtype), -2, 2));
   return rng.uniform(a.shape, a.dtype, -2, 2);
 }
 
@@ -108,6 +109,38 @@ class FusedKernels : public ::testing::Test {
     if (!EmulatedModule::available()) GTEST_SKIP() << "no host C++ compiler for the emulator";
   }
 };
+
+// Complex chains as one kernel: c64 / c128 values in registers (the prelude's structs), moved as
+// vectors of 16 bytes (two complex64 values, one complex128), complex literals, parts and conversions.
+TEST_F(FusedKernels, ComplexChainsAsOneKernel) {
+  auto cx = [](const Array& z, const Array& w) {
+    Array q = (z * w + conj(z) * 2.0) / (w + 3.0) - exp(z * 0.5) + sqrt(w) * log(abs(z) + 1.0);
+    return where(real(z) > 0, q, -q) + complex(imag(w), real(z)).astype(q.dtype()) + lax::integer_pow(z, 3);
+  };
+  std::vector<ClosedJaxpr> bodies;
+  for (DType t : {DType::f32, DType::f64})
+    for (int64_t n : {1000, 1001}) {
+      Array z = complex(zeros({n}, t), zeros({n}, t));
+      auto b = fused_bodies(cx, z, z);
+      ASSERT_EQ(b.size(), 1u) << short_name(t);
+      bodies.push_back(b[0]);
+    }
+  // a complex row value (one per row, read by the row's lanes) under a real reduction
+  auto rows = [](const Array& z, const Array& s) { return sum(abs(z * expand_dims(s, 1)), 1); };
+  for (DType t : {DType::f32, DType::f64}) {
+    auto b = fused_bodies(rows, complex(zeros({37, 100}, t), zeros({37, 100}, t)), complex(zeros({37}, t), zeros({37}, t)));
+    ASSERT_EQ(b.size(), 1u);
+    bodies.push_back(b[0]);
+  }
+  auto runs = run_all(bodies);
+  ASSERT_EQ(runs.size(), 6u);
+  EXPECT_EQ(runs[4].kernel.row, 100);
+  EXPECT_EQ(runs[0].kernel.describe(), "elementwise 1000 (vector 2)");
+  EXPECT_NE(runs[0].kernel.source.find("g_vec<c64, 2>"), std::string::npos);
+  EXPECT_EQ(runs[2].kernel.describe(), "elementwise 1000");
+  expect_matches(runs, 2e-5, 1e-6);
+  expect_compiles_for_sm90(runs);
+}
 
 TEST_F(FusedKernels, ElementwiseChainsWithVectorsAndBroadcasts) {
   auto chain = [](const Array& x) { return tanh(x) * 0.5 + x * x - 1.0; };
@@ -243,7 +276,7 @@ TEST_F(FusedKernels, ElementKernelsOfEveryPrimitiveMatchTheCpu) {
       "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh",
       "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt",
       "rsqrt", "cbrt", "abs", "erf", "erfc", "erf_inv", "square", "integer_pow", "not", "population_count", "copy",
-      "stop_gradient"};
+      "stop_gradient", "real", "imag", "conj"};
   struct K {
     const Primitive* prim;
     std::vector<Array> in;
@@ -257,7 +290,8 @@ TEST_F(FusedKernels, ElementKernelsOfEveryPrimitiveMatchTheCpu) {
   for (const std::string& name : cuda_kernels::elementwise_prims()) {
     const Primitive* p = prims::find_primitive(name);
     ASSERT_NE(p, nullptr) << name;
-    for (DType d : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i8, DType::u8, DType::bool_}) {
+    for (DType d : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i8, DType::u8, DType::bool_, DType::c64,
+                    DType::c128}) {
       auto expr = cuda_kernels::elementwise_expr(name, d);
       if (!expr) continue;
       size_t arity = unary.count(name) ? 1 : name == "select_n" || name == "clamp" ? 3 : 2;
@@ -266,6 +300,7 @@ TEST_F(FusedKernels, ElementKernelsOfEveryPrimitiveMatchTheCpu) {
         DType t = name == "select_n" && a == 0 ? DType::bool_ : d;
         Array x = t == DType::bool_ ? rng.bools({n})
                   : is_floating(t) ? rng.uniform({n}, t, -3, 3)
+                  : is_complex(t) ? complex(rng.uniform({n}, real_dtype(t), -3, 3), rng.uniform({n}, real_dtype(t), -3, 3))
                   : name.rfind("shift", 0) == 0 && a == 1 ? rng.ints({n}, t, 0, 40)
                   : is_unsigned(t) ? rng.ints({n}, t, 0, 200) : rng.ints({n}, t, -4, 4);
         if (a == 1 && arity == 2) x = x[{slice(0, 1)}];  // a scalar operand (broadcast by the kernel)
@@ -312,7 +347,7 @@ TEST_F(FusedKernels, ElementKernelsOfEveryPrimitiveMatchTheCpu) {
     argv.push_back(&scalar);
     argv.push_back(&p);
     mod.launch(i, 2, 32, argv.data());
-    double rt = k.out == DType::bf16 ? 1e-2 : is_floating(k.out) ? 2e-5 : 0;
+    double rt = k.out == DType::bf16 ? 1e-2 : is_inexact(k.out) ? 2e-5 : 0;
     EXPECT_TRUE(close(got, want, rt, rt)) << names[i];
     ++checked;
   }
@@ -351,6 +386,74 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
                         m.launch(i, 1, 32, args);
                       }, got, want});
     }
+  // complex values: part by part, the real part (saturating into integers), either part nonzero to
+  // bool, a real value with imaginary part 0
+  for (DType z : {DType::c64, DType::c128})
+    for (DType t : {DType::bool_, DType::i32, DType::u8, DType::f16, DType::bf16, DType::f32, DType::f64, DType::c64, DType::c128})
+      for (auto [from, to] : {std::pair{z, t}, std::pair{t, z}}) {
+        if (from == to) continue;
+        Array re = concrete({-1e30, -300, -1.5, 0, 0, -0.0, 0.6, 255.5, 1e30, NAN, INFINITY}, {11}, DType::f64);
+        Array im = concrete({0, 2.5, -0.0, 0, 1, 0, NAN, -3, 1e-40, 0, 4}, {11}, DType::f64);
+        Array x = is_complex(from) ? complex(re, im).astype(from)
+                  : from == DType::bool_ ? rng.bools({11})
+                  : is_floating(from) ? re.astype(from) : rng.ints({11}, from, 0, 100);
+        Array want = x.astype(to), got = Array::empty(want.aval());
+        std::string name = "cv_" + std::string(short_name(from)) + "_" + std::string(short_name(to));
+        sources.push_back(ck::convert_source(name, from, to));
+        runs.push_back({name, [=](const EmulatedModule& m, size_t i) mutable {
+                          void *o = got.concrete()->data(), *in = ptr(x);
+                          int64_t n = 11;
+                          void* args[] = {&o, &in, &n};
+                          m.launch(i, 1, 32, args);
+                        }, got, want});
+      }
+  {  // 16-byte elements: a complex128 matrix transposed by the strided copy, and filled with one value
+    struct StridedArgs {
+      int64_t in_offset = 0, out_offset = 0, ndim = 2, shape[8] = {}, in_stride[8] = {}, out_stride[8] = {};
+    };
+    Array x = complex(rng.uniform({5, 7}, DType::f64), rng.uniform({5, 7}, DType::f64));
+    Array want = transpose(x), got = Array::empty(want.aval());
+    sources.push_back(ck::strided_copy_source("sc16", 16));
+    runs.push_back({"sc16 (a complex128 transpose)", [=](const EmulatedModule& m, size_t i) mutable {
+                      StridedArgs a;
+                      a.shape[0] = 7, a.shape[1] = 5, a.in_stride[0] = 1, a.in_stride[1] = 7, a.out_stride[0] = 5, a.out_stride[1] = 1;
+                      void *o = got.concrete()->data(), *in = ptr(x);
+                      int64_t n = 35;
+                      void* args[] = {&o, &in, &n, &a};
+                      m.launch(i, 2, 32, args);
+                    }, got, want});
+    complex128 v(-2.5, 1e300);
+    Array filled = complex(full({40}, v.real(), DType::f64), full({40}, v.imag(), DType::f64)), fgot = Array::empty(filled.aval());
+    sources.push_back(ck::fill_source("fill16", 16));
+    runs.push_back({"fill16 (complex128)", [=](const EmulatedModule& m, size_t i) mutable {
+                      uint64_t bits[2];
+                      std::memcpy(bits, &v, 16);
+                      void* o = fgot.concrete()->data();
+                      int64_t n = 40;
+                      void* args[] = {&o, &n, &bits[0], &bits[1]};
+                      m.launch(i, 2, 32, args);
+                    }, fgot, filled});
+    // a gather of complex128 rows by start index, the window out of range filled with NaN + 0i
+    struct IndexArgs {
+      int64_t ndim = 1, shape[8] = {4}, bmul[8] = {1}, wmul[8] = {0};
+    };
+    Array op = complex(rng.uniform({10}, DType::f64), rng.uniform({10}, DType::f64));
+    Array starts = concrete({3, 0, 9, 5}, {4}, DType::i64), ok = concrete({1, 1, 0, 1}, {4}, DType::bool_);
+    Array gwant = concatenate({op[{slice(3, 4)}], op[{slice(0, 1)}], complex(full({1}, NAN, DType::f64), zeros({1}, DType::f64)),
+                               op[{slice(5, 6)}]}, 0);
+    Array ggot = Array::empty(gwant.aval());
+    sources.push_back(ck::gather_source("gather16", 16));
+    runs.push_back({"gather16 (complex128)", [=](const EmulatedModule& m, size_t i) mutable {
+                      IndexArgs a;
+                      uint64_t fill[2];
+                      complex128 nan_fill(NAN, 0);
+                      std::memcpy(fill, &nan_fill, 16);
+                      void *o = ggot.concrete()->data(), *src = ptr(op), *s = ptr(starts), *k = ptr(ok);
+                      int64_t n = 4;
+                      void* args[] = {&o, &src, &s, &k, &n, &a, &fill[0], &fill[1]};
+                      m.launch(i, 1, 32, args);
+                    }, ggot, gwant});
+  }
   {  // f32 <-> f16 bit for bit: NaN payloads (kept at the top, made quiet), ties, subnormals, overflow
     Array w = lax::bitcast_convert_type(
         concrete({double(0x7f800001u), double(0xffa00000u), double(0x7fc02000u), double(0x477fefffu),
@@ -412,11 +515,14 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
     int64_t nkeep = 0, keep_shape[8] = {}, keep_stride[8] = {}, nred = 0, red_shape[8] = {}, red_stride[8] = {};
   };
   for (std::string op : {"sum", "max", "min", "prod", "argmax", "argmin", "and", "or"})
-    for (DType d : {DType::f32, DType::bf16, DType::i32, DType::bool_}) {
+    for (DType d : {DType::f32, DType::bf16, DType::i32, DType::bool_, DType::c64, DType::c128}) {
       bool logical = op == "and" || op == "or";
       if (logical != (d == DType::bool_)) continue;  // (the CPU has no argmax of booleans)
+      if (is_complex(d) && op != "sum" && op != "prod") continue;  // (no order: the host's)
       // over axes 0 and 2 of [6, 4, 33]: strided rows, as rules.cpp lays them out
       Array x = d == DType::bool_ ? rng.bools({6, 4, 33})
+                : is_complex(d) ? complex(rng.uniform({6, 4, 33}, real_dtype(d), op == "prod" ? 0.9 : -1, op == "prod" ? 1.1 : 1),
+                                          rng.uniform({6, 4, 33}, real_dtype(d), -0.05, 0.05))
                 : is_floating(d) ? rng.uniform({6, 4, 33}, d, op == "prod" ? 0.9 : -1, op == "prod" ? 1.1 : 1)
                                  : rng.ints({6, 4, 33}, d, -50, 50);
       Array want;
@@ -456,7 +562,7 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
     if (r.launch) r.launch(mod, k++);
   for (auto& r : runs) {
     DType d = r.want.dtype();
-    double rt = d == DType::bf16 || d == DType::f16 ? 1e-2 : is_floating(d) ? 1e-5 : 0;
+    double rt = d == DType::bf16 || d == DType::f16 ? 1e-2 : is_inexact(d) ? 1e-5 : 0;
     EXPECT_TRUE(close(r.got, r.want, rt, rt)) << r.name;
     if (r.name.rfind("bits_", 0) == 0) {  // these bit for bit
       EXPECT_EQ(std::memcmp(r.got.raw_data(), r.want.raw_data(), size_t(r.want.size()) * itemsize(d)), 0)

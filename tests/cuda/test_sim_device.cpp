@@ -107,6 +107,7 @@ int16_t sim_type() {
     b.name = "sim";
     b.runtime = &sim_backend();
     b.fusion = EmulatedModule::available() ? &sim_fusion : nullptr;
+    b.fusible = &cuda::cuda_fusible;
     b.passes = {"gemm_epilogues"};
     return register_backend(b);
   }();
@@ -131,6 +132,32 @@ TEST(SimDevice, JitRunsFusedKernelsOnTheDevice) {
   EXPECT_TRUE(close(y, f(ones({4, 8}), ones({8, 16}))));
   check_fused_programs(d, false);
   check_jit_placement(d);
+}
+
+// The device's generator says what it compiles: a complex sine (no GPU expression) stays out of the
+// device's fused group, which then compiles to one kernel; the CPU's tile kernels take it in.
+TEST(SimDevice, GroupsHoldWhatTheDevicesGeneratorCompiles) {
+  auto f = [](const Array& z) { return sin(z * 2.0) * z + conj(z) * 3.0; };
+  Array z = complex(linspace(-1, 1, 64), linspace(2, 0, 64));
+  ClosedJaxpr j = make_jaxpr(f)(z);
+  auto top_level = [](const ClosedJaxpr& o, const char* name) {
+    int n = 0;
+    for (auto& e : o.jaxpr->eqns) n += std::string(e.prim->name) == name;
+    return n;
+  };
+  ClosedJaxpr dev = compiler::optimize(j, {.device_type = sim_type()}), cpu = compiler::optimize(j);
+  EXPECT_EQ(top_level(dev, "sin"), 1) << dev;
+  EXPECT_EQ(top_level(dev, "fusion"), 1) << dev;
+  EXPECT_EQ(top_level(cpu, "sin"), 0) << cpu;
+  for (auto& e : dev.jaxpr->eqns)
+    if (e.prim == &compiler::fusion_p) {
+      std::string why;
+      EXPECT_TRUE(cuda::cuda_fused_kernel(compiler::fusion_body(e.params), {}, &why).has_value()) << why;
+    }
+  if (!EmulatedModule::available()) return;
+  Array got = jit(f)(device_put(z, sim()));
+  EXPECT_EQ(got.device(), sim());
+  EXPECT_TRUE(close(got, f(z), 2e-6, 1e-6));
 }
 
 // A donated parameter is updated in place on the device: the fused update writes into its buffer.

@@ -1,4 +1,5 @@
 #include "graft/backends/cuda/cuda.h"
+#include "graft/backends/cuda/fusion_codegen.h"
 
 namespace graft::cuda {
 
@@ -16,6 +17,7 @@ BackendDescriptor backend() {
   b.runtime = &runtime();
   b.kernels = &register_kernels;
   b.fusion = fusion_kernel();
+  b.fusible = &cuda_fusible;
   b.passes = {"gemm_epilogues"};
   b.communicator = &make_nccl;
   return b;

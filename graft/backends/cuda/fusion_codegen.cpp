@@ -90,6 +90,12 @@ std::string literal_expr(const Array& a) {
   DType d = a.dtype();
   char buf[64];
   if (d == DType::bool_) return a.item<bool>() ? "true" : "false";
+  if (is_complex(d)) {  // its parts, each exact in the part type
+    complex128 z = a.item<complex128>();
+    DType part = d == DType::c64 ? DType::f32 : DType::f64;
+    return ck::storage_type(d) + "{" + literal_expr(Array::scalar(z.real(), part)) + ", " +
+           literal_expr(Array::scalar(z.imag(), part)) + "}";
+  }
   if (is_floating(d) && d != DType::f64) {
     float v = a.item<float>();
     if (std::isfinite(v)) {
@@ -266,6 +272,7 @@ void Generator::reduce(const Eqn& e, int64_t) {
   Reduction r{0, arg, vals_[static_cast<size_t>(arg)].phase, "", ctype(d), ""};
   bool fl = is_floating(d);
   if (d == DType::bool_) throw std::runtime_error(name + " of booleans");
+  if (is_complex(d)) throw std::runtime_error(name + " of complex values");  // (shuffles move one word)
   // 8- and 16-bit integers fold in 32 bits: the same value modulo their width, and shuffles move 32
   if (is_integer(d) && itemsize(d) < 4) r.acc_type = is_unsigned(d) ? "u32" : "i32";
   std::string a = r.acc_type;
@@ -477,7 +484,8 @@ std::string Generator::row_section(size_t s, const std::string& in) {
     if (x.vary != Vary::row || static_cast<size_t>(x.phase) != s) continue;
     std::string ct = ctype(x.dtype);
     if (x.kind == Val::operand) {
-      out += in + "const " + ct + " " + x.name + " = active ? (" + ct + ")ld(in" + std::to_string(x.input) + "[r]) : (" + ct + ")0;\n";
+      // ct{}: zero for every type (a complex struct has no cast from 0 in C++17, NVRTC's language)
+      out += in + "const " + ct + " " + x.name + " = active ? (" + ct + ")ld(in" + std::to_string(x.input) + "[r]) : " + ct + "{};\n";
     } else if (x.kind == Val::reduce) {
       const Reduction& r = reds_[static_cast<size_t>(x.reduction)];
       std::string acc = "acc" + std::to_string(r.value);
@@ -665,6 +673,19 @@ std::string CudaFusedKernel::describe() const {
   return "rows " + std::to_string(rows) + "x" + std::to_string(row) + ", " + std::to_string(threads_per_row) +
          " lanes a row, " + std::to_string(loops) + (loops == 1 ? " loop" : " loops") + (cached ? ", cached" : "") +
          (vector > 1 ? ", vector " + std::to_string(vector) : "");
+}
+
+bool cuda_fusible(const Eqn& e) {
+  bool cx = false;
+  for (const Atom& a : e.inputs) cx = cx || is_complex(a.aval().dtype);
+  for (const auto& o : e.outputs) cx = cx || is_complex(o->aval.dtype);
+  if (!cx) return true;
+  const Primitive* p = e.prim;
+  if (p == &prims::convert_element_type_p || p == &prims::select_n_p || p == &prims::broadcast_in_dim_p ||
+      p == &prims::reshape_p || p == &prims::squeeze_p)
+    return true;
+  if (!p->has(kElementwise) || e.inputs.empty()) return false;  // complex reductions: no shuffles of two words
+  return ck::elementwise_expr(p->name, e.inputs[0].aval().dtype).has_value();
 }
 
 std::optional<CudaFusedKernel> cuda_fused_kernel(const ClosedJaxpr& body, const CudaFusionOptions& opts, std::string* why) {

@@ -71,6 +71,12 @@ struct CudaFusionOptions {
   int row_vectors = -1;
 };
 
+/// Whether the generator compiles equation `e` in a fused body: every real-valued one the fuse pass
+/// groups; complex ones where the element kernels have an expression for them (arithmetic, parts,
+/// conversions, selections, exp / log / sqrt / abs), not complex reductions. The CUDA target's
+/// fusible predicate (compiler::Target).
+bool cuda_fusible(const Eqn& e);
+
 /// The kernel of a fusion body, or nullopt when the body holds an operation the generator does not
 /// compile (then `why` says which; the body runs op by op instead).
 std::optional<CudaFusedKernel> cuda_fused_kernel(const ClosedJaxpr& body, const CudaFusionOptions& opts = {},

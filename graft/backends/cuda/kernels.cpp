@@ -13,6 +13,9 @@ const char* kPrelude = R"(
 typedef signed char i8; typedef short i16; typedef int i32; typedef long long i64;
 typedef unsigned char u8; typedef unsigned short u16; typedef unsigned int u32; typedef unsigned long long u64;
 struct boolean { unsigned char v; };
+struct alignas(16) w128 { u64 lo, hi; };
+struct alignas(8) c64 { float re, im; };
+struct alignas(16) c128 { double re, im; };
 struct f16 { unsigned short bits; };
 struct bf16 { unsigned short bits; };
 __device__ __forceinline__ float bits_f32(u32 u) { return __int_as_float((int)u); }
@@ -76,6 +79,65 @@ __device__ __forceinline__ double g_logistic(double x) { if (x >= 0) return 1.0 
 template <class C> __device__ __forceinline__ C g_round(C x, i64 m) { return m == 0 ? round(x) : rint(x); }
 template <class T> __device__ __forceinline__ T g_sat(double d, T lo) {
   T hi = (T)~lo; return d != d ? (T)0 : d <= (double)lo ? lo : d >= (double)hi ? hi : (T)d; }
+__device__ __forceinline__ double g_infinity() { return __longlong_as_double(0x7ff0000000000000LL); }
+// Complex values: the CPU's arithmetic (graft/prims/elementwise.h's wrap_mul: the textbook product, complex64's
+// exact in double and rounded once, complex128's through one fma per part, so both agree bit for bit),
+// division by Smith's method, and the elementary functions by their textbook formulas in double (with the
+// special cases of C99's annex G that the formulas miss, and scaling where they would overflow);
+// complex64's are complex128's rounded once.
+#define G_CX(Z, R) \
+__device__ __forceinline__ Z operator+(Z a, Z b) { return Z{a.re + b.re, a.im + b.im}; } \
+__device__ __forceinline__ Z operator-(Z a, Z b) { return Z{a.re - b.re, a.im - b.im}; } \
+__device__ __forceinline__ Z operator-(Z a) { return Z{-a.re, -a.im}; } \
+__device__ __forceinline__ bool operator==(Z a, Z b) { return a.re == b.re && a.im == b.im; } \
+__device__ __forceinline__ bool operator!=(Z a, Z b) { return !(a == b); } \
+__device__ __forceinline__ Z g_conj(Z a) { return Z{a.re, -a.im}; } \
+__device__ __forceinline__ Z g_complex(R re, R im) { return Z{re, im}; } \
+__device__ __forceinline__ R g_cabs(Z a) { return hypot(a.re, a.im); }
+G_CX(c64, float)
+G_CX(c128, double)
+#undef G_CX
+__device__ __forceinline__ c64 operator*(c64 a, c64 b) {
+  double ar = a.re, ai = a.im, br = b.re, bi = b.im;
+  return c64{(float)(ar * br - ai * bi), (float)(ar * bi + ai * br)}; }
+__device__ __forceinline__ c128 operator*(c128 a, c128 b) {
+  return c128{fma(a.re, b.re, -(a.im * b.im)), fma(a.re, b.im, a.im * b.re)}; }
+__device__ __forceinline__ c128 operator/(c128 a, c128 b) {
+  double r, den, x, y;
+  if (fabs(b.re) >= fabs(b.im)) {
+    if (b.re == 0 && b.im == 0) return c128{copysign(g_infinity(), b.re) * a.re, copysign(g_infinity(), b.re) * a.im};
+    r = b.im / b.re; den = b.re + b.im * r; x = (a.re + a.im * r) / den; y = (a.im - a.re * r) / den;
+  } else {
+    r = b.re / b.im; den = b.re * r + b.im; x = (a.re * r + a.im) / den; y = (a.im * r - a.re) / den;
+  }
+  return c128{x, y}; }
+__device__ __forceinline__ c128 g_cexp(c128 a) {
+  if (a.im == 0) return c128{exp(a.re), a.im};
+  if (a.re == -g_infinity()) return c128{copysign(0.0, cos(a.im)), copysign(0.0, sin(a.im))};
+  if (a.re > 709) { double h = exp(a.re / 2); return c128{h * cos(a.im) * h, h * sin(a.im) * h}; }
+  double e = exp(a.re); return c128{e * cos(a.im), e * sin(a.im)}; }
+__device__ __forceinline__ c128 g_clog(c128 a) {
+  double h = hypot(a.re, a.im);
+  // near |z| = 1 from the parts (log(h) would lose the digits of h - 1)
+  double re = h > 0.7 && h < 1.4 ? 0.5 * log1p((a.re - 1) * (a.re + 1) + a.im * a.im) : log(h);
+  return c128{re, atan2(a.im, a.re)}; }
+__device__ __forceinline__ c128 g_csqrt(c128 a) {
+  if (a.re == 0 && a.im == 0) return c128{0.0, a.im};
+  if (isinf(a.im)) return c128{g_infinity(), a.im};
+  double x = a.re, y = a.im, s = 1;
+  if (fabs(x) > 1e300 || fabs(y) > 1e300) { x *= 0.25; y *= 0.25; s = 2; }
+  double t = sqrt((fabs(x) + hypot(x, y)) / 2);
+  return x >= 0 ? c128{s * t, s * (y / (2 * t))} : c128{s * (fabs(y) / (2 * t)), s * copysign(t, y)}; }
+__device__ __forceinline__ c128 g_wide(c64 a) { return c128{a.re, a.im}; }
+__device__ __forceinline__ c64 g_narrow(c128 a) { return c64{(float)a.re, (float)a.im}; }
+__device__ __forceinline__ c64 operator/(c64 a, c64 b) { return g_narrow(g_wide(a) / g_wide(b)); }
+__device__ __forceinline__ c64 g_cexp(c64 a) { return g_narrow(g_cexp(g_wide(a))); }
+__device__ __forceinline__ c64 g_clog(c64 a) { return g_narrow(g_clog(g_wide(a))); }
+__device__ __forceinline__ c64 g_csqrt(c64 a) { return g_narrow(g_csqrt(g_wide(a))); }
+template <class Z> __device__ __forceinline__ Z g_cipow(Z x, i64 y) {
+  bool inv = y < 0; unsigned long long e = inv ? -y : y; Z acc = Z{1, 0}, base = x;
+  while (e) { if (e & 1) acc = acc * base; base = base * base; e >>= 1; }
+  return inv ? Z{1, 0} / acc : acc; }
 template <class C> __device__ __forceinline__ C g_popc(C x) { return sizeof(C) == 8 ? (C)__popcll((u64)x) : (C)__popc((u32)x & (u32)((sizeof(C) == 4) ? 0xffffffffu : ((1u << (8 * sizeof(C))) - 1u))); }
 )";
 
@@ -91,20 +153,21 @@ constexpr uint32_t I = SI | UI;
 constexpr uint32_t B = bit(DType::bool_);
 constexpr uint32_t N = F | I;
 constexpr uint32_t A = N | B;
+constexpr uint32_t CX = bit(DType::c64) | bit(DType::c128);
 
 // One description per elementwise primitive (graft/prims/primitives.def): the expression and the
 // operand types it serves. Several spellings by type class are separate entries (name#class).
 const std::map<std::string, std::vector<Desc>>& table() {
   static const std::map<std::string, std::vector<Desc>> t = {
-      {"neg", {{"-a", F}, {"(C)0 - a", I}}},  // -a keeps IEEE negation: -(+0.0) is -0.0
+      {"neg", {{"-a", F | CX}, {"(C)0 - a", I}}},  // -a keeps IEEE negation: -(+0.0) is -0.0
       {"sign", {{"g_sign(a)", F | SI}, {"(C)(a > 0)", UI}}},
       {"floor", {{"floor(a)", F}}},
       {"ceil", {{"ceil(a)", F}}},
       {"round", {{"g_round(a, p)", F}}},
       {"is_finite", {{"isfinite(a)", F}}},
-      {"exp", {{"exp(a)", F}}},
+      {"exp", {{"exp(a)", F}, {"g_cexp(a)", CX}}},
       {"exp2", {{"exp2(a)", F}}},
-      {"log", {{"log(a)", F}}},
+      {"log", {{"log(a)", F}, {"g_clog(a)", CX}}},
       {"log1p", {{"log1p(a)", F}}},
       {"expm1", {{"expm1(a)", F}}},
       {"tanh", {{"tanh(a)", F}}},
@@ -120,24 +183,28 @@ const std::map<std::string, std::vector<Desc>>& table() {
       {"asinh", {{"asinh(a)", F}}},
       {"acosh", {{"acosh(a)", F}}},
       {"atanh", {{"atanh(a)", F}}},
-      {"sqrt", {{"sqrt(a)", F}}},
+      {"sqrt", {{"sqrt(a)", F}, {"g_csqrt(a)", CX}}},
       {"rsqrt", {{"(C)1 / sqrt(a)", F}}},
       {"cbrt", {{"cbrt(a)", F}}},
-      {"abs", {{"fabs(a)", F}, {"a < 0 ? (C)((C)0 - a) : a", SI}, {"a", UI}}},
+      {"abs", {{"fabs(a)", F}, {"a < 0 ? (C)((C)0 - a) : a", SI}, {"a", UI}, {"g_cabs(a)", CX}}},
       {"erf", {{"erf(a)", F}}},
       {"erfc", {{"erfc(a)", F}}},
       {"erf_inv", {{"erfinv(a)", F}}},
-      {"square", {{"a * a", N}}},
-      {"integer_pow", {{"g_ipow(a, p)", N}}},
+      {"square", {{"a * a", N | CX}}},
+      {"integer_pow", {{"g_ipow(a, p)", N}, {"g_cipow(a, p)", CX}}},
       {"not", {{"!a", B}, {"(C)~a", I}}},
       {"population_count", {{"g_popc(a)", I}}},
-      {"copy", {{"a", A}}},
-      {"stop_gradient", {{"a", A}}},
-      {"add", {{"a + b", N}, {"a || b", B}}},
-      {"add_any", {{"a + b", N}}},
-      {"sub", {{"a - b", N}}},
-      {"mul", {{"a * b", N}, {"a && b", B}}},
-      {"div", {{"a / b", F}, {"g_idiv(a, b)", I}}},
+      {"copy", {{"a", A | CX}}},
+      {"stop_gradient", {{"a", A | CX}}},
+      {"real", {{"a.re", CX}}},
+      {"imag", {{"a.im", CX}}},
+      {"conj", {{"g_conj(a)", CX}}},
+      {"complex", {{"g_complex(a, b)", bit(DType::f32) | bit(DType::f64)}}},
+      {"add", {{"a + b", N | CX}, {"a || b", B}}},
+      {"add_any", {{"a + b", N | CX}}},
+      {"sub", {{"a - b", N | CX}}},
+      {"mul", {{"a * b", N | CX}, {"a && b", B}}},
+      {"div", {{"a / b", F | CX}, {"g_idiv(a, b)", I}}},
       {"rem", {{"fmod(a, b)", F}, {"g_irem(a, b)", I}}},
       {"pow", {{"pow(a, b)", F}}},
       {"max", {{"g_max(a, b)", N}, {"a || b", B}}},
@@ -150,13 +217,13 @@ const std::map<std::string, std::vector<Desc>>& table() {
       {"shift_left", {{"g_shl(a, b)", I}}},
       {"shift_right_logical", {{"g_shrl(a, b)", I}}},
       {"shift_right_arithmetic", {{"g_shra(a, b)", I}}},
-      {"eq", {{"a == b", A}}},
-      {"ne", {{"a != b", A}}},
+      {"eq", {{"a == b", A | CX}}},
+      {"ne", {{"a != b", A | CX}}},
       {"lt", {{"a < b", A}}},
       {"le", {{"a <= b", A}}},
       {"gt", {{"a > b", A}}},
       {"ge", {{"a >= b", A}}},
-      {"select_n", {{"a ? c : b", A}}},  // two cases: `a` the predicate (bool), b = case 0, c = case 1
+      {"select_n", {{"a ? c : b", A | CX}}},  // two cases: `a` the predicate (bool), b = case 0, c = case 1
       {"clamp", {{"g_min(g_max(b, a), c)", N}}},  // (lo, x, hi)
   };
   return t;
@@ -179,6 +246,17 @@ std::string compute_type(DType d) {
 const char* prelude() { return kPrelude; }
 
 std::string convert_expr(const std::string& x, DType from, DType to) {
+  // complex values: to complex part by part (a real value's imaginary part 0); to bool either part
+  // nonzero; to a real type the real part (NumPy's cast)
+  if (is_complex(to)) {
+    std::string t = storage_type(to), part = to == DType::c64 ? "float" : "double";
+    if (is_complex(from)) return t + "{(" + part + ")(" + x + ").re, (" + part + ")(" + x + ").im}";
+    return t + "{(" + part + ")(" + x + "), (" + part + ")0}";
+  }
+  if (is_complex(from)) {
+    if (to == DType::bool_) return "((" + x + ").re != 0 || (" + x + ").im != 0)";
+    return convert_expr("(" + x + ").re", from == DType::c64 ? DType::f32 : DType::f64, to);
+  }
   if (to == DType::bool_) return "(" + x + " != 0)";
   std::string t = storage_type(to);
   if (is_integer(to) && is_floating(from)) {
@@ -204,8 +282,8 @@ std::string storage_type(DType d) {
     case DType::bf16: return "bf16";
     case DType::f32: return "float";
     case DType::f64: return "double";
-    case DType::c64: return "float2";
-    case DType::c128: return "double2";
+    case DType::c64: return "c64";
+    case DType::c128: return "c128";
   }
   return "?";
 }
@@ -260,8 +338,15 @@ struct StridedArgs { i64 in_offset, out_offset, ndim; i64 shape[8], in_stride[8]
 )";
 }
 
+namespace {
+// The type that moves an element of `bytes` bytes (complex128's 16 as a pair of words).
+std::string word_type(int bytes) {
+  return bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : bytes == 8 ? "u64" : "w128";
+}
+}  // namespace
+
 std::string strided_copy_source(const std::string& name, int bytes) {
-  std::string t = bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+  std::string t = word_type(bytes);
   std::string s = kPrelude;
   s += kStrided;
   s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, const " + t +
@@ -280,10 +365,10 @@ std::string reduce_source(const std::string& name, const std::string& op, DType 
   std::string acc_t = arg ? ct : (op == "and" || op == "or") ? "bool" : ct;
   std::string init, combine;
   if (op == "sum") {
-    init = "(A)0";
+    init = is_complex(in) ? "A{0, 0}" : "(A)0";
     combine = "x + y";
   } else if (op == "prod") {
-    init = "(A)1";
+    init = is_complex(in) ? "A{1, 0}" : "(A)1";
     combine = "x * y";
   } else if (op == "max") {
     init = is_floating(in) ? "(A)(-1.0/0.0)" : is_unsigned(in) ? "(A)0" : "(A)((u64)1 << (sizeof(A) * 8 - 1))";
@@ -355,10 +440,11 @@ std::string iota_source(const std::string& name, DType out) {
 }
 
 std::string fill_source(const std::string& name, int bytes) {
-  std::string t = bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+  std::string t = word_type(bytes);
+  std::string value = bytes == 16 ? "w128{v, v_hi}" : "(" + t + ")v";
   std::string s = kPrelude;
-  s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, i64 n, u64 v) {\n"
-       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) out[i] = (" + t + ")v;\n}\n";
+  s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, i64 n, u64 v, u64 v_hi) {\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) out[i] = " + value + ";\n}\n";
   return s;
 }
 
@@ -411,7 +497,7 @@ std::string cumulative_source(const std::string& name, const std::string& op, DT
 }
 
 std::string dynamic_copy_source(const std::string& name, int bytes, const std::vector<DType>& index_types) {
-  std::string t = bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+  std::string t = word_type(bytes);
   std::string s = kPrelude;
   s += kStrided;
   s += "struct DynamicArgs { i64 to_out, max[8], stride[8]; };\n";
@@ -448,14 +534,16 @@ __device__ __forceinline__ void locate(i64 i, const IndexArgs& a, i64& b, i64& w
 }  // namespace
 
 std::string gather_source(const std::string& name, int bytes) {
-  std::string t = bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+  std::string t = word_type(bytes);
+  std::string fill = bytes == 16 ? "w128{fill, fill_hi}" : "(" + t + ")fill";
   std::string s = kPrelude;
   s += kIndexArgs;
   s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, const " + t +
-       "* __restrict__ op, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, IndexArgs a, u64 fill) {\n"
+       "* __restrict__ op, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, IndexArgs a, u64 fill,"
+       " u64 fill_hi) {\n"
        "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
        "    i64 b, w; locate(i, a, b, w);\n"
-       "    out[i] = ok[b].v ? op[starts[b] + w] : (" + t + ")fill;\n  }\n}\n";
+       "    out[i] = ok[b].v ? op[starts[b] + w] : " + fill + ";\n  }\n}\n";
   return s;
 }
 
@@ -573,7 +661,7 @@ std::string sort_pass_source(const std::string& name, const std::vector<DType>& 
 }
 
 std::string take_rows_source(const std::string& name, int bytes) {
-  std::string t = bytes == 1 ? "u8" : bytes == 2 ? "u16" : bytes == 4 ? "u32" : "u64";
+  std::string t = word_type(bytes);
   std::string s = kPrelude;
   s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, const " + t +
        "* __restrict__ in, const i32* __restrict__ perm, i64 total, i64 n) {\n"

@@ -20,10 +20,12 @@ namespace graft::cuda_kernels {
 const char* prelude();
 /// The C type values of `d` are computed in (f16/bf16: float, bool: bool, others their storage type).
 std::string compute_type(DType d);
-/// The C type `d` is stored as (f16, bf16 and boolean are structs of the prelude).
+/// The C type `d` is stored as (f16, bf16, boolean, c64 and c128 are structs of the prelude; the complex
+/// ones {re, im} with the CPU's arithmetic).
 std::string storage_type(DType d);
 /// An expression converting `x` (of from's compute type) to to's compute type, with the CPU's
-/// semantics (NaN to 0 and saturation for float to integer, nonzero to true).
+/// semantics (NaN to 0 and saturation for float to integer, nonzero to true; complex to real keeps the
+/// real part, real to complex has imaginary part 0).
 std::string convert_expr(const std::string& x, DType from, DType to);
 
 /// The expression of elementwise primitive `prim` for operands of `dtype`, or nullopt when it has no
@@ -40,7 +42,8 @@ std::string elementwise_source(const std::string& name, const std::string& expr,
 /// Conversion of every element from `from` to `to` (CPU semantics). Arguments: out, in, n.
 std::string convert_source(const std::string& name, DType from, DType to);
 /// For every multi-index k of an iteration shape of up to 8 dims: out[out_offset + k . out_stride] =
-/// in[in_offset + k . in_stride] (input strides may be 0 or negative), elements of `bytes` bytes.
+/// in[in_offset + k . in_stride] (input strides may be 0 or negative), elements of `bytes` bytes (1, 2,
+/// 4, 8 or 16).
 /// Arguments: out, in, n, StridedArgs (by value; layout in graft/backends/cuda/primitives.cpp).
 std::string strided_copy_source(const std::string& name, int bytes);
 /// Reduction of the inner `inner` elements of rows addressed through StridedArgs: one block per output
@@ -48,7 +51,8 @@ std::string strided_copy_source(const std::string& name, int bytes);
 std::string reduce_source(const std::string& name, const std::string& op, DType in, DType out);
 /// out[i] = (i / inner) % size: the index along one axis. Arguments: out, n, inner, size.
 std::string iota_source(const std::string& name, DType out);
-/// Fills n elements of `bytes` bytes with one value. Arguments: out, n, value (u64 bits).
+/// Fills n elements of `bytes` bytes (up to 16) with one value. Arguments: out, n, value (u64 bits: the
+/// low word), value_hi (u64: the high word of a 16-byte value).
 std::string fill_source(const std::string& name, int bytes);
 
 /// threefry2x32 (bit-identical to the CPU's). Arguments: y0, y1, k0, k1, c0, c1, n, scalar mask (bit
@@ -66,7 +70,8 @@ std::string dynamic_copy_source(const std::string& name, int bytes, const std::v
 
 /// gather: out[i] = window b's start (starts[b], an operand offset) + offset w of element i, or `fill`
 /// where ok[b] is false; (b, w) from IndexArgs {ndim, shape, bmul, wmul} over the output's dims.
-/// Arguments: out, operand, starts (i64), ok (bool), n, IndexArgs, fill (u64 bits).
+/// Arguments: out, operand, starts (i64), ok (bool), n, IndexArgs, fill (u64 bits), fill_hi (the high word
+/// of a 16-byte fill value). Elements of 1, 2, 4, 8 or 16 bytes.
 std::string gather_source(const std::string& name, int bytes);
 /// scatter_add with atomics: out[starts[b] + w] += updates[i] where ok[b], (b, w) as gather's over the
 /// updates' dims; nullopt for a dtype without atomicAdd. Arguments: out, updates, starts, ok, n, IndexArgs.

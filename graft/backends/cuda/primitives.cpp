@@ -237,16 +237,16 @@ Arrays slice_gpu(const Primitive& p, std::span<const Array> in, std::span<const 
 void fill(const Array& out, const Array& value) {
   // value: a one-element device array; read its bits back (a scalar) to fill
   int d = out.device().index;
-  uint64_t bits = 0;
+  uint64_t bits[2] = {0, 0};  // a complex128 value takes both words
   Array hv = transfer(value, Device::cpu());
-  std::memcpy(&bits, hv.raw_data(), itemsize(value.dtype()));
+  std::memcpy(bits, hv.raw_data(), itemsize(value.dtype()));
   int bytes = static_cast<int>(itemsize(out.dtype()));
   std::string key = "fill_" + std::to_string(bytes);
   const void* fn = cached_kernel(key, d, [&] { return ck::fill_source(key, bytes); });
   void* o = ptr(out);
   int64_t n = out.size();
   if (n == 0) return;
-  void* args[] = {&o, &n, &bits};
+  void* args[] = {&o, &n, &bits[0], &bits[1]};
   cuda::launch(fn, grid(n, d), kBlock, args, 0, d);
 }
 
@@ -475,11 +475,11 @@ Arrays gather_gpu(const Primitive& p, std::span<const Array> in, std::span<const
   int64_t n = out.size();
   if (n == 0) return {out};
   bool clip = clip_mode(params);
-  uint64_t fill = 0;
-  if (!clip) {
+  uint64_t fill[2] = {0, 0};  // (a complex128 value takes both words)
+  if (!clip) {  // the CPU's fill (graft/prims/gather.cpp): NaN for inexact types, NaN + 0i for complex
     const ParamValue* fv = params.find("fill_value");
-    double f = (fv && std::holds_alternative<double>(*fv)) ? std::get<double>(*fv) : (is_floating(op.dtype()) ? std::nan("") : 0.0);
-    convert_elements(&f, DType::f64, &fill, op.dtype(), 1);
+    double f = (fv && std::holds_alternative<double>(*fv)) ? std::get<double>(*fv) : (is_inexact(op.dtype()) ? std::nan("") : 0.0);
+    convert_elements(&f, DType::f64, fill, op.dtype(), 1);
   }
   IntList win = window_dims(op.ndim(), g.collapsed_slice_dims, g.operand_batching_dims);
   std::pair<Array, Array> st;
@@ -492,7 +492,7 @@ Arrays gather_gpu(const Primitive& p, std::span<const Array> in, std::span<const
   std::string key = "gather_" + std::to_string(bytes);
   const void* fn = cached_kernel(key, d, [&] { return ck::gather_source(key, bytes); });
   void* ptrs[4] = {ptr(out), ptr(op), ptr(st.first), ptr(st.second)};
-  void* args[] = {&ptrs[0], &ptrs[1], &ptrs[2], &ptrs[3], &n, &a, &fill};
+  void* args[] = {&ptrs[0], &ptrs[1], &ptrs[2], &ptrs[3], &n, &a, &fill[0], &fill[1]};
   cuda::launch(fn, grid(n, d), kBlock, args, 0, d);
   return {out};
 }
@@ -588,7 +588,9 @@ Arrays sort_gpu(const Primitive& p, std::span<const Array> in, std::span<const A
   int64_t dim = params.get_int("dimension"), nk = params.get_int("num_keys");
   const Shape& shape = in[0].shape();
   int64_t rank = in[0].ndim(), n = shape[static_cast<size_t>(dim)];
-  if (rank > 8 || n >= (int64_t(1) << 31) || nk > 8) return host_fallback(p, in, outs, params, in[0].device());
+  bool complex_keys = false;  // (complex values sort by keys of their parts: lax's sort takes them as operands)
+  for (int64_t k = 0; k < nk && k < static_cast<int64_t>(in.size()); ++k) complex_keys = complex_keys || is_complex(in[static_cast<size_t>(k)].dtype());
+  if (rank > 8 || n >= (int64_t(1) << 31) || nk > 8 || complex_keys) return host_fallback(p, in, outs, params, in[0].device());
   int d = in[0].device().index;
   Axes to_last, back(static_cast<size_t>(rank));
   for (int64_t k = 0; k < rank; ++k)
@@ -685,7 +687,8 @@ Arrays reduce_gpu(const Primitive& p, std::span<const Array> in, std::span<const
   DType in_t = x.dtype(), out_t = outs[0].dtype;
   bool arg = op == "argmax" || op == "argmin";
   if (x.ndim() > 8 || (in_t == DType::bool_ && !(op == "and" || op == "or" || op == "max" || op == "min")) ||
-      ((op == "and" || op == "or") && in_t != DType::bool_) || (in_t == DType::bool_ && !arg && op != "and" && op != "or"))
+      ((op == "and" || op == "or") && in_t != DType::bool_) || (in_t == DType::bool_ && !arg && op != "and" && op != "or") ||
+      (is_complex(in_t) && op != "sum" && op != "prod"))  // complex values have no order
     return host_fallback(p, in, outs, params, x.device());
   int d = x.device().index;
   Array out = Array::empty_on(outs[0], cuda_dev(d));
@@ -721,6 +724,8 @@ cudaDataType blas_type(DType d) {
     case DType::f16: return CUDA_R_16F;
     case DType::bf16: return CUDA_R_16BF;
     case DType::f32: return CUDA_R_32F;
+    case DType::c64: return CUDA_C_32F;
+    case DType::c128: return CUDA_C_64F;
     default: return CUDA_R_64F;
   }
 }
@@ -765,7 +770,8 @@ Arrays dot_gpu(const Primitive& p, std::span<const Array> in, std::span<const Av
   DType t = lhs.dtype(), ot = outs[0].dtype;
   bool floats = is_floating(t) && rhs.dtype() == t && is_floating(ot) && (ot == t || ot == DType::f32) &&
                 (t != DType::f64 || ot == DType::f64);
-  if (!floats) return host_fallback(p, in, outs, params, lhs.device());
+  bool cplx = is_complex(t) && rhs.dtype() == t && ot == t;  // cgemm / zgemm (no conjugation: bilinear)
+  if (!floats && !cplx) return host_fallback(p, in, outs, params, lhs.device());
   int d = lhs.device().index;
   auto prod = [](const Array& x, const IntList& dims) {
     int64_t n = 1;
@@ -797,13 +803,15 @@ Arrays dot_gpu(const Primitive& p, std::span<const Array> in, std::span<const Av
   cublasOperation_t opb = lo == Order::rows ? CUBLAS_OP_N : CUBLAS_OP_T;  // lhs [M, K] row-major is A^T as-is
   int64_t ldb = lo == Order::rows ? K : M;
   auto h = static_cast<cublasHandle_t>(cuda::blas_handle(d));
-  cublasComputeType_t ct = t == DType::f64 ? CUBLAS_COMPUTE_64F
-                           : (t == DType::f32 && cuda::tf32_allowed()) ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                        : CUBLAS_COMPUTE_32F;
-  double alpha64 = 1, beta64 = 0;
-  float alpha32 = 1, beta32 = 0;
-  const void* alpha = t == DType::f64 ? static_cast<const void*>(&alpha64) : &alpha32;
-  const void* beta = t == DType::f64 ? static_cast<const void*>(&beta64) : &beta32;
+  bool wide = t == DType::f64 || t == DType::c128;
+  cublasComputeType_t ct = wide ? CUBLAS_COMPUTE_64F
+                           : ((t == DType::f32 || t == DType::c64) && cuda::tf32_allowed()) ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                                           : CUBLAS_COMPUTE_32F;
+  // alpha = 1, beta = 0 in the compute type's scalars (a complex GEMM's are complex: {1, 0}, {0, 0})
+  double alpha64[2] = {1, 0}, beta64[2] = {0, 0};
+  float alpha32[2] = {1, 0}, beta32[2] = {0, 0};
+  const void* alpha = wide ? static_cast<const void*>(alpha64) : alpha32;
+  const void* beta = wide ? static_cast<const void*>(beta64) : beta32;
   cublasStatus_t s = cuda::lib::cublasGemmStridedBatchedEx(
       h, opa, opb, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), alpha, ptr(rhs), blas_type(t),
       static_cast<int>(lda), K * N, ptr(lhs), blas_type(t), static_cast<int>(ldb), M * K, beta, ptr(out),
@@ -814,8 +822,10 @@ Arrays dot_gpu(const Primitive& p, std::span<const Array> in, std::span<const Av
   return {out};
 }
 
-// Complex values have no CUDA kernels yet (the generated sources know no complex type, and the copies
-// move at most 8-byte elements): such operations run through the host, as a dtype without a kernel does.
+// Complex values have elementwise kernels (kernels.h's c64 / c128), conversions, copies (16-byte
+// elements: gathers and the operands a sort carries included), sums, products and GEMMs, but no running
+// reductions or indexed updates on the GPU yet: those run through the host, as a dtype without a kernel
+// does.
 template <ImplRule F>
 Arrays real_only(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params) {
   bool cplx = false;
@@ -827,34 +837,36 @@ Arrays real_only(const Primitive& p, std::span<const Array> in, std::span<const 
 
 void register_all(int16_t cuda_type) {
   for (const Primitive* p : all_primitives()) {
-    if (p->has(kElementwise) && ck::elementwise_expr(p->name, DType::f32).has_value())
-      register_device_impl(cuda_type, *p, &real_only<&elementwise_gpu>);
+    // real, imag and conj have expressions for complex operands only
+    bool any = false;
+    for (DType t : {DType::f32, DType::c64}) any = any || ck::elementwise_expr(p->name, t).has_value();
+    if (p->has(kElementwise) && any) register_device_impl(cuda_type, *p, &elementwise_gpu);
   }
   // elementwise on integer/bool types only (not_, population_count, shifts, bitwise ops)
   for (const Primitive* p : {&not__p, &population_count_p, &and__p, &or__p, &xor__p, &shift_left_p,
                              &shift_right_logical_p, &shift_right_arithmetic_p})
-    register_device_impl(cuda_type, *p, &real_only<&elementwise_gpu>);
-  register_device_impl(cuda_type, convert_element_type_p, &real_only<&convert_gpu>);
-  register_device_impl(cuda_type, reshape_p, &real_only<&alias_gpu>);
-  register_device_impl(cuda_type, squeeze_p, &real_only<&alias_gpu>);
-  register_device_impl(cuda_type, bitcast_convert_type_p, &real_only<&alias_gpu>);
-  register_device_impl(cuda_type, broadcast_in_dim_p, &real_only<&broadcast_gpu>);
-  register_device_impl(cuda_type, transpose_p, &real_only<&transpose_gpu>);
-  register_device_impl(cuda_type, rev_p, &real_only<&rev_gpu>);
-  register_device_impl(cuda_type, slice_p, &real_only<&slice_gpu>);
-  register_device_impl(cuda_type, pad_p, &real_only<&pad_gpu>);
-  register_device_impl(cuda_type, concatenate_p, &real_only<&concatenate_gpu>);
+    register_device_impl(cuda_type, *p, &elementwise_gpu);
+  register_device_impl(cuda_type, convert_element_type_p, &convert_gpu);
+  register_device_impl(cuda_type, reshape_p, &alias_gpu);
+  register_device_impl(cuda_type, squeeze_p, &alias_gpu);
+  register_device_impl(cuda_type, bitcast_convert_type_p, &alias_gpu);
+  register_device_impl(cuda_type, broadcast_in_dim_p, &broadcast_gpu);
+  register_device_impl(cuda_type, transpose_p, &transpose_gpu);
+  register_device_impl(cuda_type, rev_p, &rev_gpu);
+  register_device_impl(cuda_type, slice_p, &slice_gpu);
+  register_device_impl(cuda_type, pad_p, &pad_gpu);
+  register_device_impl(cuda_type, concatenate_p, &concatenate_gpu);
   register_device_impl(cuda_type, iota_p, &real_only<&iota_gpu>);
   for (const Primitive* p : {&reduce_sum_p, &reduce_max_p, &reduce_min_p, &reduce_prod_p, &reduce_and_p, &reduce_or_p,
                              &argmax_p, &argmin_p})
-    register_device_impl(cuda_type, *p, &real_only<&reduce_gpu>);
-  register_device_impl(cuda_type, dot_general_p, &real_only<&dot_gpu>);
-  register_device_impl(cuda_type, dynamic_slice_p, &real_only<&dynamic_slice_gpu>);
-  register_device_impl(cuda_type, dynamic_update_slice_p, &real_only<&dynamic_update_slice_gpu>);
+    register_device_impl(cuda_type, *p, &reduce_gpu);
+  register_device_impl(cuda_type, dot_general_p, &dot_gpu);
+  register_device_impl(cuda_type, dynamic_slice_p, &dynamic_slice_gpu);
+  register_device_impl(cuda_type, dynamic_update_slice_p, &dynamic_update_slice_gpu);
   register_device_impl(cuda_type, threefry2x32_p, &real_only<&threefry_gpu>);
-  register_device_impl(cuda_type, gather_p, &real_only<&gather_gpu>);
+  register_device_impl(cuda_type, gather_p, &gather_gpu);
   register_device_impl(cuda_type, scatter_add_p, &real_only<&scatter_add_gpu>);
-  register_device_impl(cuda_type, sort_p, &real_only<&sort_gpu>);
+  register_device_impl(cuda_type, sort_p, &sort_gpu);
   for (const Primitive* p : {&scatter_p, &scatter_mul_p, &scatter_min_p, &scatter_max_p})
     register_device_impl(cuda_type, *p, &real_only<&scatter_gpu>);
   for (const Primitive* p : {&cumsum_p, &cummax_p, &cummin_p}) register_device_impl(cuda_type, *p, &real_only<&cumulative_gpu>);

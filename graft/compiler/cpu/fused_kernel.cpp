@@ -852,6 +852,8 @@ void FusedKernel::Impl::find_chunk_accumulators() {
     int32_t r = ins.op == Op::reduce ? ins.out : ins.op == Op::loop && ins.loop_reduces ? ins.outs.back() : -1;
     if (r < 0) continue;
     if (!ins.k.reduce) internal("a chunked reduction without a fold");
+    // (ChunkFold keeps one 8-byte word per accumulator: complex reductions have no tile form)
+    if (itemsize(regs[static_cast<size_t>(r)].dtype) > 8) internal("a chunked reduction of 16-byte values");
     chunk_accs.push_back({r, ins.k.reduce, itemsize(regs[static_cast<size_t>(r)].dtype)});
   }
 }

@@ -13,6 +13,7 @@
 
 #include "graft/compiler/fusion.h"
 #include "graft/compiler/passes/passes.h"
+#include "graft/compiler/target.h"
 #include "graft/prims/primitives.h"
 
 namespace graft::compiler::passes {
@@ -38,6 +39,7 @@ bool generated_beats_eager(const Eqn& e) {
 Role classify(const Eqn& e) {
   using namespace prims;
   if (e.outputs.size() != 1 || e.prim->has(kEffectful) || e.prim->has(kHigherOrder)) return Role::none;
+  if (auto fusible = current_target().fusible; fusible && !fusible(e)) return Role::none;
   int64_t out_n = e.outputs[0]->aval.size();
   if (e.prim == &broadcast_in_dim_p) {
     bool ok = out_n >= 2 && broadcast_pattern(e.inputs[0].aval().shape, e.outputs[0]->aval.shape,

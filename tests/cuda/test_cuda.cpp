@@ -291,6 +291,11 @@ TEST(CudaKernels, IndexedRunningAndRandomKernelsCompileForSm90) {
       SCOPED_TRACE(std::string(op) + " " + std::string(short_name(d)));
       EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::cumulative_source("cum", op, d), "cum", 90));
     }
+  for (DType d : {DType::c64, DType::c128}) {
+    auto src = cuda_kernels::scatter_add_source("sa", d);
+    ASSERT_TRUE(src.has_value());
+    EXPECT_NO_THROW(cuda::compile_cubin(*src, "sa", 90)) << short_name(d);
+  }
   for (DType d : kAll) {
     auto src = cuda_kernels::scatter_add_source("sa", d);
     EXPECT_EQ(src.has_value(), d == DType::f32 || d == DType::f64 || d == DType::i32 || d == DType::u32 || d == DType::i64 ||

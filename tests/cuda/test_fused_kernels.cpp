@@ -442,6 +442,26 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
     Array gwant = concatenate({op[{slice(3, 4)}], op[{slice(0, 1)}], complex(full({1}, NAN, DType::f64), zeros({1}, DType::f64)),
                                op[{slice(5, 6)}]}, 0);
     Array ggot = Array::empty(gwant.aval());
+    // scatter-adds of complex updates: two into one element, part by part
+    Array sops = complex(rng.uniform({8}, DType::f32), rng.uniform({8}, DType::f32));
+    Array supd = complex(rng.uniform({5}, DType::f32), rng.uniform({5}, DType::f32));
+    Array sstarts = concrete({2, 0, 2, 7, 1}, {5}, DType::i64), sok = concrete({1, 1, 1, 1, 0}, {5}, DType::bool_);
+    Array swant = sops;
+    for (int64_t b = 0; b < 4; ++b) {
+      int64_t at = sstarts.to_vector<int64_t>()[static_cast<size_t>(b)];
+      swant = swant.at({at}).add(supd[b]);
+    }
+    Array sgot = sops + complex(zeros({8}), zeros({8}));  // a copy: the kernel adds in place
+    sources.push_back(*ck::scatter_add_source("scatter_add_c64", DType::c64));
+    runs.push_back({"scatter_add_c64", [=](const EmulatedModule& m, size_t i) mutable {
+                      struct {
+                        int64_t ndim = 1, shape[8] = {5}, bmul[8] = {1}, wmul[8] = {0};
+                      } a;
+                      void *o = sgot.concrete()->data(), *u = ptr(supd), *s = ptr(sstarts), *k = ptr(sok);
+                      int64_t n = 5;
+                      void* args[] = {&o, &u, &s, &k, &n, &a};
+                      m.launch(i, 1, 32, args);
+                    }, sgot, swant});
     sources.push_back(ck::gather_source("gather16", 16));
     runs.push_back({"gather16 (complex128)", [=](const EmulatedModule& m, size_t i) mutable {
                       IndexArgs a;

@@ -823,9 +823,9 @@ Arrays dot_gpu(const Primitive& p, std::span<const Array> in, std::span<const Av
 }
 
 // Complex values have elementwise kernels (kernels.h's c64 / c128), conversions, copies (16-byte
-// elements: gathers and the operands a sort carries included), sums, products and GEMMs, but no running
-// reductions or indexed updates on the GPU yet: those run through the host, as a dtype without a kernel
-// does.
+// elements: gathers and the operands a sort carries included), sums, products, GEMMs and scatter-adds,
+// but no running reductions or other indexed updates on the GPU yet: those run through the host, as a
+// dtype without a kernel does.
 template <ImplRule F>
 Arrays real_only(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params) {
   bool cplx = false;
@@ -865,7 +865,7 @@ void register_all(int16_t cuda_type) {
   register_device_impl(cuda_type, dynamic_update_slice_p, &dynamic_update_slice_gpu);
   register_device_impl(cuda_type, threefry2x32_p, &real_only<&threefry_gpu>);
   register_device_impl(cuda_type, gather_p, &gather_gpu);
-  register_device_impl(cuda_type, scatter_add_p, &real_only<&scatter_add_gpu>);
+  register_device_impl(cuda_type, scatter_add_p, &scatter_add_gpu);
   register_device_impl(cuda_type, sort_p, &sort_gpu);
   for (const Primitive* p : {&scatter_p, &scatter_mul_p, &scatter_min_p, &scatter_max_p})
     register_device_impl(cuda_type, *p, &real_only<&scatter_gpu>);

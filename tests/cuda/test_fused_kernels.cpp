@@ -531,6 +531,19 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
                         }, got, want});
       }
     }
+  for (DType d : {DType::c64, DType::c128}) {  // complex: the parts' running sums (cumulative_gpu's layout)
+    Array x = complex(rng.uniform({3, 40, 5}, real_dtype(d)), rng.uniform({3, 40, 5}, real_dtype(d)));
+    Array want = lax::cumsum(x, 1, false), got = Array::empty(want.aval());
+    std::string name = "cum_sum_parts_" + std::string(short_name(d));
+    sources.push_back(ck::cumulative_source(name, "sum", real_dtype(d)));
+    runs.push_back({name, [=](const EmulatedModule& m, size_t i) mutable {
+                      void *o = got.concrete()->data(), *in = ptr(x);
+                      int64_t outer = 3, n = 40, inner = 10;  // 5 complex values: 10 parts
+                      int rev = 0;
+                      void* args[] = {&o, &in, &outer, &n, &inner, &rev};
+                      m.launch(i, 1, 32, args);
+                    }, got, want});
+  }
   struct ReduceArgs {
     int64_t nkeep = 0, keep_shape[8] = {}, keep_stride[8] = {}, nred = 0, red_shape[8] = {}, red_stride[8] = {};
   };

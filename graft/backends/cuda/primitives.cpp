@@ -665,10 +665,18 @@ Arrays cumulative_gpu(const Primitive& p, std::span<const Array> in, std::span<c
     if (i < axis) outer *= x.shape()[static_cast<size_t>(i)];
     if (i > axis) inner *= x.shape()[static_cast<size_t>(i)];
   }
+  DType t = x.dtype();
+  if (is_complex(t)) {
+    // the cumsums of the parts, as the CPU's (graft/prims/cumulative.cpp): the (re, im) pairs read as
+    // reals, twice the inner extent (cummax / cummin: complex values have no order, and bind refuses them)
+    if (op != "sum") return host_fallback(p, in, outs, params, x.device());
+    t = real_dtype(t);
+    inner *= 2;
+  }
   Array out = Array::empty_on(outs[0], cuda_dev(d));
   if (out.size() == 0) return {out};
-  std::string key = kname("cum" + op, {x.dtype()});
-  const void* fn = cached_kernel(key, d, [&] { return ck::cumulative_source(key, op, x.dtype()); });
+  std::string key = kname("cum" + op, {t});
+  const void* fn = cached_kernel(key, d, [&] { return ck::cumulative_source(key, op, t); });
   void* o = ptr(out);
   void* i = ptr(x);
   void* args[] = {&o, &i, &outer, &n, &inner, &reverse};
@@ -823,9 +831,9 @@ Arrays dot_gpu(const Primitive& p, std::span<const Array> in, std::span<const Av
 }
 
 // Complex values have elementwise kernels (kernels.h's c64 / c128), conversions, copies (16-byte
-// elements: gathers and the operands a sort carries included), sums, products, GEMMs and scatter-adds,
-// but no running reductions or other indexed updates on the GPU yet: those run through the host, as a
-// dtype without a kernel does.
+// elements: gathers and the operands a sort carries included), sums, products, running sums, GEMMs and
+// scatter-adds, but no other indexed updates on the GPU yet: those run through the host, as a dtype
+// without a kernel does.
 template <ImplRule F>
 Arrays real_only(const Primitive& p, std::span<const Array> in, std::span<const Aval> outs, const Params& params) {
   bool cplx = false;
@@ -869,7 +877,7 @@ void register_all(int16_t cuda_type) {
   register_device_impl(cuda_type, sort_p, &sort_gpu);
   for (const Primitive* p : {&scatter_p, &scatter_mul_p, &scatter_min_p, &scatter_max_p})
     register_device_impl(cuda_type, *p, &real_only<&scatter_gpu>);
-  for (const Primitive* p : {&cumsum_p, &cummax_p, &cummin_p}) register_device_impl(cuda_type, *p, &real_only<&cumulative_gpu>);
+  for (const Primitive* p : {&cumsum_p, &cummax_p, &cummin_p}) register_device_impl(cuda_type, *p, &cumulative_gpu);
   // collectives across processes: on device memory through the axis's NCCL communicator, else through
   // the host (graft/prims/collective.cpp chooses per call)
   for (const Primitive* p : {&psum_p, &pmax_p, &pmin_p, &all_gather_p, &reduce_scatter_p, &ppermute_p, &all_to_all_p})

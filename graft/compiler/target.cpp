@@ -40,7 +40,9 @@ const Target& current_target() {
   return cpu;
 }
 
-TargetScope::TargetScope(int16_t device_type) : saved_(g_current), mine_(target_of(device_type)) { g_current = &mine_; }
+TargetScope::TargetScope(int16_t device_type) : saved_(g_current), mine_(target_of(device_type)) {
+  g_current = &mine_;
+}
 
 TargetScope::~TargetScope() { g_current = saved_; }
 

@@ -2,22 +2,22 @@
 // with the same operations as its tile kernel, so fused loops with and without code generation
 // agree bit for bit with eager evaluation, for every dtype the generator handles and for every
 // length (the vector body, the unrolled body and the scalar tail).
-#include "testing.h"
+#include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <chrono>
-#include <unistd.h>
 
-#include "graft/runtime/cpu/llvm_jit.h"
 #include "graft/compiler/cpu/codegen.h"
-#include "graft/compiler/executable.h"
 #include "graft/compiler/cpu/fused_kernel.h"
+#include "graft/compiler/executable.h"
 #include "graft/compiler/pipeline.h"
+#include "graft/runtime/cpu/llvm_jit.h"
+#include "testing.h"
 
 namespace graft {
 namespace {
@@ -280,7 +280,8 @@ void expect_exact_complex(F f, const Array& z, const Array& w) {
   Array tiled = jit(f)(z, w);
   compiler::set_codegen_enabled(true);
   auto same = [](const Array& a, const Array& b) {
-    return a.dtype() == c64 || a.dtype() == f32 ? same_bits_or_nan<float>(a, b) : same_bits_or_nan<double>(a, b);
+    return a.dtype() == c64 || a.dtype() == f32 ? same_bits_or_nan<float>(a, b)
+                                                : same_bits_or_nan<double>(a, b);
   };
   EXPECT_TRUE(same(gen, want)) << "generated loop differs:\n" << gen << "\n" << want;
   EXPECT_TRUE(same(tiled, want)) << "tile kernels differ:\n" << tiled << "\n" << want;

@@ -209,10 +209,12 @@ constexpr DType kAll[] = {DType::bool_, DType::i8,  DType::i16, DType::i32,  DTy
 
 int arity(const std::string& prim) {
   static const std::set<std::string> unary = {
-      "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh",
-      "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt",
-      "rsqrt", "cbrt", "abs", "erf", "erfc", "erf_inv", "square", "integer_pow", "not", "population_count", "copy",
-      "stop_gradient", "real", "imag", "conj"};
+      "neg",   "sign",          "floor",   "ceil",   "round",       "is_finite", "exp",
+      "exp2",  "log",           "log1p",   "expm1",  "tanh",        "logistic",  "sin",
+      "cos",   "tan",           "asin",    "acos",   "atan",        "sinh",      "cosh",
+      "asinh", "acosh",         "atanh",   "sqrt",   "rsqrt",       "cbrt",      "abs",
+      "erf",   "erfc",          "erf_inv", "square", "integer_pow", "not",       "population_count",
+      "copy",  "stop_gradient", "real",    "imag",   "conj"};
   if (unary.count(prim)) return 1;
   return prim == "select_n" || prim == "clamp" ? 3 : 2;
 }
@@ -255,7 +257,8 @@ TEST(CudaKernels, ConversionsLayoutAndReductionsCompileForSm90) {
     }
   // complex: part by part, the real part, either part nonzero, a real value with imaginary part 0
   for (DType z : {DType::c64, DType::c128})
-    for (DType t : {DType::bool_, DType::i32, DType::f16, DType::bf16, DType::f32, DType::f64, DType::c64, DType::c128})
+    for (DType t :
+         {DType::bool_, DType::i32, DType::f16, DType::bf16, DType::f32, DType::f64, DType::c64, DType::c128})
       for (auto [from, to] : {std::pair{z, t}, std::pair{t, z}}) {
         if (from == to) continue;
         std::string name = "convert_" + std::string(short_name(from)) + "_" + std::string(short_name(to));
@@ -277,7 +280,8 @@ TEST(CudaKernels, ConversionsLayoutAndReductionsCompileForSm90) {
   }
   for (DType d : {DType::c64, DType::c128})
     for (const char* op : {"sum", "prod"})
-      EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::reduce_source("r", op, d, d), "r", 90)) << op << " " << short_name(d);
+      EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::reduce_source("r", op, d, d), "r", 90))
+          << op << " " << short_name(d);
   for (const char* op : {"and", "or", "max", "min"})
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::reduce_source("r", op, DType::bool_, DType::bool_), "r", 90));
   expect_throws<Error>([] { cuda::compile_cubin("this is not CUDA", "bad", 90); }, "NVRTC could not compile");
@@ -315,7 +319,8 @@ TEST(CudaKernels, IndexedRunningAndRandomKernelsCompileForSm90) {
         EXPECT_NO_THROW(cuda::compile_cubin(*src, "sc", 90)) << op << " " << short_name(d);
       }
     }
-  for (int b : {1, 2, 4, 8}) EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::scatter_set_source("ss", b), "ss", 90));
+  for (int b : {1, 2, 4, 8})
+    EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::scatter_set_source("ss", b), "ss", 90));
   for (int b : {1, 2, 4, 8, 16}) {
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::take_rows_source("tr", b), "tr", 90));
     EXPECT_NO_THROW(cuda::compile_cubin(cuda_kernels::gather_source("g", b), "g", 90));

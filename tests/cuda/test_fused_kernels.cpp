@@ -37,7 +37,9 @@ Array random_operand(Rng& rng, const Aval& a) {
   if (a.dtype == DType::bool_) return rng.bools(a.shape);
   if (is_unsigned(a.dtype)) return rng.ints(a.shape, a.dtype, 0, 100);
   if (is_integer(a.dtype)) return rng.ints(a.shape, a.dtype, -50, 50);
-  if (is_complex(a.dtype)) return complex(rng.uniform(a.shape, real_dtype(a.dtype), -2, 2), rng.uniform(a.shape, real_dtype(a.dtype), -2, 2));
+  if (is_complex(a.dtype))
+    return complex(rng.uniform(a.shape, real_dtype(a.dtype), -2, 2),
+                   rng.uniform(a.shape, real_dtype(a.dtype), -2, 2));
   return rng.uniform(a.shape, a.dtype, -2, 2);
 }
 
@@ -128,7 +130,8 @@ TEST_F(FusedKernels, ComplexChainsAsOneKernel) {
   // a complex row value (one per row, read by the row's lanes) under a real reduction
   auto rows = [](const Array& z, const Array& s) { return sum(abs(z * expand_dims(s, 1)), 1); };
   for (DType t : {DType::f32, DType::f64}) {
-    auto b = fused_bodies(rows, complex(zeros({37, 100}, t), zeros({37, 100}, t)), complex(zeros({37}, t), zeros({37}, t)));
+    auto b = fused_bodies(rows, complex(zeros({37, 100}, t), zeros({37, 100}, t)),
+                          complex(zeros({37}, t), zeros({37}, t)));
     ASSERT_EQ(b.size(), 1u);
     bodies.push_back(b[0]);
   }
@@ -273,10 +276,12 @@ TEST_F(FusedKernels, ScalarsHalfFloatsIntegersSelectsAndNans) {
 // and by -1, out-of-range shifts, 16-bit floats rounded as the CPU rounds them, scalar operands.
 TEST_F(FusedKernels, ElementKernelsOfEveryPrimitiveMatchTheCpu) {
   static const std::set<std::string> unary = {
-      "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh",
-      "logistic", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt",
-      "rsqrt", "cbrt", "abs", "erf", "erfc", "erf_inv", "square", "integer_pow", "not", "population_count", "copy",
-      "stop_gradient", "real", "imag", "conj"};
+      "neg",   "sign",          "floor",   "ceil",   "round",       "is_finite", "exp",
+      "exp2",  "log",           "log1p",   "expm1",  "tanh",        "logistic",  "sin",
+      "cos",   "tan",           "asin",    "acos",   "atan",        "sinh",      "cosh",
+      "asinh", "acosh",         "atanh",   "sqrt",   "rsqrt",       "cbrt",      "abs",
+      "erf",   "erfc",          "erf_inv", "square", "integer_pow", "not",       "population_count",
+      "copy",  "stop_gradient", "real",    "imag",   "conj"};
   struct K {
     const Primitive* prim;
     std::vector<Array> in;
@@ -290,19 +295,21 @@ TEST_F(FusedKernels, ElementKernelsOfEveryPrimitiveMatchTheCpu) {
   for (const std::string& name : cuda_kernels::elementwise_prims()) {
     const Primitive* p = prims::find_primitive(name);
     ASSERT_NE(p, nullptr) << name;
-    for (DType d : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i8, DType::u8, DType::bool_, DType::c64,
-                    DType::c128}) {
+    for (DType d : {DType::f32, DType::f64, DType::bf16, DType::i32, DType::i8, DType::u8, DType::bool_,
+                    DType::c64, DType::c128}) {
       auto expr = cuda_kernels::elementwise_expr(name, d);
       if (!expr) continue;
       size_t arity = unary.count(name) ? 1 : name == "select_n" || name == "clamp" ? 3 : 2;
       K k{p, {}, {}, d};
       for (size_t a = 0; a < arity; ++a) {
         DType t = name == "select_n" && a == 0 ? DType::bool_ : d;
-        Array x = t == DType::bool_ ? rng.bools({n})
-                  : is_floating(t) ? rng.uniform({n}, t, -3, 3)
-                  : is_complex(t) ? complex(rng.uniform({n}, real_dtype(t), -3, 3), rng.uniform({n}, real_dtype(t), -3, 3))
+        Array x = t == DType::bool_                       ? rng.bools({n})
+                  : is_floating(t)                        ? rng.uniform({n}, t, -3, 3)
+                  : is_complex(t)                         ? complex(rng.uniform({n}, real_dtype(t), -3, 3),
+                                                                    rng.uniform({n}, real_dtype(t), -3, 3))
                   : name.rfind("shift", 0) == 0 && a == 1 ? rng.ints({n}, t, 0, 40)
-                  : is_unsigned(t) ? rng.ints({n}, t, 0, 200) : rng.ints({n}, t, -4, 4);
+                  : is_unsigned(t)                        ? rng.ints({n}, t, 0, 200)
+                                                          : rng.ints({n}, t, -4, 4);
         if (a == 1 && arity == 2) x = x[{slice(0, 1)}];  // a scalar operand (broadcast by the kernel)
         k.in.push_back(x);
       }
@@ -389,23 +396,28 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
   // complex values: part by part, the real part (saturating into integers), either part nonzero to
   // bool, a real value with imaginary part 0
   for (DType z : {DType::c64, DType::c128})
-    for (DType t : {DType::bool_, DType::i32, DType::u8, DType::f16, DType::bf16, DType::f32, DType::f64, DType::c64, DType::c128})
+    for (DType t : {DType::bool_, DType::i32, DType::u8, DType::f16, DType::bf16, DType::f32, DType::f64,
+                    DType::c64, DType::c128})
       for (auto [from, to] : {std::pair{z, t}, std::pair{t, z}}) {
         if (from == to) continue;
-        Array re = concrete({-1e30, -300, -1.5, 0, 0, -0.0, 0.6, 255.5, 1e30, NAN, INFINITY}, {11}, DType::f64);
+        Array re =
+            concrete({-1e30, -300, -1.5, 0, 0, -0.0, 0.6, 255.5, 1e30, NAN, INFINITY}, {11}, DType::f64);
         Array im = concrete({0, 2.5, -0.0, 0, 1, 0, NAN, -3, 1e-40, 0, 4}, {11}, DType::f64);
-        Array x = is_complex(from) ? complex(re, im).astype(from)
+        Array x = is_complex(from)       ? complex(re, im).astype(from)
                   : from == DType::bool_ ? rng.bools({11})
-                  : is_floating(from) ? re.astype(from) : rng.ints({11}, from, 0, 100);
+                  : is_floating(from)    ? re.astype(from)
+                                         : rng.ints({11}, from, 0, 100);
         Array want = x.astype(to), got = Array::empty(want.aval());
         std::string name = "cv_" + std::string(short_name(from)) + "_" + std::string(short_name(to));
         sources.push_back(ck::convert_source(name, from, to));
-        runs.push_back({name, [=](const EmulatedModule& m, size_t i) mutable {
+        runs.push_back({name,
+                        [=](const EmulatedModule& m, size_t i) mutable {
                           void *o = got.concrete()->data(), *in = ptr(x);
                           int64_t n = 11;
                           void* args[] = {&o, &in, &n};
                           m.launch(i, 1, 32, args);
-                        }, got, want});
+                        },
+                        got, want});
       }
   {  // 16-byte elements: a complex128 matrix transposed by the strided copy, and filled with one value
     struct StridedArgs {
@@ -414,38 +426,47 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
     Array x = complex(rng.uniform({5, 7}, DType::f64), rng.uniform({5, 7}, DType::f64));
     Array want = transpose(x), got = Array::empty(want.aval());
     sources.push_back(ck::strided_copy_source("sc16", 16));
-    runs.push_back({"sc16 (a complex128 transpose)", [=](const EmulatedModule& m, size_t i) mutable {
+    runs.push_back({"sc16 (a complex128 transpose)",
+                    [=](const EmulatedModule& m, size_t i) mutable {
                       StridedArgs a;
-                      a.shape[0] = 7, a.shape[1] = 5, a.in_stride[0] = 1, a.in_stride[1] = 7, a.out_stride[0] = 5, a.out_stride[1] = 1;
+                      a.shape[0] = 7, a.shape[1] = 5, a.in_stride[0] = 1, a.in_stride[1] = 7,
+                      a.out_stride[0] = 5, a.out_stride[1] = 1;
                       void *o = got.concrete()->data(), *in = ptr(x);
                       int64_t n = 35;
                       void* args[] = {&o, &in, &n, &a};
                       m.launch(i, 2, 32, args);
-                    }, got, want});
+                    },
+                    got, want});
     complex128 v(-2.5, 1e300);
-    Array filled = complex(full({40}, v.real(), DType::f64), full({40}, v.imag(), DType::f64)), fgot = Array::empty(filled.aval());
+    Array filled = complex(full({40}, v.real(), DType::f64), full({40}, v.imag(), DType::f64)),
+          fgot = Array::empty(filled.aval());
     sources.push_back(ck::fill_source("fill16", 16));
-    runs.push_back({"fill16 (complex128)", [=](const EmulatedModule& m, size_t i) mutable {
+    runs.push_back({"fill16 (complex128)",
+                    [=](const EmulatedModule& m, size_t i) mutable {
                       uint64_t bits[2];
                       std::memcpy(bits, &v, 16);
                       void* o = fgot.concrete()->data();
                       int64_t n = 40;
                       void* args[] = {&o, &n, &bits[0], &bits[1]};
                       m.launch(i, 2, 32, args);
-                    }, fgot, filled});
+                    },
+                    fgot, filled});
     // a gather of complex128 rows by start index, the window out of range filled with NaN + 0i
     struct IndexArgs {
       int64_t ndim = 1, shape[8] = {4}, bmul[8] = {1}, wmul[8] = {0};
     };
     Array op = complex(rng.uniform({10}, DType::f64), rng.uniform({10}, DType::f64));
     Array starts = concrete({3, 0, 9, 5}, {4}, DType::i64), ok = concrete({1, 1, 0, 1}, {4}, DType::bool_);
-    Array gwant = concatenate({op[{slice(3, 4)}], op[{slice(0, 1)}], complex(full({1}, NAN, DType::f64), zeros({1}, DType::f64)),
-                               op[{slice(5, 6)}]}, 0);
+    Array gwant =
+        concatenate({op[{slice(3, 4)}], op[{slice(0, 1)}],
+                     complex(full({1}, NAN, DType::f64), zeros({1}, DType::f64)), op[{slice(5, 6)}]},
+                    0);
     Array ggot = Array::empty(gwant.aval());
     // scatter-adds of complex updates: two into one element, part by part
     Array sops = complex(rng.uniform({8}, DType::f32), rng.uniform({8}, DType::f32));
     Array supd = complex(rng.uniform({5}, DType::f32), rng.uniform({5}, DType::f32));
-    Array sstarts = concrete({2, 0, 2, 7, 1}, {5}, DType::i64), sok = concrete({1, 1, 1, 1, 0}, {5}, DType::bool_);
+    Array sstarts = concrete({2, 0, 2, 7, 1}, {5}, DType::i64),
+          sok = concrete({1, 1, 1, 1, 0}, {5}, DType::bool_);
     Array swant = sops;
     for (int64_t b = 0; b < 4; ++b) {
       int64_t at = sstarts.to_vector<int64_t>()[static_cast<size_t>(b)];
@@ -453,7 +474,8 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
     }
     Array sgot = sops + complex(zeros({8}), zeros({8}));  // a copy: the kernel adds in place
     sources.push_back(*ck::scatter_add_source("scatter_add_c64", DType::c64));
-    runs.push_back({"scatter_add_c64", [=](const EmulatedModule& m, size_t i) mutable {
+    runs.push_back({"scatter_add_c64",
+                    [=](const EmulatedModule& m, size_t i) mutable {
                       struct {
                         int64_t ndim = 1, shape[8] = {5}, bmul[8] = {1}, wmul[8] = {0};
                       } a;
@@ -461,9 +483,11 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
                       int64_t n = 5;
                       void* args[] = {&o, &u, &s, &k, &n, &a};
                       m.launch(i, 1, 32, args);
-                    }, sgot, swant});
+                    },
+                    sgot, swant});
     sources.push_back(ck::gather_source("gather16", 16));
-    runs.push_back({"gather16 (complex128)", [=](const EmulatedModule& m, size_t i) mutable {
+    runs.push_back({"gather16 (complex128)",
+                    [=](const EmulatedModule& m, size_t i) mutable {
                       IndexArgs a;
                       uint64_t fill[2];
                       complex128 nan_fill(NAN, 0);
@@ -472,7 +496,8 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
                       int64_t n = 4;
                       void* args[] = {&o, &src, &s, &k, &n, &a, &fill[0], &fill[1]};
                       m.launch(i, 1, 32, args);
-                    }, ggot, gwant});
+                    },
+                    ggot, gwant});
   }
   {  // f32 <-> f16 bit for bit: NaN payloads (kept at the top, made quiet), ties, subnormals, overflow
     Array w = lax::bitcast_convert_type(
@@ -536,13 +561,15 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
     Array want = lax::cumsum(x, 1, false), got = Array::empty(want.aval());
     std::string name = "cum_sum_parts_" + std::string(short_name(d));
     sources.push_back(ck::cumulative_source(name, "sum", real_dtype(d)));
-    runs.push_back({name, [=](const EmulatedModule& m, size_t i) mutable {
+    runs.push_back({name,
+                    [=](const EmulatedModule& m, size_t i) mutable {
                       void *o = got.concrete()->data(), *in = ptr(x);
                       int64_t outer = 3, n = 40, inner = 10;  // 5 complex values: 10 parts
                       int rev = 0;
                       void* args[] = {&o, &in, &outer, &n, &inner, &rev};
                       m.launch(i, 1, 32, args);
-                    }, got, want});
+                    },
+                    got, want});
   }
   struct ReduceArgs {
     int64_t nkeep = 0, keep_shape[8] = {}, keep_stride[8] = {}, nred = 0, red_shape[8] = {}, red_stride[8] = {};
@@ -554,8 +581,9 @@ TEST_F(FusedKernels, ConversionRandomRunningAndReductionKernelsMatchTheCpu) {
       if (is_complex(d) && op != "sum" && op != "prod") continue;  // (no order: the host's)
       // over axes 0 and 2 of [6, 4, 33]: strided rows, as rules.cpp lays them out
       Array x = d == DType::bool_ ? rng.bools({6, 4, 33})
-                : is_complex(d) ? complex(rng.uniform({6, 4, 33}, real_dtype(d), op == "prod" ? 0.9 : -1, op == "prod" ? 1.1 : 1),
-                                          rng.uniform({6, 4, 33}, real_dtype(d), -0.05, 0.05))
+                : is_complex(d)   ? complex(rng.uniform({6, 4, 33}, real_dtype(d), op == "prod" ? 0.9 : -1,
+                                                      op == "prod" ? 1.1 : 1),
+                                            rng.uniform({6, 4, 33}, real_dtype(d), -0.05, 0.05))
                 : is_floating(d) ? rng.uniform({6, 4, 33}, d, op == "prod" ? 0.9 : -1, op == "prod" ? 1.1 : 1)
                                  : rng.ints({6, 4, 33}, d, -50, 50);
       Array want;

@@ -1,4 +1,5 @@
 #include "graft/backends/cuda/cuda.h"
+
 #include "graft/backends/cuda/fusion_codegen.h"
 
 namespace graft::cuda {

@@ -485,7 +485,8 @@ std::string Generator::row_section(size_t s, const std::string& in) {
     std::string ct = ctype(x.dtype);
     if (x.kind == Val::operand) {
       // ct{}: zero for every type (a complex struct has no cast from 0 in C++17, NVRTC's language)
-      out += in + "const " + ct + " " + x.name + " = active ? (" + ct + ")ld(in" + std::to_string(x.input) + "[r]) : " + ct + "{};\n";
+      out += in + "const " + ct + " " + x.name + " = active ? (" + ct + ")ld(in" + std::to_string(x.input) +
+             "[r]) : " + ct + "{};\n";
     } else if (x.kind == Val::reduce) {
       const Reduction& r = reds_[static_cast<size_t>(x.reduction)];
       std::string acc = "acc" + std::to_string(r.value);
@@ -684,7 +685,8 @@ bool cuda_fusible(const Eqn& e) {
   if (p == &prims::convert_element_type_p || p == &prims::select_n_p || p == &prims::broadcast_in_dim_p ||
       p == &prims::reshape_p || p == &prims::squeeze_p)
     return true;
-  if (!p->has(kElementwise) || e.inputs.empty()) return false;  // complex reductions: no shuffles of two words
+  if (!p->has(kElementwise) || e.inputs.empty())
+    return false;  // complex reductions: no shuffles of two words
   return ck::elementwise_expr(p->name, e.inputs[0].aval().dtype).has_value();
 }
 

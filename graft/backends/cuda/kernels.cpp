@@ -282,8 +282,10 @@ std::string storage_type(DType d) {
     case DType::bf16: return "bf16";
     case DType::f32: return "float";
     case DType::f64: return "double";
-    case DType::c64: return "c64";
-    case DType::c128: return "c128";
+    case DType::c64:
+      return "c64";
+    case DType::c128:
+      return "c128";
   }
   return "?";
 }
@@ -443,8 +445,11 @@ std::string fill_source(const std::string& name, int bytes) {
   std::string t = word_type(bytes);
   std::string value = bytes == 16 ? "w128{v, v_hi}" : "(" + t + ")v";
   std::string s = kPrelude;
-  s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, i64 n, u64 v, u64 v_hi) {\n"
-       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) out[i] = " + value + ";\n}\n";
+  s += "extern \"C\" __global__ void " + name + "(" + t +
+       "* __restrict__ out, i64 n, u64 v, u64 v_hi) {\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) "
+       "out[i] = " +
+       value + ";\n}\n";
   return s;
 }
 
@@ -539,11 +544,14 @@ std::string gather_source(const std::string& name, int bytes) {
   std::string s = kPrelude;
   s += kIndexArgs;
   s += "extern \"C\" __global__ void " + name + "(" + t + "* __restrict__ out, const " + t +
-       "* __restrict__ op, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, IndexArgs a, u64 fill,"
+       "* __restrict__ op, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, IndexArgs "
+       "a, u64 fill,"
        " u64 fill_hi) {\n"
-       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) "
+       "{\n"
        "    i64 b, w; locate(i, a, b, w);\n"
-       "    out[i] = ok[b].v ? op[starts[b] + w] : " + fill + ";\n  }\n}\n";
+       "    out[i] = ok[b].v ? op[starts[b] + w] : " +
+       fill + ";\n  }\n}\n";
   return s;
 }
 
@@ -557,10 +565,14 @@ std::optional<std::string> scatter_add_source(const std::string& name, DType dty
     std::string s = kPrelude;
     s += kIndexArgs;
     s += "extern \"C\" __global__ void " + name + "(" + t + "* out, const " + t +
-         "* __restrict__ upd, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, IndexArgs a) {\n"
-         "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
+         "* __restrict__ upd, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, "
+         "IndexArgs a) {\n"
+         "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * "
+         "blockDim.x) {\n"
          "    i64 b, w; locate(i, a, b, w);\n"
-         "    if (ok[b].v) { " + at + "* q = (" + at + "*)(out + starts[b] + w); atomicAdd(q, upd[i].re); atomicAdd(q + 1, upd[i].im); }\n"
+         "    if (ok[b].v) { " +
+         at + "* q = (" + at +
+         "*)(out + starts[b] + w); atomicAdd(q, upd[i].re); atomicAdd(q + 1, upd[i].im); }\n"
          "  }\n}\n";
     return s;
   }

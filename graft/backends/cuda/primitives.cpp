@@ -478,7 +478,8 @@ Arrays gather_gpu(const Primitive& p, std::span<const Array> in, std::span<const
   uint64_t fill[2] = {0, 0};  // (a complex128 value takes both words)
   if (!clip) {  // the CPU's fill (graft/prims/gather.cpp): NaN for inexact types, NaN + 0i for complex
     const ParamValue* fv = params.find("fill_value");
-    double f = (fv && std::holds_alternative<double>(*fv)) ? std::get<double>(*fv) : (is_inexact(op.dtype()) ? std::nan("") : 0.0);
+    double f = (fv && std::holds_alternative<double>(*fv)) ? std::get<double>(*fv)
+                                                           : (is_inexact(op.dtype()) ? std::nan("") : 0.0);
     convert_elements(&f, DType::f64, fill, op.dtype(), 1);
   }
   IntList win = window_dims(op.ndim(), g.collapsed_slice_dims, g.operand_batching_dims);
@@ -588,9 +589,12 @@ Arrays sort_gpu(const Primitive& p, std::span<const Array> in, std::span<const A
   int64_t dim = params.get_int("dimension"), nk = params.get_int("num_keys");
   const Shape& shape = in[0].shape();
   int64_t rank = in[0].ndim(), n = shape[static_cast<size_t>(dim)];
-  bool complex_keys = false;  // (complex values sort by keys of their parts: lax's sort takes them as operands)
-  for (int64_t k = 0; k < nk && k < static_cast<int64_t>(in.size()); ++k) complex_keys = complex_keys || is_complex(in[static_cast<size_t>(k)].dtype());
-  if (rank > 8 || n >= (int64_t(1) << 31) || nk > 8 || complex_keys) return host_fallback(p, in, outs, params, in[0].device());
+  bool complex_keys =
+      false;  // (complex values sort by keys of their parts: lax's sort takes them as operands)
+  for (int64_t k = 0; k < nk && k < static_cast<int64_t>(in.size()); ++k)
+    complex_keys = complex_keys || is_complex(in[static_cast<size_t>(k)].dtype());
+  if (rank > 8 || n >= (int64_t(1) << 31) || nk > 8 || complex_keys)
+    return host_fallback(p, in, outs, params, in[0].device());
   int d = in[0].device().index;
   Axes to_last, back(static_cast<size_t>(rank));
   for (int64_t k = 0; k < rank; ++k)
@@ -695,7 +699,8 @@ Arrays reduce_gpu(const Primitive& p, std::span<const Array> in, std::span<const
   DType in_t = x.dtype(), out_t = outs[0].dtype;
   bool arg = op == "argmax" || op == "argmin";
   if (x.ndim() > 8 || (in_t == DType::bool_ && !(op == "and" || op == "or" || op == "max" || op == "min")) ||
-      ((op == "and" || op == "or") && in_t != DType::bool_) || (in_t == DType::bool_ && !arg && op != "and" && op != "or") ||
+      ((op == "and" || op == "or") && in_t != DType::bool_) ||
+      (in_t == DType::bool_ && !arg && op != "and" && op != "or") ||
       (is_complex(in_t) && op != "sum" && op != "prod"))  // complex values have no order
     return host_fallback(p, in, outs, params, x.device());
   int d = x.device().index;
@@ -732,8 +737,10 @@ cudaDataType blas_type(DType d) {
     case DType::f16: return CUDA_R_16F;
     case DType::bf16: return CUDA_R_16BF;
     case DType::f32: return CUDA_R_32F;
-    case DType::c64: return CUDA_C_32F;
-    case DType::c128: return CUDA_C_64F;
+    case DType::c64:
+      return CUDA_C_32F;
+    case DType::c128:
+      return CUDA_C_64F;
     default: return CUDA_R_64F;
   }
 }
@@ -813,8 +820,9 @@ Arrays dot_gpu(const Primitive& p, std::span<const Array> in, std::span<const Av
   auto h = static_cast<cublasHandle_t>(cuda::blas_handle(d));
   bool wide = t == DType::f64 || t == DType::c128;
   cublasComputeType_t ct = wide ? CUBLAS_COMPUTE_64F
-                           : ((t == DType::f32 || t == DType::c64) && cuda::tf32_allowed()) ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                                           : CUBLAS_COMPUTE_32F;
+                           : ((t == DType::f32 || t == DType::c64) && cuda::tf32_allowed())
+                               ? CUBLAS_COMPUTE_32F_FAST_TF32
+                               : CUBLAS_COMPUTE_32F;
   // alpha = 1, beta = 0 in the compute type's scalars (a complex GEMM's are complex: {1, 0}, {0, 0})
   double alpha64[2] = {1, 0}, beta64[2] = {0, 0};
   float alpha32[2] = {1, 0}, beta32[2] = {0, 0};
@@ -877,7 +885,8 @@ void register_all(int16_t cuda_type) {
   register_device_impl(cuda_type, sort_p, &sort_gpu);
   for (const Primitive* p : {&scatter_p, &scatter_mul_p, &scatter_min_p, &scatter_max_p})
     register_device_impl(cuda_type, *p, &real_only<&scatter_gpu>);
-  for (const Primitive* p : {&cumsum_p, &cummax_p, &cummin_p}) register_device_impl(cuda_type, *p, &cumulative_gpu);
+  for (const Primitive* p : {&cumsum_p, &cummax_p, &cummin_p})
+    register_device_impl(cuda_type, *p, &cumulative_gpu);
   // collectives across processes: on device memory through the axis's NCCL communicator, else through
   // the host (graft/prims/collective.cpp chooses per call)
   for (const Primitive* p : {&psum_p, &pmax_p, &pmin_p, &all_gather_p, &reduce_scatter_p, &ppermute_p, &all_to_all_p})

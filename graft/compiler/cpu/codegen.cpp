@@ -150,8 +150,11 @@ class Emitter {
       case DType::i16: case DType::u16: return b_.getInt16Ty();
       case DType::i32: case DType::u32: return b_.getInt32Ty();
       case DType::i64: case DType::u64: return b_.getInt64Ty();
-      case DType::f64: case DType::c128: return b_.getDoubleTy();
-      default: return b_.getFloatTy();  // halves, f32 and complex64's parts
+      case DType::f64:
+      case DType::c128:
+        return b_.getDoubleTy();
+      default:
+        return b_.getFloatTy();  // halves, f32 and complex64's parts
     }
   }
   // In memory, bools are bytes, bf16 values 16-bit integers (their bits) and f16 values halves; in
@@ -437,7 +440,8 @@ class Emitter {
     const Primitive& p = *op.prim;
     DType d = vd[0];
     Pair a = v[0];
-    if (&p == &add_p || &p == &add_any_p) return {b_.CreateFAdd(a.first, v[1].first), b_.CreateFAdd(a.second, v[1].second)};
+    if (&p == &add_p || &p == &add_any_p)
+      return {b_.CreateFAdd(a.first, v[1].first), b_.CreateFAdd(a.second, v[1].second)};
     if (&p == &sub_p) return {b_.CreateFSub(a.first, v[1].first), b_.CreateFSub(a.second, v[1].second)};
     if (&p == &mul_p) return cmul(a, v[1], d);
     if (&p == &square_p) return cmul(a, a, d);
@@ -447,9 +451,14 @@ class Emitter {
     if (&p == &real_p) return {a.first, nullptr};
     if (&p == &imag_p) return {a.second, nullptr};
     if (&p == &complex_p) return {a.first, v[1].first};
-    if (&p == &eq_p) return {b_.CreateAnd(b_.CreateFCmpOEQ(a.first, v[1].first), b_.CreateFCmpOEQ(a.second, v[1].second)), nullptr};
-    if (&p == &ne_p) return {b_.CreateOr(b_.CreateFCmpUNE(a.first, v[1].first), b_.CreateFCmpUNE(a.second, v[1].second)), nullptr};
-    if (&p == &select_n_p) return {sel(a.first, v[2].first, v[1].first), sel(a.first, v[2].second, v[1].second)};
+    if (&p == &eq_p)
+      return {b_.CreateAnd(b_.CreateFCmpOEQ(a.first, v[1].first), b_.CreateFCmpOEQ(a.second, v[1].second)),
+              nullptr};
+    if (&p == &ne_p)
+      return {b_.CreateOr(b_.CreateFCmpUNE(a.first, v[1].first), b_.CreateFCmpUNE(a.second, v[1].second)),
+              nullptr};
+    if (&p == &select_n_p)
+      return {sel(a.first, v[2].first, v[1].first), sel(a.first, v[2].second, v[1].second)};
     if (&p == &integer_pow_p) {
       // square-and-multiply from 1 + 0i, as the tile kernel (1 * x is not x for infinite parts)
       uint64_t e = static_cast<uint64_t>(op.params.get_int("y"));
@@ -463,9 +472,12 @@ class Emitter {
     }
     if (&p == &convert_element_type_p) {
       DType to = op.dtype;
-      if (is_complex(d) && is_complex(to)) return {convert(a.first, part(d), part(to)), convert(a.second, part(d), part(to))};
+      if (is_complex(d) && is_complex(to))
+        return {convert(a.first, part(d), part(to)), convert(a.second, part(d), part(to))};
       if (is_complex(d) && is_bool(to))  // either part nonzero (or NaN)
-        return {b_.CreateOr(b_.CreateFCmpUNE(a.first, cst(part(d), 0)), b_.CreateFCmpUNE(a.second, cst(part(d), 0))), nullptr};
+        return {b_.CreateOr(b_.CreateFCmpUNE(a.first, cst(part(d), 0)),
+                            b_.CreateFCmpUNE(a.second, cst(part(d), 0))),
+                nullptr};
       if (is_complex(d)) return {convert(a.first, part(d), to), nullptr};  // the real part, as NumPy's cast
       return {convert(a.first, d, part(to)), cst(part(to), 0)};
     }
@@ -578,12 +590,15 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
   auto load = [&](Emitter& em, DType d, llvm::Value* p, unsigned w) -> Pair {
     llvm::Type* st = em.widen(em.stored(d));
     if (!is_complex(d)) {
-      llvm::Value* x = b.CreateAlignedLoad(st, b.CreateBitCast(p, st->getPointerTo()), llvm::Align(itemsize(d)));
+      llvm::Value* x =
+          b.CreateAlignedLoad(st, b.CreateBitCast(p, st->getPointerTo()), llvm::Align(itemsize(d)));
       return {em.from_memory(x, d), nullptr};
     }
     llvm::Type* pt = scalar_em.stored(d);
     llvm::Align align(itemsize(d) / 2);
-    if (w == 1) return {b.CreateAlignedLoad(pt, p, align), b.CreateAlignedLoad(pt, b.CreateConstGEP1_64(pt, p, 1), align)};
+    if (w == 1)
+      return {b.CreateAlignedLoad(pt, p, align),
+              b.CreateAlignedLoad(pt, b.CreateConstGEP1_64(pt, p, 1), align)};
     auto* both = llvm::FixedVectorType::get(pt, 2 * w);
     llvm::Value* x = b.CreateAlignedLoad(both, b.CreateBitCast(p, both->getPointerTo()), align);
     std::vector<int> re(w), im(w);
@@ -604,13 +619,15 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
         return;
       }
       std::vector<int> idx(2 * w);
-      for (unsigned l = 0; l < w; ++l) idx[2 * l] = static_cast<int>(l), idx[2 * l + 1] = static_cast<int>(w + l);
+      for (unsigned l = 0; l < w; ++l)
+        idx[2 * l] = static_cast<int>(l), idx[2 * l + 1] = static_cast<int>(w + l);
       v = b.CreateShuffleVector(x.first, x.second, idx);
       t = llvm::FixedVectorType::get(pt, 2 * w);
     } else {
       v = em.to_memory(v, d);
     }
-    llvm::StoreInst* st = b.CreateAlignedStore(v, b.CreateBitCast(p, t->getPointerTo()), llvm::Align(nt ? 64 : align));
+    llvm::StoreInst* st =
+        b.CreateAlignedStore(v, b.CreateBitCast(p, t->getPointerTo()), llvm::Align(nt ? 64 : align));
     if (nt) {
       llvm::Metadata* one = llvm::ConstantAsMetadata::get(b.getInt32(1));
       st->setMetadata(llvm::LLVMContext::MD_nontemporal, llvm::MDNode::get(*ctx, one));
@@ -635,11 +652,12 @@ void emit_loop(llvm::Module* mod, const LoopSpec& spec, const std::string& name)
     if (o.literal.valid()) {
       // integers by their own value: through a double, 64-bit ones beyond 2^53 changed
       uniform[i].first = is_floating(o.dtype)
-                       ? llvm::ConstantFP::get(scalar_em.scalar(o.dtype), o.literal.item<double>())
-                       : llvm::ConstantInt::get(scalar_em.scalar(o.dtype),
-                                                is_unsigned(o.dtype) ? o.literal.item<uint64_t>()
-                                                                     : static_cast<uint64_t>(o.literal.item<int64_t>()),
-                                                !is_unsigned(o.dtype));
+                             ? llvm::ConstantFP::get(scalar_em.scalar(o.dtype), o.literal.item<double>())
+                             : llvm::ConstantInt::get(scalar_em.scalar(o.dtype),
+                                                      is_unsigned(o.dtype)
+                                                          ? o.literal.item<uint64_t>()
+                                                          : static_cast<uint64_t>(o.literal.item<int64_t>()),
+                                                      !is_unsigned(o.dtype));
       continue;
     }
     base[i] = load_ptr(o.dtype);

@@ -207,18 +207,6 @@ TEST(CudaLibraries, OpenedOnFirstUseWithEveryFunctionGraftCalls) {
 constexpr DType kAll[] = {DType::bool_, DType::i8,  DType::i16, DType::i32,  DType::i64, DType::u8, DType::u16,
                           DType::u32,   DType::u64, DType::f16, DType::bf16, DType::f32, DType::f64};
 
-int arity(const std::string& prim) {
-  static const std::set<std::string> unary = {
-      "neg",   "sign",          "floor",   "ceil",   "round",       "is_finite", "exp",
-      "exp2",  "log",           "log1p",   "expm1",  "tanh",        "logistic",  "sin",
-      "cos",   "tan",           "asin",    "acos",   "atan",        "sinh",      "cosh",
-      "asinh", "acosh",         "atanh",   "sqrt",   "rsqrt",       "cbrt",      "abs",
-      "erf",   "erfc",          "erf_inv", "square", "integer_pow", "not",       "population_count",
-      "copy",  "stop_gradient", "real",    "imag",   "conj"};
-  if (unary.count(prim)) return 1;
-  return prim == "select_n" || prim == "clamp" ? 3 : 2;
-}
-
 TEST(CudaKernels, EveryElementwiseKernelCompilesForSm90) {
   int compiled = 0, complex = 0;
   std::vector<DType> types(std::begin(kAll), std::end(kAll));
@@ -234,7 +222,7 @@ TEST(CudaKernels, EveryElementwiseKernelCompilesForSm90) {
       if (is_complex(d) && (prim == "real" || prim == "imag" || prim == "abs")) out = real_dtype(d);
       if (prim == "complex") out = complex_dtype(d);
       complex += is_complex(d) || is_complex(out);
-      std::vector<DType> in(static_cast<size_t>(arity(prim)), d);
+      std::vector<DType> in(static_cast<size_t>(cuda_kernels::elementwise_arity(prim)), d);
       if (prim == "select_n") in[0] = DType::bool_;
       std::string name = "k_" + prim + "_" + std::string(short_name(d));
       SCOPED_TRACE(name);

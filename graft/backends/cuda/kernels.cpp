@@ -1,6 +1,7 @@
 #include "graft/backends/cuda/kernels.h"
 
 #include <map>
+#include <set>
 
 namespace graft::cuda_kernels {
 
@@ -296,6 +297,18 @@ std::optional<std::string> elementwise_expr(const std::string& prim, DType dtype
   for (const Desc& d : it->second)
     if (d.types & bit(dtype)) return std::string(d.expr);
   return std::nullopt;
+}
+
+int elementwise_arity(const std::string& prim) {
+  static const std::set<std::string> unary = {
+      "neg",   "sign",          "floor",   "ceil",   "round",       "is_finite", "exp",
+      "exp2",  "log",           "log1p",   "expm1",  "tanh",        "logistic",  "sin",
+      "cos",   "tan",           "asin",    "acos",   "atan",        "sinh",      "cosh",
+      "asinh", "acosh",         "atanh",   "sqrt",   "rsqrt",       "cbrt",      "abs",
+      "erf",   "erfc",          "erf_inv", "square", "integer_pow", "not",       "population_count",
+      "copy",  "stop_gradient", "real",    "imag",   "conj"};
+  if (unary.count(prim)) return 1;
+  return prim == "select_n" || prim == "clamp" ? 3 : 2;
 }
 
 std::vector<std::string> elementwise_prims() {

@@ -33,6 +33,8 @@ std::string convert_expr(const std::string& x, DType from, DType to);
 std::optional<std::string> elementwise_expr(const std::string& prim, DType dtype);
 /// Every elementwise primitive with a description (for tests).
 std::vector<std::string> elementwise_prims();
+/// Its operands: 1, 2, or 3 for select_n (two cases) and clamp (for tests).
+int elementwise_arity(const std::string& prim);
 
 /// An elementwise kernel: out[i] = expr(in_0[i], ...), each operand either full-sized or one element
 /// (broadcast). Kernel name: `name`. Arguments: out, in_0..in_{n-1}, n (i64), scalar mask (u32), p (i64).

@@ -324,6 +324,30 @@ TEST_F(Codegen, complex_values_exact_at_every_length) {
   expect_exact(with_div, w);
 }
 
+// Complex sums in fused loops: the parts' sums (pairwise, as the eager kernel sums the array read as its
+// parts), in rows, in chunked rows (16-byte accumulators folded pairwise over the chunks) and with the
+// row's sum read back by the rest of the row.
+TEST_F(Codegen, complex_sums_in_rows_and_chunked_rows) {
+  Rng rng(12);
+  for (DType d : {c64, c128}) {
+    DType r = real_dtype(d);
+    double tol = d == c64 ? 2e-5 : 1e-12;
+    for (Shape shape : {Shape{7, 33}, Shape{3, 2048}, Shape{2, 40000}}) {
+      Array w = complex(rng.uniform(shape, r, -1, 1), rng.uniform(shape, r, -1, 1));
+      Array z = complex(rng.uniform(shape, r, -1, 1), rng.uniform(shape, r, -1, 1));
+      auto dot = [w](const Array& x) { return sum(x * w, -1); };
+      auto centered = [w](const Array& x) { return x * w - mean(x * w, -1, true); };
+      std::string p = fused_program(dot, z);
+      EXPECT_NE(p.find("reduce_sum"), std::string::npos) << p;
+      if (shape[1] == 40000) {
+        EXPECT_EQ(p.rfind("chunked rows", 0), 0u) << p;
+      }
+      EXPECT_TRUE(testing::close(jit(dot)(z), dot(z), tol, tol)) << short_name(d) << " " << z.aval().str();
+      EXPECT_TRUE(testing::close(jit(centered)(z), centered(z), tol, tol)) << short_name(d) << " " << z.aval().str();
+    }
+  }
+}
+
 // bf16 and f16 in generated loops: widened on load, f32 in registers, rounded on store. With excess
 // precision off every operation's result is rounded, as eager evaluation and the tile kernels round
 // it: the three agree bit for bit. With it on (the default) the loop computes in f32 what eager

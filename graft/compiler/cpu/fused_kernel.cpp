@@ -852,8 +852,6 @@ void FusedKernel::Impl::find_chunk_accumulators() {
     int32_t r = ins.op == Op::reduce ? ins.out : ins.op == Op::loop && ins.loop_reduces ? ins.outs.back() : -1;
     if (r < 0) continue;
     if (!ins.k.reduce) internal("a chunked reduction without a fold");
-    // (ChunkFold keeps one 8-byte word per accumulator: complex reductions have no tile form)
-    if (itemsize(regs[static_cast<size_t>(r)].dtype) > 8) internal("a chunked reduction of 16-byte values");
     chunk_accs.push_back({r, ins.k.reduce, itemsize(regs[static_cast<size_t>(r)].dtype)});
   }
 }
@@ -875,7 +873,7 @@ class ChunkFold {
     int l = 0;
     for (; full_ >> l & 1; ++l) {
       for (size_t a = 0; a < n; ++a) {
-        uint64_t& left = slots_[static_cast<size_t>(l) * n + a];
+        Word& left = slots_[static_cast<size_t>(l) * n + a];
         accs_[a].fold(&left, &carry_[a], 1, false);  // left = left (+) carry: the older partial first
         carry_[a] = left;
       }
@@ -891,7 +889,7 @@ class ChunkFold {
     for (int l = 63; l >= 0; --l) {
       if (!(full_ >> l & 1)) continue;
       for (size_t a = 0; a < n; ++a) {
-        uint64_t& part = slots_[static_cast<size_t>(l) * n + a];
+        Word& part = slots_[static_cast<size_t>(l) * n + a];
         if (first) {
           carry_[a] = part;
         } else {
@@ -905,8 +903,11 @@ class ChunkFold {
   }
 
  private:
+  struct Word {  // an accumulator's value: up to 16 bytes (complex128)
+    alignas(16) uint64_t w[2];
+  };
   const std::vector<Acc>& accs_;
-  std::vector<uint64_t> carry_, slots_;  // one 8-byte value per accumulator (and per tree level)
+  std::vector<Word> carry_, slots_;  // one value per accumulator (and per tree level)
   uint64_t full_ = 0;
 };
 

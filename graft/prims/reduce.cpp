@@ -576,7 +576,8 @@ void reduce_tile_complex_sum(void* acc, const void* in, int64_t n, bool init) {
   thread_local std::vector<R> parts;
   parts.resize(static_cast<size_t>(2 * n));
   const R* x = static_cast<const R*>(in);
-  for (int64_t i = 0; i < n; ++i) parts[static_cast<size_t>(i)] = x[2 * i], parts[static_cast<size_t>(n + i)] = x[2 * i + 1];
+  for (int64_t i = 0; i < n; ++i)
+    parts[static_cast<size_t>(i)] = x[2 * i], parts[static_cast<size_t>(n + i)] = x[2 * i + 1];
   R* a = static_cast<R*>(acc);
   for (int part = 0; part < 2; ++part) {
     auto r = reduce_row<RKind::sum>(parts.data() + part * n, n);
@@ -590,7 +591,8 @@ TileKernel reduce_tile_rule(const Primitive& p, std::span<const Aval> in, const 
   k.num_inputs = 1;
   if (is_complex(in[0].dtype)) {  // sums only (a complex product is not the parts' products)
     if (info.kind == RKind::sum && (info.mask & bit(in[0].dtype)))
-      k.reduce = in[0].dtype == DType::c64 ? &reduce_tile_complex_sum<float> : &reduce_tile_complex_sum<double>;
+      k.reduce =
+          in[0].dtype == DType::c64 ? &reduce_tile_complex_sum<float> : &reduce_tile_complex_sum<double>;
     return k;
   }
   visit_dtype(in[0].dtype, [&](auto tag) {

@@ -343,7 +343,8 @@ TEST_F(Codegen, complex_sums_in_rows_and_chunked_rows) {
         EXPECT_EQ(p.rfind("chunked rows", 0), 0u) << p;
       }
       EXPECT_TRUE(testing::close(jit(dot)(z), dot(z), tol, tol)) << short_name(d) << " " << z.aval().str();
-      EXPECT_TRUE(testing::close(jit(centered)(z), centered(z), tol, tol)) << short_name(d) << " " << z.aval().str();
+      EXPECT_TRUE(testing::close(jit(centered)(z), centered(z), tol, tol))
+          << short_name(d) << " " << z.aval().str();
     }
   }
 }

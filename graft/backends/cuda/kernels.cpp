@@ -572,23 +572,6 @@ std::optional<std::string> scatter_add_source(const std::string& name, DType dty
   // atomicAdd exists for these; 64-bit integers add as unsigned (the same bits, wrapping); complex values
   // add part by part (two atomic additions: each part is the sum of its updates, in some order)
   std::string t, at;
-  if (is_complex(dtype)) {
-    t = storage_type(dtype);
-    at = dtype == DType::c64 ? "float" : "double";
-    std::string s = kPrelude;
-    s += kIndexArgs;
-    s += "extern \"C\" __global__ void " + name + "(" + t + "* out, const " + t +
-         "* __restrict__ upd, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, "
-         "IndexArgs a) {\n"
-         "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * "
-         "blockDim.x) {\n"
-         "    i64 b, w; locate(i, a, b, w);\n"
-         "    if (ok[b].v) { " +
-         at + "* q = (" + at +
-         "*)(out + starts[b] + w); atomicAdd(q, upd[i].re); atomicAdd(q + 1, upd[i].im); }\n"
-         "  }\n}\n";
-    return s;
-  }
   switch (dtype) {
     case DType::f32: t = at = "float"; break;
     case DType::f64: t = at = "double"; break;
@@ -596,15 +579,30 @@ std::optional<std::string> scatter_add_source(const std::string& name, DType dty
     case DType::u32: t = at = "unsigned int"; break;
     case DType::i64: t = "i64"; at = "unsigned long long"; break;
     case DType::u64: t = "u64"; at = "unsigned long long"; break;
+    case DType::c64:
+      t = "c64";
+      at = "float";
+      break;
+    case DType::c128:
+      t = "c128";
+      at = "double";
+      break;
     default: return std::nullopt;
   }
+  std::string q = "(" + at + "*)(out + starts[b] + w)";
+  std::string add = is_complex(dtype)
+                        ? "{ atomicAdd(" + q + ", upd[i].re); atomicAdd(" + q + " + 1, upd[i].im); }"
+                        : "atomicAdd(" + q + ", (" + at + ")upd[i]);";
   std::string s = kPrelude;
   s += kIndexArgs;
   s += "extern \"C\" __global__ void " + name + "(" + t + "* out, const " + t +
-       "* __restrict__ upd, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, IndexArgs a) {\n"
-       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {\n"
+       "* __restrict__ upd, const i64* __restrict__ starts, const boolean* __restrict__ ok, i64 n, IndexArgs "
+       "a) {\n"
+       "  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) "
+       "{\n"
        "    i64 b, w; locate(i, a, b, w);\n"
-       "    if (ok[b].v) atomicAdd((" + at + "*)(out + starts[b] + w), (" + at + ")upd[i]);\n  }\n}\n";
+       "    if (ok[b].v) " +
+       add + "\n  }\n}\n";
   return s;
 }
 
